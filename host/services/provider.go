@@ -1,0 +1,32 @@
+// Package services owns the set of services the host lends to the voice server:
+// the Provider contract, the registry that merges providers into one set, and
+// the dispatcher that validates and runs the server's calls.
+package services
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Service is one tool a provider offers: the entry of an MCP `register` message.
+type Service struct {
+	Name        string
+	Description string
+	// Parameters is a JSON Schema object, kept as raw JSON.
+	Parameters json.RawMessage
+	// Timeout overrides the dispatcher's default deadline when non-zero.
+	Timeout time.Duration
+}
+
+// Provider is anything that offers services: a plugin process, a standard MCP
+// server, or the host's built-ins.
+type Provider interface {
+	// ID names the provider in logs and errors, e.g. "plugin:clock" or "builtin".
+	ID() string
+	// Services lists what the provider offers now.
+	Services() []Service
+	// Call runs one service. params has already been validated against the
+	// service's schema. The returned value becomes the result's `data`.
+	Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+}
