@@ -1,0 +1,322 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// DefaultPath is where the daemon looks for its config file when none is given.
+// A missing file at this path is not an error (defaults and environment apply).
+const DefaultPath = "/etc/agenthost/agenthost.yaml"
+
+// EnvPrefix starts every environment variable that sets a config key, e.g.
+// AGENTHOST_SERVER_ADDRESS for server.address.
+const EnvPrefix = "AGENTHOST_"
+
+// EnvConfigPath is the one AGENTHOST_ variable that is not a config key: the
+// CLI may use it to name the config file. Load ignores it.
+const EnvConfigPath = "AGENTHOST_CONFIG"
+
+// Config is the whole effective configuration. Field tags give the YAML keys.
+type Config struct {
+	Server       Server       `yaml:"server"`
+	Log          Log          `yaml:"log"`
+	Services     Services     `yaml:"services"`
+	Plugins      Plugins      `yaml:"plugins"`
+	Audio        Audio        `yaml:"audio"`
+	Conversation Conversation `yaml:"conversation"`
+	MCP          MCP          `yaml:"mcp"`
+
+	// Path is the file that was loaded ("" if none).
+	Path string `yaml:"-"`
+	// Warnings are problems that do not stop the daemon (e.g. a keepalive
+	// that the server may not accept). Each is one readable line.
+	Warnings []string `yaml:"-"`
+}
+
+// Server is the link to the voice server.
+type Server struct {
+	Address     string   `yaml:"address"`
+	TLS         bool     `yaml:"tls"`
+	Token       string   `yaml:"token" cfg:"secret"`
+	TokenFile   string   `yaml:"token_file"`
+	Params      Params   `yaml:"params"`
+	DialTimeout Duration `yaml:"dial_timeout"`
+	// AuthTimeout: after AUTH, an error STATUS or a close within this long
+	// counts as an authentication failure.
+	AuthTimeout Duration `yaml:"auth_timeout"`
+	// Keepalive: send ##PING when nothing was sent for this long.
+	Keepalive Duration `yaml:"keepalive"`
+	Reconnect Backoff  `yaml:"reconnect"`
+	MaxFrame  Size     `yaml:"max_frame"`
+}
+
+// Params are the AUTH parameters (voice protocol §6.1). Extra holds any other
+// key given under server.params; it is passed through unchanged.
+type Params struct {
+	VoiceID          string            `yaml:"voiceid"`
+	Lang             string            `yaml:"lang"`
+	Format           string            `yaml:"format"`
+	InputAudioFormat string            `yaml:"input_audio_format"`
+	Mode             string            `yaml:"mode"`
+	EmojiMode        string            `yaml:"emoji_mode"`
+	Extra            map[string]string `yaml:",inline"`
+}
+
+// Values returns the AUTH parameters to send, known and extra, leaving out
+// empty values.
+func (p Params) Values() map[string]string {
+	out := make(map[string]string, len(p.Extra)+6)
+	for k, v := range p.Extra {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	for k, v := range map[string]string{
+		"voiceid": p.VoiceID, "lang": p.Lang, "format": p.Format,
+		"input_audio_format": p.InputAudioFormat, "mode": p.Mode, "emoji_mode": p.EmojiMode,
+	} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// Backoff is an exponential back-off: the first wait is Base, doubling up to Cap.
+type Backoff struct {
+	Base Duration `yaml:"base"`
+	Cap  Duration `yaml:"cap"`
+}
+
+// Log configures log/slog output.
+type Log struct {
+	Level  string `yaml:"level"`  // debug|info|warn|error
+	Format string `yaml:"format"` // text|json
+}
+
+// Services configures dispatch of tool calls.
+type Services struct {
+	Timeout     Duration            `yaml:"timeout"`
+	Timeouts    map[string]Duration `yaml:"timeouts"`
+	MaxResult   Size                `yaml:"max_result"`
+	MaxInFlight int                 `yaml:"max_in_flight"`
+	// Prefixes maps a provider id to a prefix for its service names.
+	Prefixes map[string]string `yaml:"prefixes"`
+	Builtins bool              `yaml:"builtins"`
+}
+
+// TimeoutFor returns the deadline for a call of the named service:
+// services.timeouts[name] if set, else services.timeout.
+func (s Services) TimeoutFor(name string) Duration {
+	if d, ok := s.Timeouts[name]; ok {
+		return d
+	}
+	return s.Timeout
+}
+
+// Plugins configures the plugin manager.
+type Plugins struct {
+	Dirs         []string `yaml:"dirs"`
+	AutoMTLS     bool     `yaml:"automtls"`
+	StartTimeout Duration `yaml:"start_timeout"`
+	Debounce     Duration `yaml:"debounce"`
+	// StopGrace is how long in-flight calls on an old instance may finish.
+	StopGrace  Duration `yaml:"stop_grace"`
+	RuntimeDir string   `yaml:"runtime_dir"`
+	// SHA256 pins a plugin (by name) to a hex digest of its binary.
+	SHA256 map[string]string `yaml:"sha256"`
+	// Config is a free-form subtree per plugin name, handed to that plugin.
+	Config  map[string]any `yaml:"config"`
+	Restart Restart        `yaml:"restart"`
+}
+
+// Restart limits restarting crashed plugins: back-off from Base to Cap, and
+// give up after MaxCrashes crashes within Window.
+type Restart struct {
+	Base       Duration `yaml:"base"`
+	Cap        Duration `yaml:"cap"`
+	MaxCrashes int      `yaml:"max_crashes"`
+	Window     Duration `yaml:"window"`
+}
+
+// RuntimeDirectory resolves plugins.runtime_dir: the configured value, else
+// $RUNTIME_DIRECTORY (set by systemd's RuntimeDirectory=; first entry), else
+// $XDG_RUNTIME_DIR/agenthost, else <os.TempDir()>/agenthost-<uid>.
+func (p Plugins) RuntimeDirectory() string {
+	if p.RuntimeDir != "" {
+		return p.RuntimeDir
+	}
+	if d := os.Getenv("RUNTIME_DIRECTORY"); d != "" {
+		return strings.SplitN(d, ":", 2)[0]
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "agenthost")
+	}
+	return filepath.Join(os.TempDir(), "agenthost-"+strconv.Itoa(os.Getuid()))
+}
+
+// Audio configures capture and playback.
+type Audio struct {
+	Backend    string   `yaml:"backend"` // portaudio|file|none
+	Input      string   `yaml:"input"`   // device name substring (case-insensitive) or index
+	Output     string   `yaml:"output"`
+	InputFile  string   `yaml:"input_file"`  // file backend: WAV or raw s16le
+	OutputFile string   `yaml:"output_file"` // file backend: WAV written here
+	Rate       int      `yaml:"rate"`        // wire sample rate, Hz
+	Frame      Duration `yaml:"frame"`
+	Retry      Backoff  `yaml:"retry"`
+}
+
+// Conversation configures turn-taking.
+type Conversation struct {
+	// AEC: in VAD mode keep listening while the reply plays.
+	AEC           bool     `yaml:"aec"`
+	JitterLead    Duration `yaml:"jitter_lead"`
+	ControlSocket string   `yaml:"control_socket"`
+	// PushToTalkKey: use a key on stdin for push-to-talk when it is a terminal.
+	PushToTalkKey bool    `yaml:"push_to_talk_key"`
+	GPIO          GPIO    `yaml:"gpio"`
+	Earcons       Earcons `yaml:"earcons"`
+	// Hooks maps an event name (see HookEvents) to a shell command.
+	Hooks map[string]string `yaml:"hooks"`
+	VAD   VAD               `yaml:"vad"`
+}
+
+// HookEvents are the event names accepted as keys of conversation.hooks.
+var HookEvents = []string{"text", "emoji", "speak", "listen_start", "listen_stop", "turn_end"}
+
+// GPIO names a push-to-talk button line. Chip "" or Line -1 means none.
+type GPIO struct {
+	Chip string `yaml:"chip"`
+	Line int    `yaml:"line"`
+}
+
+// Earcons are sound files played when listening starts and ends ("" = none).
+type Earcons struct {
+	ListenStart string `yaml:"listen_start"`
+	ListenEnd   string `yaml:"listen_end"`
+}
+
+// VAD configures the simple level-based voice activity detector.
+type VAD struct {
+	Threshold int      `yaml:"threshold"`
+	Hang      Duration `yaml:"hang"`
+}
+
+// MCP configures standard MCP servers used as providers, and serving our
+// services to MCP clients.
+type MCP struct {
+	Servers map[string]MCPServer `yaml:"servers"`
+	Serve   MCPServe             `yaml:"serve"`
+}
+
+// MCPServer is one entry of mcp.servers, in the `mcpServers` shape: either
+// Command (+Args, Env) for stdio, or URL (+Headers) for HTTP. Other keys are
+// kept in Extra and otherwise ignored.
+type MCPServer struct {
+	Command string            `yaml:"command,omitempty"`
+	Args    []string          `yaml:"args,omitempty"`
+	Env     map[string]string `yaml:"env,omitempty" cfg:"secret"`
+	URL     string            `yaml:"url,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty" cfg:"secret"`
+	Prefix  string            `yaml:"prefix,omitempty"`
+	// Timeout is the per-call deadline for this server's services
+	// (0 = services.timeout).
+	Timeout Duration       `yaml:"timeout,omitempty"`
+	Extra   map[string]any `yaml:",inline"`
+}
+
+// MCPServe offers our services to desktop MCP clients.
+type MCPServe struct {
+	Enabled bool   `yaml:"enabled"`
+	Listen  string `yaml:"listen"`
+}
+
+// ControlSocketPath resolves conversation.control_socket: the configured
+// value, else <runtime dir>/control.sock.
+func (c *Config) ControlSocketPath() string {
+	if c.Conversation.ControlSocket != "" {
+		return c.Conversation.ControlSocket
+	}
+	return filepath.Join(c.Plugins.RuntimeDirectory(), "control.sock")
+}
+
+// Default returns the built-in defaults.
+func Default() *Config {
+	return &Config{
+		Server: Server{
+			Address: "127.0.0.1:8009",
+			Params: Params{
+				Format: "pcm", InputAudioFormat: "pcm", Mode: "manual", EmojiMode: "false",
+				Extra: map[string]string{},
+			},
+			DialTimeout: Duration(5e9),
+			AuthTimeout: Duration(3e9),
+			Keepalive:   Duration(4 * 60e9),
+			Reconnect:   Backoff{Base: Duration(500e6), Cap: Duration(30e9)},
+			MaxFrame:    1 << 20,
+		},
+		Log: Log{Level: "info", Format: "text"},
+		Services: Services{
+			Timeout:     Duration(10e9),
+			Timeouts:    map[string]Duration{},
+			MaxResult:   64 << 10,
+			MaxInFlight: 64,
+			Prefixes:    map[string]string{},
+			Builtins:    true,
+		},
+		Plugins: Plugins{
+			Dirs:         []string{"/usr/lib/agenthost/plugins"},
+			StartTimeout: Duration(10e9),
+			Debounce:     Duration(300e6),
+			StopGrace:    Duration(5e9),
+			SHA256:       map[string]string{},
+			Config:       map[string]any{},
+			Restart:      Restart{Base: Duration(1e9), Cap: Duration(60e9), MaxCrashes: 5, Window: Duration(5 * 60e9)},
+		},
+		Audio: Audio{
+			Backend: "portaudio", Input: "default", Output: "default",
+			Rate: 16000, Frame: Duration(60e6),
+			Retry: Backoff{Base: Duration(1e9), Cap: Duration(30e9)},
+		},
+		Conversation: Conversation{
+			JitterLead:    Duration(120e6),
+			PushToTalkKey: true,
+			GPIO:          GPIO{Line: -1},
+			Hooks:         map[string]string{},
+			VAD:           VAD{Threshold: 500, Hang: Duration(700e6)},
+		},
+		MCP: MCP{Servers: map[string]MCPServer{}},
+	}
+}
+
+// Token returns the server token: server.token if set, else the trimmed
+// contents of server.token_file (with $VARS expanded in the path, e.g.
+// $CREDENTIALS_DIRECTORY/token), else "". It reads the file on every call, so
+// a rotated token is picked up on the next connect. Errors never contain the
+// token.
+func (c *Config) Token() (string, error) {
+	if t := strings.TrimSpace(c.Server.Token); t != "" {
+		return t, nil
+	}
+	if c.Server.TokenFile == "" {
+		return "", nil
+	}
+	path := os.ExpandEnv(c.Server.TokenFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("server.token_file: %w", err)
+	}
+	t := strings.TrimSpace(string(b))
+	if t == "" {
+		return "", fmt.Errorf("server.token_file: %s is empty; put the server token in it", path)
+	}
+	if strings.Contains(t, "##") {
+		return "", fmt.Errorf("server.token_file: the token in %s contains \"##\", which cannot be sent in AUTH", path)
+	}
+	return t, nil
+}

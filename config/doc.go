@@ -1,0 +1,31 @@
+// Package config owns agenthost's configuration: the Config type and its
+// defaults, loading it from one YAML file, the environment and command-line
+// overrides (in that order of precedence, lowest first, merged with koanf),
+// strict validation with messages that name the key, where it was set and
+// what to do, and watching the file for changes. It starts nothing.
+//
+// Layers, lowest precedence first:
+//
+//  1. built-in defaults (Default);
+//  2. the YAML file (DefaultPath unless another is given);
+//  3. environment variables AGENTHOST_<KEY>, where <KEY> is the dotted key
+//     upper-cased with dots as underscores (AGENTHOST_SERVER_TOKEN_FILE sets
+//     server.token_file); lists are comma-separated; entries of free-form
+//     maps cannot be set this way;
+//  4. overrides: a map of dotted keys ("server.address") to values, built by
+//     the CLI (see ParseSets).
+//
+// Strictness: an unknown key, a value of the wrong type or a value out of
+// range is an error. Load reports every problem at once, one line each, with
+// the file and line (or environment variable) it came from and, for typos,
+// the closest valid key. Free-form subtrees are exempt from the unknown-key
+// check: extra server.params, services.timeouts, services.prefixes,
+// plugins.sha256, plugins.config, conversation.hooks (whose keys must still be
+// known events) and unknown fields inside an mcp.servers entry.
+//
+// A top-level mcpServers key is accepted as an alias of mcp.servers, so an
+// MCP client's server list can be pasted in as is.
+//
+// Secrets (server.token, the token file's contents, MCP header and env values)
+// never appear in error messages, warnings or Redacted output.
+package config

@@ -1,0 +1,228 @@
+package config
+
+import (
+	"encoding/hex"
+	"net"
+	"net/url"
+	"reflect"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Allowed values of the enumerated keys.
+var (
+	AudioFormats  = []string{"pcm", "opus"}
+	Modes         = []string{"manual", "vad", "auto"}
+	EmojiModes    = []string{"false", "true", "dimi", "dimi2", "jfb"}
+	LogLevels     = []string{"debug", "info", "warn", "error"}
+	LogFormats    = []string{"text", "json"}
+	AudioBackends = []string{"portaudio", "file", "none"}
+)
+
+// MaxKeepalive is the longest idle time the voice server tolerates; a
+// keepalive at or above it draws a warning.
+const MaxKeepalive = 5 * time.Minute
+
+func path(s string) []string { return strings.Split(s, ".") }
+
+func (l *loader) enum(key, v string, allowed []string) {
+	for _, a := range allowed {
+		if v == a {
+			return
+		}
+	}
+	l.errorf(path(key), "%q is not one of %s%s", v, strings.Join(allowed, ", "), enumHint(v, allowed))
+}
+
+func (l *loader) positive(key string, d Duration) {
+	if d <= 0 {
+		l.errorf(path(key), "%s must be more than 0; write it like 10s or 500ms", d)
+	}
+}
+
+func (l *loader) backoff(key string, b Backoff) {
+	l.positive(key+".base", b.Base)
+	l.positive(key+".cap", b.Cap)
+	if b.Base > 0 && b.Cap > 0 && b.Cap < b.Base {
+		l.errorf(path(key+".cap"), "%s is less than %s.base (%s); make cap at least base", b.Cap, key, b.Base)
+	}
+}
+
+func (l *loader) hostPort(key, v string) {
+	host, port, err := net.SplitHostPort(v)
+	if err != nil || host == "" {
+		l.errorf(path(key), "%q is not host:port; write it like 127.0.0.1:8009 or voice.example.com:8009", v)
+		return
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		l.errorf(path(key), "port %q is not a number from 1 to 65535", port)
+	}
+}
+
+// validate checks values and their combinations, after decoding succeeded.
+func (l *loader) validate(c *Config) {
+	s := c.Server
+	l.hostPort("server.address", s.Address)
+	if strings.TrimSpace(s.Token) != "" && s.TokenFile != "" {
+		l.errorf(path("server.token"), "both server.token and server.token_file are set; keep one (token_file is better: it keeps the secret out of this file)")
+	}
+	if strings.Contains(s.Token, "##") {
+		l.errorf(path("server.token"), "contains \"##\", which cannot be sent in AUTH; check the token")
+	}
+	l.enum("server.params.format", s.Params.Format, AudioFormats)
+	l.enum("server.params.input_audio_format", s.Params.InputAudioFormat, AudioFormats)
+	l.enum("server.params.mode", s.Params.Mode, Modes)
+	l.enum("server.params.emoji_mode", s.Params.EmojiMode, EmojiModes)
+	for _, k := range []struct{ key, v string }{{"voiceid", s.Params.VoiceID}, {"lang", s.Params.Lang}} {
+		if strings.Contains(k.v, "##") {
+			l.errorf(path("server.params."+k.key), "contains \"##\", which would break the AUTH frame")
+		}
+	}
+	for _, k := range sortedKeys(s.Params.Extra) {
+		p := []string{"server", "params", k}
+		if k == "" || strings.Contains(k, "##") || strings.Contains(k, ":") {
+			l.errorf(p, "a parameter name cannot be empty or contain \"##\" or \":\"")
+		}
+		if strings.Contains(s.Params.Extra[k], "##") {
+			l.errorf(p, "contains \"##\", which would break the AUTH frame")
+		}
+	}
+	l.positive("server.dial_timeout", s.DialTimeout)
+	l.positive("server.auth_timeout", s.AuthTimeout)
+	l.positive("server.keepalive", s.Keepalive)
+	if s.Keepalive.D() >= MaxKeepalive {
+		l.warnf(path("server.keepalive"), "%s is not below 5m; the server may close an idle link before the PING; use 4m", s.Keepalive)
+	}
+	l.backoff("server.reconnect", s.Reconnect)
+	if s.MaxFrame <= 0 {
+		l.errorf(path("server.max_frame"), "must be more than 0; write it like 1MiB")
+	}
+
+	l.enum("log.level", c.Log.Level, LogLevels)
+	l.enum("log.format", c.Log.Format, LogFormats)
+
+	sv := c.Services
+	l.positive("services.timeout", sv.Timeout)
+	for _, k := range sortedKeys(sv.Timeouts) {
+		if sv.Timeouts[k] <= 0 {
+			l.errorf([]string{"services", "timeouts", k}, "%s must be more than 0; write it like 30s", sv.Timeouts[k])
+		}
+	}
+	if sv.MaxResult <= 0 {
+		l.errorf(path("services.max_result"), "must be more than 0; write it like 64KiB")
+	}
+	if sv.MaxInFlight <= 0 {
+		l.errorf(path("services.max_in_flight"), "%d must be more than 0", sv.MaxInFlight)
+	}
+	for _, k := range sortedKeys(sv.Prefixes) {
+		if strings.TrimSpace(sv.Prefixes[k]) == "" {
+			l.errorf([]string{"services", "prefixes", k}, "the prefix is empty; give one, like %q, or remove the line", k+"_")
+		}
+	}
+
+	pl := c.Plugins
+	for i, d := range pl.Dirs {
+		if strings.TrimSpace(d) == "" {
+			l.errorf(path("plugins.dirs"), "item %d is empty; give a folder or remove it", i+1)
+		}
+	}
+	l.positive("plugins.start_timeout", pl.StartTimeout)
+	l.positive("plugins.debounce", pl.Debounce)
+	l.positive("plugins.stop_grace", pl.StopGrace)
+	for _, k := range sortedKeys(pl.SHA256) {
+		v := strings.TrimSpace(pl.SHA256[k])
+		if b, err := hex.DecodeString(v); err != nil || len(b) != 32 {
+			l.errorf([]string{"plugins", "sha256", k}, "%q is not a SHA-256 digest; give the 64 hex digits that sha256sum prints", v)
+		}
+	}
+	l.backoff("plugins.restart", Backoff{Base: pl.Restart.Base, Cap: pl.Restart.Cap})
+	if pl.Restart.MaxCrashes <= 0 {
+		l.errorf(path("plugins.restart.max_crashes"), "%d must be more than 0", pl.Restart.MaxCrashes)
+	}
+	l.positive("plugins.restart.window", pl.Restart.Window)
+
+	a := c.Audio
+	l.enum("audio.backend", a.Backend, AudioBackends)
+	if a.Backend == "file" && a.InputFile == "" && a.OutputFile == "" {
+		l.errorf(path("audio.backend"), "the file backend needs audio.input_file, audio.output_file or both")
+	}
+	if a.Rate <= 0 {
+		l.errorf(path("audio.rate"), "%d must be more than 0 (Hz), like 16000", a.Rate)
+	}
+	l.positive("audio.frame", a.Frame)
+	l.backoff("audio.retry", a.Retry)
+
+	cv := c.Conversation
+	if cv.JitterLead < 0 {
+		l.errorf(path("conversation.jitter_lead"), "%s must not be negative", cv.JitterLead)
+	}
+	if cv.GPIO.Line < -1 {
+		l.errorf(path("conversation.gpio.line"), "%d is not a line number; use 0 or more, or -1 for none", cv.GPIO.Line)
+	}
+	if cv.GPIO.Chip != "" && cv.GPIO.Line < 0 {
+		l.errorf(path("conversation.gpio.line"), "conversation.gpio.chip is set but no line is; give the line number of the button")
+	}
+	for _, k := range sortedKeys(cv.Hooks) {
+		p := []string{"conversation", "hooks", k}
+		if !contains(HookEvents, k) {
+			l.errorf(p, "%q is not an event; use one of %s%s", k, strings.Join(HookEvents, ", "), enumHint(k, HookEvents))
+		} else if strings.TrimSpace(cv.Hooks[k]) == "" {
+			l.errorf(p, "the command is empty; give a shell command or remove the line")
+		}
+	}
+	if cv.VAD.Threshold <= 0 {
+		l.errorf(path("conversation.vad.threshold"), "%d must be more than 0", cv.VAD.Threshold)
+	}
+	l.positive("conversation.vad.hang", cv.VAD.Hang)
+
+	names := make([]string, 0, len(c.MCP.Servers))
+	for n := range c.MCP.Servers {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	known := structFields(reflect.TypeOf(MCPServer{})).names
+	for _, n := range names {
+		sv := c.MCP.Servers[n]
+		p := []string{"mcp", "servers", n}
+		sub := func(k string) []string { return append(append([]string(nil), p...), k) }
+		switch {
+		case strings.TrimSpace(n) == "":
+			l.errorf(p, "a server needs a name")
+		case sv.Command == "" && sv.URL == "":
+			l.errorf(p, "set command (a program to run, speaking MCP on stdio) or url (an MCP HTTP endpoint)")
+		case sv.Command != "" && sv.URL != "":
+			l.errorf(p, "set command or url, not both")
+		case sv.URL != "":
+			u, err := url.Parse(sv.URL)
+			if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+				l.errorf(sub("url"), "not an http:// or https:// URL")
+			}
+			if len(sv.Args) > 0 || len(sv.Env) > 0 {
+				l.errorf(p, "args and env apply to command servers only; this one has a url")
+			}
+		case sv.Command != "":
+			if len(sv.Headers) > 0 {
+				l.errorf(sub("headers"), "headers apply to url servers only; this one has a command")
+			}
+		}
+		if sv.Timeout < 0 {
+			l.errorf(sub("timeout"), "%s must not be negative (0 means services.timeout)", sv.Timeout)
+		}
+		for _, k := range sortedKeys(sv.Extra) {
+			if s := closest(k, known, typoLimit(len(k))); s != "" && k != "type" {
+				l.warnf(sub(k), "not a field of an MCP server and ignored; did you mean %s?", s)
+			}
+		}
+	}
+}
+
+func contains(list []string, v string) bool {
+	for _, s := range list {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
