@@ -200,6 +200,15 @@ func (l *loader) parseFile(b []byte) (map[string]any, error) {
 	}
 	m, err := yaml.Parser().Unmarshal(b)
 	if err != nil {
+		var te *yamlv3.TypeError
+		if errors.As(err, &te) {
+			// e.g. "line 3: mapping key "level" already defined at line 2"
+			var lines []string
+			for _, e := range te.Errors {
+				lines = append(lines, l.file+":"+strings.TrimPrefix(e, "line "))
+			}
+			return nil, &Error{Problems: lines}
+		}
 		return nil, fmt.Errorf("config: %s: %w", l.file, err)
 	}
 	if m == nil {

@@ -65,8 +65,18 @@ func suggestKey(full []string, siblings []string) string {
 
 // enumHint is ` (did you mean X?)` when v looks like a typo of one of allowed.
 func enumHint(v string, allowed []string) string {
-	if s := closest(strings.ToLower(v), allowed, typoLimit(len(v))); s != "" {
+	lv := strings.ToLower(v)
+	if s := closest(lv, allowed, typoLimit(len(v))); s != "" {
 		return "; did you mean " + s + "?"
+	}
+	best := ""
+	for _, a := range allowed { // "on_text" -> text
+		if strings.Contains(lv, a) && len(a) > len(best) {
+			best = a
+		}
+	}
+	if best != "" {
+		return "; did you mean " + best + "?"
 	}
 	return ""
 }

@@ -115,21 +115,21 @@ func parseSize(s string) (Size, error) {
 	return Size(n * mult), nil
 }
 
-// String formats n with the largest unit that divides it exactly
-// ("64KiB", "1MiB", "64KB", "1500B"); the result parses back to n.
+// String formats n with the unit that gives the smallest whole number
+// ("64KiB", "1MiB", "64KB", "2GB", "1500B"); the result parses back to n.
 func (n Size) String() string {
-	if n < 0 {
-		return strconv.FormatInt(int64(n), 10) + "B"
-	}
-	for _, u := range []struct {
-		m    int64
-		name string
-	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}, {1e9, "GB"}, {1e6, "MB"}, {1e3, "KB"}} {
-		if n > 0 && int64(n)%u.m == 0 {
-			return strconv.FormatInt(int64(n)/u.m, 10) + u.name
+	best, unit := int64(n), "B"
+	if n > 0 {
+		for _, u := range []struct {
+			m    int64
+			name string
+		}{{1 << 30, "GiB"}, {1e9, "GB"}, {1 << 20, "MiB"}, {1e6, "MB"}, {1 << 10, "KiB"}, {1e3, "KB"}} {
+			if int64(n)%u.m == 0 && int64(n)/u.m < best {
+				best, unit = int64(n)/u.m, u.name
+			}
 		}
 	}
-	return strconv.FormatInt(int64(n), 10) + "B"
+	return strconv.FormatInt(best, 10) + unit
 }
 
 // MarshalText implements encoding.TextMarshaler.

@@ -1,0 +1,663 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// writeConfig writes body to a fresh agenthost.yaml and returns its path.
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "agenthost.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// clearEnv unsets every AGENTHOST_ variable for the test.
+func clearEnv(t *testing.T) {
+	t.Helper()
+	for _, kv := range os.Environ() {
+		if k, _, _ := strings.Cut(kv, "="); strings.HasPrefix(k, EnvPrefix) {
+			t.Setenv(k, "")
+			os.Unsetenv(k)
+		}
+	}
+}
+
+func mustLoad(t *testing.T, path string, ov map[string]any) *Config {
+	t.Helper()
+	c, err := Load(path, ov)
+	if err != nil {
+		t.Fatalf("Load: %v", err)
+	}
+	return c
+}
+
+func problems(t *testing.T, err error) []string {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("want *config.Error, got %T: %v", err, err)
+	}
+	return e.Problems
+}
+
+func TestExampleLoadsCleanAndMatchesDefaults(t *testing.T) {
+	clearEnv(t)
+	c := mustLoad(t, "../agenthost.example.yaml", nil)
+	if len(c.Warnings) > 0 {
+		t.Errorf("example gives warnings: %q", c.Warnings)
+	}
+	c.Path = ""
+	if want := Default(); !reflect.DeepEqual(c, want) {
+		t.Errorf("example differs from the defaults:\nexample:\n%s\ndefaults:\n%s", c.Redacted(), want.Redacted())
+	}
+
+	// Every key is in the example.
+	b, err := os.ReadFile("../agenthost.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &loader{file: "example", lines: map[string]int{}, origin: map[string]string{}, failed: map[string]bool{}}
+	if _, err := l.parseFile(b); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range knownPaths() {
+		if _, ok := l.lines[pathKey(p)]; !ok {
+			t.Errorf("agenthost.example.yaml lacks %s", dotted(p))
+		}
+	}
+}
+
+func TestDefaultsOnly(t *testing.T) {
+	clearEnv(t)
+	c := mustLoad(t, "", nil)
+	if !reflect.DeepEqual(c, Default()) {
+		t.Errorf("Load(\"\") differs from Default():\n%s", c.Redacted())
+	}
+	if c.Path != "" || len(c.Warnings) != 0 {
+		t.Errorf("Path %q, Warnings %q", c.Path, c.Warnings)
+	}
+}
+
+func TestMissingFile(t *testing.T) {
+	clearEnv(t)
+	missing := filepath.Join(t.TempDir(), "nope.yaml")
+	_, err := Load(missing, nil)
+	if err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing explicit file: err = %v, want it to name %s", err, missing)
+	}
+	if _, statErr := os.Stat(DefaultPath); errors.Is(statErr, os.ErrNotExist) {
+		c, err := Load(DefaultPath, nil)
+		if err != nil {
+			t.Fatalf("missing default file should be fine: %v", err)
+		}
+		if c.Path != "" {
+			t.Errorf("Path = %q for a missing default file", c.Path)
+		}
+	}
+}
+
+func TestLoadedFile(t *testing.T) {
+	clearEnv(t)
+	p := writeConfig(t, `
+server:
+  address: voice.example.com:9000
+  tls: true
+  token_file: /run/token
+  params: {mode: vad, emoji_mode: true, voiceid: "Chinese (Mandarin)_Wise_Women"}
+  keepalive: 90s
+  max_frame: 512KiB
+log: {level: debug, format: json}
+services:
+  max_result: 1MB
+  max_in_flight: 8
+plugins:
+  dirs: [/a, /b]
+  restart: {max_crashes: 3}
+audio: {backend: file, input_file: in.wav, rate: 24000}
+conversation: {gpio: {chip: gpiochip0, line: 17}}
+`)
+	c := mustLoad(t, p, nil)
+	s := c.Server
+	if s.Address != "voice.example.com:9000" || !s.TLS || s.TokenFile != "/run/token" {
+		t.Errorf("server = %+v", s)
+	}
+	if s.Params.Mode != "vad" || s.Params.EmojiMode != "true" || s.Params.Format != "pcm" {
+		t.Errorf("params = %+v", s.Params)
+	}
+	if s.Keepalive.D() != 90*time.Second || s.MaxFrame != 512<<10 || s.DialTimeout.D() != 5*time.Second {
+		t.Errorf("keepalive %v max_frame %v dial %v", s.Keepalive, s.MaxFrame, s.DialTimeout)
+	}
+	if c.Services.MaxResult != 1000000 || c.Services.MaxInFlight != 8 {
+		t.Errorf("services = %+v", c.Services)
+	}
+	if !reflect.DeepEqual(c.Plugins.Dirs, []string{"/a", "/b"}) || c.Plugins.Restart.MaxCrashes != 3 ||
+		c.Plugins.Restart.Window.D() != 5*time.Minute {
+		t.Errorf("plugins = %+v", c.Plugins)
+	}
+	if c.Audio.Backend != "file" || c.Audio.Rate != 24000 || c.Conversation.GPIO.Line != 17 {
+		t.Errorf("audio %+v conversation %+v", c.Audio, c.Conversation)
+	}
+	if c.Path != p {
+		t.Errorf("Path = %q", c.Path)
+	}
+	v := s.Params.Values()
+	if v["voiceid"] != "Chinese (Mandarin)_Wise_Women" || v["mode"] != "vad" || v["emoji_mode"] != "true" {
+		t.Errorf("Values() = %v", v)
+	}
+	if _, ok := v["lang"]; ok {
+		t.Errorf("empty lang is sent: %v", v)
+	}
+}
+
+func TestNullKeepsDefault(t *testing.T) {
+	clearEnv(t)
+	c := mustLoad(t, writeConfig(t, "server:\n  address:\n  params:\nplugins:\n  dirs:\nlog:\n"), nil)
+	d := Default()
+	if c.Server.Address != d.Server.Address || !reflect.DeepEqual(c.Plugins.Dirs, d.Plugins.Dirs) || c.Server.Params.Mode != "manual" {
+		t.Errorf("null did not keep defaults: %+v %v", c.Server, c.Plugins.Dirs)
+	}
+	c = mustLoad(t, writeConfig(t, ""), nil)
+	c.Path = ""
+	if !reflect.DeepEqual(c, d) {
+		t.Errorf("empty file differs from defaults")
+	}
+}
+
+func TestBadFile(t *testing.T) {
+	clearEnv(t)
+	tests := []struct {
+		name, yaml string
+		want       []string // fragments of one problem line
+	}{
+		{"typo", "server:\n  adress: 1.2.3.4:80\n", []string{":2: server.adress: unknown key", "did you mean server.address?"}},
+		{"typo nested", "server:\n  reconnect:\n    bsae: 1s\n", []string{":3: server.reconnect.bsae: unknown key", "did you mean server.reconnect.base?"}},
+		{"typo top", "servr:\n  address: x:1\n", []string{":1: servr: unknown key", "did you mean server?"}},
+		{"misplaced", "server:\n  level: debug\n", []string{":2: server.level: unknown key", "did you mean log.level?"}},
+		{"unknown no hint", "log:\n  zzzzzzzzzz: 1\n", []string{":2: log.zzzzzzzzzz: unknown key", "the keys under log are level, format"}},
+		{"bool", "server:\n  tls: maybe\n", []string{":2: server.tls:", `"maybe" is not a boolean; use true or false`}},
+		{"duration word", "services:\n  timeout: ten\n", []string{":2: services.timeout:", `"ten" is not a duration`, "10s"}},
+		{"duration number", "services:\n  timeout: 10\n", []string{":2: services.timeout:", "10 is not a duration; write it with a unit"}},
+		{"size", "services:\n  max_result: 64 kilobytes\n", []string{":2: services.max_result:", `"64 kilobytes" is not a size`, "64KiB"}},
+		{"int", "services:\n  max_in_flight: many\n", []string{":2: services.max_in_flight:", `"many" is not a whole number`}},
+		{"list", "plugins:\n  dirs: {a: b}\n", []string{":2: plugins.dirs:", "expected a list"}},
+		{"section scalar", "server: 5\n", []string{":1: server:", "expected a mapping"}},
+		{"map scalar", "services:\n  timeouts: 5s\n", []string{":2: services.timeouts:", "expected a mapping"}},
+		{"timeouts value", "services:\n  timeouts:\n    slow.tool: forever\n", []string{":3: services.timeouts.slow.tool:", `"forever" is not a duration`}},
+		{"address", "server:\n  address: localhost\n", []string{":2: server.address:", `"localhost" is not host:port`}},
+		{"port", "server:\n  address: localhost:http\n", []string{":2: server.address:", `port "http" is not a number`}},
+		{"format", "server:\n  params:\n    format: mp3\n", []string{":3: server.params.format:", `"mp3" is not one of pcm, opus`}},
+		{"mode hint", "server:\n  params:\n    mode: manul\n", []string{`"manul" is not one of manual, vad, auto; did you mean manual?`}},
+		{"emoji", "server:\n  params:\n    emoji_mode: yes\n", []string{`server.params.emoji_mode: "yes" is not one of false, true, dimi, dimi2, jfb`}},
+		{"param name", "server:\n  params:\n    \"a:b\": c\n", []string{":3: server.params.a:b:", `cannot be empty or contain "##" or ":"`}},
+		{"param value", "server:\n  params:\n    lang: \"x##y\"\n", []string{":3: server.params.lang:", `"##"`}},
+		{"level", "log:\n  level: verbose\n", []string{":2: log.level:", `"verbose" is not one of debug, info, warn, error`}},
+		{"log format", "log:\n  format: xml\n", []string{`log.format: "xml" is not one of text, json`}},
+		{"backend", "audio:\n  backend: alsa\n", []string{`audio.backend: "alsa" is not one of portaudio, file, none`}},
+		{"file backend", "audio:\n  backend: file\n", []string{"audio.backend: the file backend needs audio.input_file"}},
+		{"zero duration", "server:\n  dial_timeout: 0s\n", []string{":2: server.dial_timeout: 0s must be more than 0"}},
+		{"negative duration", "audio:\n  frame: -60ms\n", []string{"audio.frame: -60ms must be more than 0"}},
+		{"zero size", "server:\n  max_frame: 0\n", []string{"server.max_frame: must be more than 0"}},
+		{"cap below base", "server:\n  reconnect: {base: 10s, cap: 1s}\n", []string{"server.reconnect.cap: 1s is less than server.reconnect.base (10s)"}},
+		{"both tokens", "server:\n  token: abc\n  token_file: /t\n", []string{":2: server.token: both server.token and server.token_file are set"}},
+		{"sha", "plugins:\n  sha256:\n    clock: abc\n", []string{":3: plugins.sha256.clock:", "not a SHA-256 digest"}},
+		{"hook event", "conversation:\n  hooks:\n    on_text: echo\n", []string{":3: conversation.hooks.on_text:", `"on_text" is not an event`, "did you mean text?"}},
+		{"hook empty", "conversation:\n  hooks:\n    text: \"\"\n", []string{"conversation.hooks.text: the command is empty"}},
+		{"gpio", "conversation:\n  gpio: {chip: gpiochip0}\n", []string{"conversation.gpio.line: conversation.gpio.chip is set but no line is"}},
+		{"mcp neither", "mcp:\n  servers:\n    fs: {args: [x]}\n", []string{":3: mcp.servers.fs: set command", "or url"}},
+		{"mcp both", "mcp:\n  servers:\n    fs: {command: x, url: http://h/}\n", []string{":3: mcp.servers.fs: set command or url, not both"}},
+		{"mcp url", "mcp:\n  servers:\n    fs:\n      url: ftp://h/\n", []string{":4: mcp.servers.fs.url: not an http:// or https:// URL"}},
+		{"mcp headers", "mcp:\n  servers:\n    fs:\n      command: x\n      headers: {A: b}\n", []string{"mcp.servers.fs.headers: headers apply to url servers only"}},
+		{"mcp args type", "mcp:\n  servers:\n    fs:\n      command: x\n      args: {a: 1}\n", []string{":5: mcp.servers.fs.args: expected a list"}},
+		{"alias twice", "mcpServers: {a: {command: x}}\nmcp:\n  servers: {b: {command: y}}\n", []string{"given both as mcpServers and as mcp.servers"}},
+		{"not a mapping", "- a\n- b\n", []string{":1: the file must be a mapping"}},
+		{"syntax", "server:\n  address: [\n", []string{"agenthost.yaml", "line"}},
+		{"duplicate", "log:\n  level: info\n  level: debug\n", []string{"agenthost.yaml:3: mapping key \"level\" already defined at line 2"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := writeConfig(t, tc.yaml)
+			_, err := Load(p, nil)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, line := range strings.Split(err.Error(), "\n") {
+				ok := true
+				for _, w := range tc.want {
+					ok = ok && strings.Contains(line, w)
+				}
+				if ok {
+					return
+				}
+			}
+			t.Errorf("no line of the error has all of %q:\n%v", tc.want, err)
+		})
+	}
+}
+
+func TestAllProblemsAtOnce(t *testing.T) {
+	clearEnv(t)
+	p := writeConfig(t, `
+server:
+  adress: x
+  tls: maybe
+  params: {format: mp3}
+services:
+  timeout: ten
+log: {level: loud}
+`)
+	ps := problems(t, func() error { _, err := Load(p, nil); return err }())
+	want := []string{":3: server.adress", ":4: server.tls", ":5: server.params.format", ":7: services.timeout", ":8: log.level"}
+	if len(ps) != len(want) {
+		t.Fatalf("got %d problems, want %d:\n%s", len(ps), len(want), strings.Join(ps, "\n"))
+	}
+	for i, w := range want {
+		if !strings.Contains(ps[i], w) || !strings.HasPrefix(ps[i], p+":") {
+			t.Errorf("problem %d = %q, want it to start with the file and contain %q", i, ps[i], w)
+		}
+	}
+	// A value that failed to decode is not reported again by validation
+	// ("ten" is not also "must be more than 0").
+	for _, pr := range ps {
+		if strings.Contains(pr, "more than 0") {
+			t.Errorf("follow-on problem reported: %s", pr)
+		}
+	}
+}
+
+func TestWarnings(t *testing.T) {
+	clearEnv(t)
+	c := mustLoad(t, writeConfig(t, "server:\n  keepalive: 5m\nmcpServers:\n  fs: {command: x, comand: y, type: stdio}\n"), nil)
+	if len(c.Warnings) != 2 {
+		t.Fatalf("warnings = %q", c.Warnings)
+	}
+	if !strings.Contains(c.Warnings[0], ":2: server.keepalive: 5m is not below 5m") {
+		t.Errorf("keepalive warning = %q", c.Warnings[0])
+	}
+	if !strings.Contains(c.Warnings[1], "mcp.servers.fs.comand: not a field of an MCP server and ignored; did you mean command?") {
+		t.Errorf("mcp warning = %q", c.Warnings[1])
+	}
+	// Warnings travel with the error too.
+	_, err := Load(writeConfig(t, "server:\n  keepalive: 10m\nlog: {level: x}\n"), nil)
+	var e *Error
+	if !errors.As(err, &e) || len(e.Warnings) != 1 {
+		t.Errorf("err = %v, warnings %v", err, e)
+	}
+}
+
+func TestPrecedence(t *testing.T) {
+	clearEnv(t)
+	p := writeConfig(t, "server:\n  address: file:1\n  token_file: /from/file\nlog:\n  level: warn\n")
+
+	c := mustLoad(t, p, nil)
+	if c.Server.Address != "file:1" || c.Log.Level != "warn" {
+		t.Fatalf("file layer: %+v", c.Server)
+	}
+
+	t.Setenv("AGENTHOST_SERVER_ADDRESS", "env:2")
+	t.Setenv("AGENTHOST_SERVER_TOKEN_FILE", "/from/env")
+	t.Setenv("AGENTHOST_SERVER_PARAMS_MODE", "vad")
+	t.Setenv("AGENTHOST_SERVER_TLS", "true")
+	t.Setenv("AGENTHOST_SERVER_DIAL_TIMEOUT", "2s")
+	t.Setenv("AGENTHOST_PLUGINS_DIRS", "/a, /b")
+	t.Setenv("AGENTHOST_SERVICES_MAX_RESULT", "1MiB")
+	t.Setenv("AGENTHOST_CONFIG", "/ignored.yaml")
+	c = mustLoad(t, p, nil)
+	if c.Server.Address != "env:2" || c.Server.TokenFile != "/from/env" || c.Server.Params.Mode != "vad" ||
+		!c.Server.TLS || c.Server.DialTimeout.D() != 2*time.Second || c.Log.Level != "warn" {
+		t.Errorf("env layer: %+v", c.Server)
+	}
+	if !reflect.DeepEqual(c.Plugins.Dirs, []string{"/a", "/b"}) || c.Services.MaxResult != 1<<20 {
+		t.Errorf("env list/size: %v %v", c.Plugins.Dirs, c.Services.MaxResult)
+	}
+
+	c = mustLoad(t, p, map[string]any{
+		"server.address":     "flag:3",
+		"log.level":          "debug",
+		"server.tls":         false,
+		"services.timeout":   30 * time.Second,
+		"plugins.dirs":       []string{"./bin/plugins"},
+		"server.params.seed": "42", // free-form extra
+	})
+	if c.Server.Address != "flag:3" || c.Log.Level != "debug" || c.Server.TLS || c.Services.Timeout.D() != 30*time.Second {
+		t.Errorf("override layer: %+v %+v", c.Server, c.Log)
+	}
+	if !reflect.DeepEqual(c.Plugins.Dirs, []string{"./bin/plugins"}) || c.Server.Params.Extra["seed"] != "42" {
+		t.Errorf("override list/extra: %v %v", c.Plugins.Dirs, c.Server.Params.Extra)
+	}
+	if c.Server.TokenFile != "/from/env" {
+		t.Errorf("env value lost under overrides: %q", c.Server.TokenFile)
+	}
+
+	// Without a file: defaults, env, overrides.
+	c = mustLoad(t, "", map[string]any{"log.level": "error"})
+	if c.Server.Address != "env:2" || c.Log.Level != "error" {
+		t.Errorf("no file: %q %q", c.Server.Address, c.Log.Level)
+	}
+}
+
+func TestBadEnvAndOverrides(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("AGENTHOST_SERVER_ADRESS", "x:1")
+	t.Setenv("AGENTHOST_SERVER_TLS", "maybe")
+	t.Setenv("AGENTHOST_SERVICES_TIMEOUTS_FOO", "1s")
+	_, err := Load("", map[string]any{"server.tlss": "true", "log.level.x": "y", "server.params.format": "mp3"})
+	ps := problems(t, err)
+	want := [][]string{
+		{"environment AGENTHOST_SERVER_ADRESS: no config key has this name; did you mean AGENTHOST_SERVER_ADDRESS?"},
+		{"environment AGENTHOST_SERVER_TLS: server.tls:", `"maybe" is not a boolean`},
+		{"environment AGENTHOST_SERVICES_TIMEOUTS_FOO: entries of services.timeouts cannot be set from the environment"},
+		{"override: server.tlss: unknown key; did you mean server.tls?"},
+		{"override: log.level.x: unknown key"},
+		{"override: server.params.format:", `"mp3" is not one of pcm, opus`},
+	}
+	all := strings.Join(ps, "\n")
+	for _, w := range want {
+		found := false
+		for _, p := range ps {
+			ok := true
+			for _, f := range w {
+				ok = ok && strings.Contains(p, f)
+			}
+			found = found || ok
+		}
+		if !found {
+			t.Errorf("no problem has %q:\n%s", w, all)
+		}
+	}
+	if len(ps) != len(want) {
+		t.Errorf("got %d problems, want %d:\n%s", len(ps), len(want), all)
+	}
+}
+
+func TestFreeFormPassThrough(t *testing.T) {
+	clearEnv(t)
+	digest := strings.Repeat("ab", 32)
+	p := writeConfig(t, `
+server:
+  params:
+    mode: auto
+    character: bob
+    speed: 1.5
+    loud: true
+services:
+  timeouts:
+    self.audio_speaker.set_volume: 2s
+    files.create_file: 1m
+  prefixes: {weather-mcp: wx_}
+plugins:
+  sha256: {clock: `+digest+`}
+  config:
+    files:
+      root: /srv/files
+      limits: {max: 10, kinds: [txt, md]}
+    clock: {}
+conversation:
+  hooks:
+    emoji: /usr/local/bin/face "$EMOJI"
+    turn_end: logger done
+mcpServers:
+  fs:
+    command: npx
+    args: [-y, "@modelcontextprotocol/server-filesystem", /srv]
+    env: {DEBUG: "1"}
+    type: stdio
+    disabled: false
+  web:
+    url: https://mcp.example.com/mcp
+    headers: {Authorization: Bearer abc}
+    prefix: web_
+    timeout: 30s
+`)
+	c := mustLoad(t, p, map[string]any{"services.timeouts.x.y.z": "3s", "plugins.config.clock.tz": "UTC"})
+	if want := map[string]string{"character": "bob", "speed": "1.5", "loud": "true"}; !reflect.DeepEqual(c.Server.Params.Extra, want) {
+		t.Errorf("params extra = %v", c.Server.Params.Extra)
+	}
+	if v := c.Server.Params.Values(); v["character"] != "bob" || v["mode"] != "auto" {
+		t.Errorf("Values() = %v", v)
+	}
+	if c.Services.TimeoutFor("self.audio_speaker.set_volume").D() != 2*time.Second ||
+		c.Services.TimeoutFor("files.create_file").D() != time.Minute ||
+		c.Services.TimeoutFor("x.y.z").D() != 3*time.Second ||
+		c.Services.TimeoutFor("other").D() != 10*time.Second {
+		t.Errorf("timeouts = %v", c.Services.Timeouts)
+	}
+	if c.Services.Prefixes["weather-mcp"] != "wx_" || c.Plugins.SHA256["clock"] != digest {
+		t.Errorf("prefixes %v sha256 %v", c.Services.Prefixes, c.Plugins.SHA256)
+	}
+	wantFiles := map[string]any{"root": "/srv/files", "limits": map[string]any{"max": 10, "kinds": []any{"txt", "md"}}}
+	if !reflect.DeepEqual(c.Plugins.Config["files"], wantFiles) {
+		t.Errorf("plugins.config.files = %#v", c.Plugins.Config["files"])
+	}
+	if !reflect.DeepEqual(c.Plugins.Config["clock"], map[string]any{"tz": "UTC"}) {
+		t.Errorf("plugins.config.clock = %#v", c.Plugins.Config["clock"])
+	}
+	if c.Conversation.Hooks["emoji"] != `/usr/local/bin/face "$EMOJI"` || len(c.Conversation.Hooks) != 2 {
+		t.Errorf("hooks = %v", c.Conversation.Hooks)
+	}
+	fs, web := c.MCP.Servers["fs"], c.MCP.Servers["web"]
+	if fs.Command != "npx" || len(fs.Args) != 3 || fs.Env["DEBUG"] != "1" || fs.Extra["type"] != "stdio" || fs.Extra["disabled"] != false {
+		t.Errorf("fs = %+v", fs)
+	}
+	if web.URL != "https://mcp.example.com/mcp" || web.Headers["Authorization"] != "Bearer abc" || web.Prefix != "web_" || web.Timeout.D() != 30*time.Second {
+		t.Errorf("web = %+v", web)
+	}
+	if len(c.Warnings) != 0 {
+		t.Errorf("warnings: %q", c.Warnings)
+	}
+}
+
+func TestMCPAlias(t *testing.T) {
+	clearEnv(t)
+	a := mustLoad(t, writeConfig(t, "mcpServers:\n  fs: {command: x, args: [a]}\n"), nil)
+	b := mustLoad(t, writeConfig(t, "mcp:\n  servers:\n    fs: {command: x, args: [a]}\n"), nil)
+	if !reflect.DeepEqual(a.MCP, b.MCP) || a.MCP.Servers["fs"].Command != "x" {
+		t.Errorf("alias: %+v vs %+v", a.MCP, b.MCP)
+	}
+	// Problems inside the alias point at the alias's lines.
+	_, err := Load(writeConfig(t, "log: {}\nmcpServers:\n  fs:\n    url: nope\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), ":4: mcp.servers.fs.url") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestToken(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	tf := filepath.Join(dir, "token")
+	if err := os.WriteFile(tf, []byte("  eyJ.file.token \n\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c := mustLoad(t, "", map[string]any{"server.token_file": tf})
+	if tok, err := c.Token(); err != nil || tok != "eyJ.file.token" {
+		t.Errorf("Token() = %q, %v", tok, err)
+	}
+
+	t.Setenv("CREDS", dir)
+	c = mustLoad(t, "", map[string]any{"server.token_file": "$CREDS/token"})
+	if tok, err := c.Token(); err != nil || tok != "eyJ.file.token" {
+		t.Errorf("Token() with $VAR = %q, %v", tok, err)
+	}
+
+	c = mustLoad(t, "", map[string]any{"server.token": " eyJ.inline "})
+	if tok, err := c.Token(); err != nil || tok != "eyJ.inline" {
+		t.Errorf("Token() = %q, %v", tok, err)
+	}
+
+	c = mustLoad(t, "", nil)
+	if tok, err := c.Token(); err != nil || tok != "" {
+		t.Errorf("no token: %q, %v", tok, err)
+	}
+
+	missing := filepath.Join(dir, "missing")
+	c = mustLoad(t, "", map[string]any{"server.token_file": missing})
+	if _, err := c.Token(); err == nil || !strings.Contains(err.Error(), missing) {
+		t.Errorf("missing token file: %v", err)
+	}
+
+	empty := filepath.Join(dir, "empty")
+	os.WriteFile(empty, []byte(" \n"), 0o600)
+	c = mustLoad(t, "", map[string]any{"server.token_file": empty})
+	if _, err := c.Token(); err == nil || !strings.Contains(err.Error(), empty) || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("empty token file: %v", err)
+	}
+}
+
+const secret = "eyJhbGciOiJIUzI1NiJ9.s3cr3t-PAYLOAD.sig"
+
+func TestSecretsNeverShown(t *testing.T) {
+	clearEnv(t)
+	dir := t.TempDir()
+	cases := []struct {
+		name string
+		yaml string
+		ov   map[string]any
+		env  map[string]string
+	}{
+		{"both set", "server:\n  token: " + secret + "\n  token_file: /x\n", nil, nil},
+		{"hashes", "server:\n  token: \"" + secret + "##mode:vad\"\n", nil, nil},
+		{"token as list", "server:\n  token: [" + secret + "]\n", nil, nil},
+		{"token as map", "server:\n  token: {" + secret + ": 1}\n", nil, nil},
+		{"env both", "server:\n  token_file: /x\n", nil, map[string]string{"AGENTHOST_SERVER_TOKEN": secret}},
+		{"env typo", "", nil, map[string]string{"AGENTHOST_SERVER_TOKN": secret}},
+		{"override", "server:\n  token_file: /x\n", map[string]any{"server.token": secret}, nil},
+		{"override typo", "", map[string]any{"server.tokn": secret}, nil},
+		{"header type", "mcp:\n  servers:\n    w: {url: http://h/, headers: {A: [" + secret + "]}}\n", nil, nil},
+		{"env type", "mcp:\n  servers:\n    w: {command: x, env: {K: {" + secret + ": 1}}}\n", nil, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			_, err := Load(writeConfig(t, tc.yaml+"server2: {}\n"), tc.ov)
+			if err == nil {
+				t.Fatal("want an error")
+			}
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("error shows the secret:\n%v", err)
+			}
+		})
+	}
+
+	// Token() errors do not show the token.
+	tf := filepath.Join(dir, "tok")
+	os.WriteFile(tf, []byte(secret+"##x"), 0o600)
+	c := mustLoad(t, "", map[string]any{"server.token_file": tf})
+	if _, err := c.Token(); err == nil || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("Token() err = %v", err)
+	}
+}
+
+func TestRedacted(t *testing.T) {
+	clearEnv(t)
+	p := writeConfig(t, `
+server:
+  token: `+secret+`
+mcpServers:
+  fs: {command: x, env: {GITHUB_TOKEN: ghp_s3cr3t}}
+  web:
+    url: https://user:s3cr3t@mcp.example.com/mcp
+    headers: {Authorization: Bearer s3cr3t}
+    api_key: s3cr3t
+plugins:
+  config:
+    weather: {api_key: s3cr3t, city: Paris, nested: [{password: s3cr3t}]}
+`)
+	c := mustLoad(t, p, nil)
+	out := c.Redacted()
+	if strings.Contains(out, "s3cr3t") {
+		t.Fatalf("Redacted shows a secret:\n%s", out)
+	}
+	for _, want := range []string{`token: '****'`, "GITHUB_TOKEN: '****'", "Authorization: '****'", "user:%2A%2A%2A%2A@mcp.example.com", "city: Paris"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("Redacted lacks %q:\n%s", want, out)
+		}
+	}
+	// Redacted does not change the Config.
+	if c.Server.Token != secret || c.MCP.Servers["web"].Headers["Authorization"] != "Bearer s3cr3t" {
+		t.Errorf("Redacted modified the config")
+	}
+	// The no-token case prints an empty token, not a mask.
+	if out := Default().Redacted(); !strings.Contains(out, `token: ""`) {
+		t.Errorf("empty token rendered wrong:\n%s", out)
+	}
+}
+
+func TestRedactedRoundTrip(t *testing.T) {
+	clearEnv(t)
+	p := writeConfig(t, `
+server:
+  address: h:1
+  params: {emoji_mode: dimi, extra: x}
+  keepalive: 1m30s
+  max_frame: 1500
+  reconnect: {base: 250ms, cap: 1h}
+services:
+  timeouts: {a.b: 1s500ms}
+  max_result: 64KB
+plugins:
+  dirs: []
+  config: {p: {a: [1, 2], b: {c: true}}}
+conversation:
+  jitter_lead: 0s
+  hooks: {text: "echo \"$TEXT\""}
+mcp:
+  servers:
+    s: {command: c, args: [a, b], timeout: 2s, type: stdio}
+    u: {url: "http://h/mcp"}
+`)
+	a := mustLoad(t, p, nil)
+	b := mustLoad(t, writeConfig(t, a.Redacted()), nil)
+	a.Path, b.Path = "", ""
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("round trip differs:\n%s\n----\n%s", a.Redacted(), b.Redacted())
+	}
+}
+
+func TestParseSets(t *testing.T) {
+	m, err := ParseSets([]string{"server.address=h:1", "server.params.lang=a=b", "log.level="})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]any{"server.address": "h:1", "server.params.lang": "a=b", "log.level": ""}; !reflect.DeepEqual(m, want) {
+		t.Errorf("ParseSets = %v", m)
+	}
+	if _, err := ParseSets([]string{"novalue"}); err == nil {
+		t.Error("want an error for a setting without =")
+	}
+}
+
+func TestRuntimeDirectory(t *testing.T) {
+	t.Setenv("RUNTIME_DIRECTORY", "/run/agenthost:/run/other")
+	t.Setenv("XDG_RUNTIME_DIR", "/run/user/1000")
+	c := Default()
+	if got := c.Plugins.RuntimeDirectory(); got != "/run/agenthost" {
+		t.Errorf("RUNTIME_DIRECTORY: %q", got)
+	}
+	if got := c.ControlSocketPath(); got != "/run/agenthost/control.sock" {
+		t.Errorf("control socket: %q", got)
+	}
+	os.Unsetenv("RUNTIME_DIRECTORY")
+	if got := c.Plugins.RuntimeDirectory(); got != "/run/user/1000/agenthost" {
+		t.Errorf("XDG_RUNTIME_DIR: %q", got)
+	}
+	os.Unsetenv("XDG_RUNTIME_DIR")
+	if got := c.Plugins.RuntimeDirectory(); !strings.HasPrefix(got, os.TempDir()) || !strings.Contains(got, "agenthost-") {
+		t.Errorf("fallback: %q", got)
+	}
+	c.Plugins.RuntimeDir = "/x"
+	c.Conversation.ControlSocket = "/y.sock"
+	if c.Plugins.RuntimeDirectory() != "/x" || c.ControlSocketPath() != "/y.sock" {
+		t.Errorf("configured values not used")
+	}
+}
