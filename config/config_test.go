@@ -219,7 +219,9 @@ func TestBadFile(t *testing.T) {
 		{"mcp args type", "mcp:\n  servers:\n    fs:\n      command: x\n      args: {a: 1}\n", []string{":5: mcp.servers.fs.args: expected a list"}},
 		{"alias twice", "mcpServers: {a: {command: x}}\nmcp:\n  servers: {b: {command: y}}\n", []string{"given both as mcpServers and as mcp.servers"}},
 		{"not a mapping", "- a\n- b\n", []string{":1: the file must be a mapping"}},
-		{"syntax", "server:\n  address: [\n", []string{"agenthost.yaml", "line"}},
+		{"params extra env-only", "server:\n  params:\n    x: [1]\n", []string{":3: server.params.x: expected a single value"}},
+		{"syntax", "server:\n  address: [\n", []string{"agenthost.yaml:2: did not find expected node content (YAML syntax)"}},
+		{"tab", "server:\n\taddress: x\n", []string{"agenthost.yaml:2: ", "(YAML syntax)"}},
 		{"duplicate", "log:\n  level: info\n  level: debug\n", []string{"agenthost.yaml:3: mapping key \"level\" already defined at line 2"}},
 	}
 	for _, tc := range tests {
@@ -354,7 +356,7 @@ func TestBadEnvAndOverrides(t *testing.T) {
 	want := [][]string{
 		{"environment AGENTHOST_SERVER_ADRESS: no config key has this name; did you mean AGENTHOST_SERVER_ADDRESS?"},
 		{"environment AGENTHOST_SERVER_TLS: server.tls:", `"maybe" is not a boolean`},
-		{"environment AGENTHOST_SERVICES_TIMEOUTS_FOO: entries of services.timeouts cannot be set from the environment"},
+		{"environment AGENTHOST_SERVICES_TIMEOUTS_FOO: free-form entries of services.timeouts cannot be set from the environment"},
 		{"override: server.tlss: unknown key; did you mean server.tls?"},
 		{"override: log.level.x: unknown key"},
 		{"override: server.params.format:", `"mp3" is not one of pcm, opus`},

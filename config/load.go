@@ -40,8 +40,10 @@ func (e *Error) Error() string {
 // path "" means defaults, environment and overrides only. A missing file at
 // DefaultPath is not an error; a missing file at any other path is.
 //
-// On failure the error is an *Error listing every problem. Warnings that do
-// not stop the daemon are in the returned Config's Warnings.
+// When the configuration is wrong (syntax, keys, types, values) the error is
+// an *Error listing every problem; a file that cannot be read gives a plain
+// error. Warnings that do not stop the daemon are in the returned Config's
+// Warnings.
 func Load(path string, overrides map[string]any) (*Config, error) {
 	l := &loader{lines: map[string]int{}, origin: map[string]string{}, failed: map[string]bool{}}
 	k := koanf.New(".")
@@ -189,12 +191,17 @@ func (l *loader) warnf(p []string, format string, args ...any) {
 func (l *loader) parseFile(b []byte) (map[string]any, error) {
 	var doc yamlv3.Node
 	if err := yamlv3.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("config: %s: %w", l.file, err)
+		// "yaml: line 3: did not find expected key" -> "<file>:3: did not ..."
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if rest, ok := strings.CutPrefix(msg, "line "); ok {
+			return nil, &Error{Problems: []string{l.file + ":" + rest + " (YAML syntax)"}}
+		}
+		return nil, &Error{Problems: []string{l.file + ": " + msg + " (YAML syntax)"}}
 	}
 	if len(doc.Content) > 0 {
 		root := doc.Content[0]
 		if root.Kind != yamlv3.MappingNode && !(root.Kind == yamlv3.ScalarNode && root.Tag == "!!null") {
-			return nil, fmt.Errorf("config: %s:%d: the file must be a mapping of keys (server:, log:, ...)", l.file, root.Line)
+			return nil, &Error{Problems: []string{fmt.Sprintf("%s:%d: the file must be a mapping of keys (server:, log:, ...)", l.file, root.Line)}}
 		}
 		l.recordLines(root, nil)
 	}
@@ -209,7 +216,7 @@ func (l *loader) parseFile(b []byte) (map[string]any, error) {
 			}
 			return nil, &Error{Problems: lines}
 		}
-		return nil, fmt.Errorf("config: %s: %w", l.file, err)
+		return nil, &Error{Problems: []string{l.file + ": " + err.Error()}}
 	}
 	if m == nil {
 		m = map[string]any{}
@@ -297,7 +304,7 @@ func (l *loader) envKey(name, value string) (string, any) {
 		prefix := envName(m) + "_"
 		if strings.HasPrefix(name, prefix) {
 			l.problems = append(l.problems, problem{0, fmt.Sprintf(
-				"environment %s: entries of %s cannot be set from the environment; set them in the config file", name, dotted(m))})
+				"environment %s: free-form entries of %s cannot be set from the environment; set them in the config file or with an override", name, dotted(m))})
 			return "", nil
 		}
 	}
