@@ -66,21 +66,22 @@ type Params struct {
 	Extra            map[string]string `yaml:",inline"`
 }
 
-// Values returns the AUTH parameters to send, known and extra, leaving out
-// empty values.
-func (p Params) Values() map[string]string {
-	out := make(map[string]string, len(p.Extra)+6)
-	for k, v := range p.Extra {
-		if v != "" {
-			out[k] = v
+// Pairs returns the AUTH parameters to send as key/value pairs, leaving out
+// empty values: the known ones in the order of voice protocol §6.1, then the
+// extra ones sorted by key.
+func (p Params) Pairs() [][2]string {
+	out := make([][2]string, 0, len(p.Extra)+6)
+	for _, kv := range [][2]string{
+		{"voiceid", p.VoiceID}, {"lang", p.Lang}, {"format", p.Format},
+		{"input_audio_format", p.InputAudioFormat}, {"mode", p.Mode}, {"emoji_mode", p.EmojiMode},
+	} {
+		if kv[1] != "" {
+			out = append(out, kv)
 		}
 	}
-	for k, v := range map[string]string{
-		"voiceid": p.VoiceID, "lang": p.Lang, "format": p.Format,
-		"input_audio_format": p.InputAudioFormat, "mode": p.Mode, "emoji_mode": p.EmojiMode,
-	} {
-		if v != "" {
-			out[k] = v
+	for _, k := range sortedKeys(p.Extra) {
+		if v := p.Extra[k]; v != "" {
+			out = append(out, [2]string{k, v})
 		}
 	}
 	return out

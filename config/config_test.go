@@ -149,12 +149,9 @@ conversation: {gpio: {chip: gpiochip0, line: 17}}
 	if c.Path != p {
 		t.Errorf("Path = %q", c.Path)
 	}
-	v := s.Params.Values()
-	if v["voiceid"] != "Chinese (Mandarin)_Wise_Women" || v["mode"] != "vad" || v["emoji_mode"] != "true" {
-		t.Errorf("Values() = %v", v)
-	}
-	if _, ok := v["lang"]; ok {
-		t.Errorf("empty lang is sent: %v", v)
+	want := [][2]string{{"voiceid", "Chinese (Mandarin)_Wise_Women"}, {"format", "pcm"}, {"input_audio_format", "pcm"}, {"mode", "vad"}, {"emoji_mode", "true"}}
+	if got := s.Params.Pairs(); !reflect.DeepEqual(got, want) {
+		t.Errorf("Pairs() = %q, want %q", got, want)
 	}
 }
 
@@ -423,8 +420,8 @@ mcpServers:
 	if want := map[string]string{"character": "bob", "speed": "1.5", "loud": "true"}; !reflect.DeepEqual(c.Server.Params.Extra, want) {
 		t.Errorf("params extra = %v", c.Server.Params.Extra)
 	}
-	if v := c.Server.Params.Values(); v["character"] != "bob" || v["mode"] != "auto" {
-		t.Errorf("Values() = %v", v)
+	if got := c.Server.Params.Pairs(); len(got) != 7 || got[2] != [2]string{"mode", "auto"} || got[4] != [2]string{"character", "bob"} {
+		t.Errorf("Pairs() = %q", got)
 	}
 	if c.Services.TimeoutFor("self.audio_speaker.set_volume").D() != 2*time.Second ||
 		c.Services.TimeoutFor("files.create_file").D() != time.Minute ||
