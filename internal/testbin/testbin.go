@@ -1,0 +1,63 @@
+// Package testbin builds the project's real binaries for end-to-end tests,
+// once per test process, into a temporary folder.
+package testbin
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+)
+
+var (
+	mu    sync.Mutex
+	dir   string
+	built = map[string]string{}
+)
+
+// Build compiles the main package at pkg (an import path below the module,
+// e.g. "./cmd/voicesim") and returns the binary's path.
+func Build(t testing.TB, pkg string) string {
+	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if p, ok := built[pkg]; ok {
+		return p
+	}
+	if dir == "" {
+		d, err := os.MkdirTemp("", "agenthost-testbin-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		dir = d
+	}
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = ModuleRoot(t)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	built[pkg] = out
+	return out
+}
+
+// ModuleRoot returns the folder holding go.mod.
+func ModuleRoot(t testing.TB) string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("testbin: cannot find the module root")
+	}
+	return filepath.Join(filepath.Dir(file), "..", "..")
+}
+
+// Cleanup removes the built binaries; call it from TestMain after m.Run.
+func Cleanup() {
+	mu.Lock()
+	defer mu.Unlock()
+	if dir != "" {
+		os.RemoveAll(dir)
+		dir, built = "", map[string]string{}
+	}
+}
