@@ -1,0 +1,178 @@
+// Package audio owns the speaker's sound: capture from a microphone and
+// playback to a loudspeaker behind two small interfaces, Source and Sink,
+// that carry mono 16-bit samples at the wire rate (16 kHz by default).
+//
+// Backends: PortAudio (OpenPortAudioSource, OpenPortAudioSink, Devices) and
+// files (OpenFileSource for WAV or raw s16le, CreateWAVSink). Devices are
+// chosen by name or index, opened at a rate they support and converted to
+// the wire format (channels mixed down or up, rates converted by libsoxr,
+// see package audio/resample). A device that is missing is retried with
+// backoff until it appears or the context ends; a device that fails
+// mid-stream is reopened.
+//
+// Headless ALSA (the `file` plugin, used by tests and by machines without a
+// sound card) is not paced by a clock, so pacing is done here: Paced,
+// PacedSink, or Options.Pace.
+//
+// The package knows nothing about the voice protocol. Subpackages: opus
+// (codec and wire framing), vad (level meter and energy voice activity
+// detection), resample (libsoxr) and audiotest (test helpers).
+package audio
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/agenthost/agenthost/audio/resample"
+)
+
+// WireRate is the default sample rate of the samples Sources deliver and
+// Sinks accept: 16 kHz mono signed 16-bit.
+const WireRate = 16000
+
+// Source delivers mono samples at the wire rate. Read blocks until at least
+// one sample is available and returns io.EOF at the end of a finite source.
+// Close unblocks a pending Read.
+type Source interface {
+	Read(p []int16) (int, error)
+	Close() error
+}
+
+// Sink accepts mono samples at the wire rate. Close flushes what is buffered
+// (and for files finishes the file).
+type Sink interface {
+	Write(p []int16) (int, error)
+	Close() error
+}
+
+// Format is a sample rate in frames per second and a channel count.
+type Format struct {
+	Rate     int
+	Channels int
+}
+
+func (f Format) String() string { return fmt.Sprintf("%d Hz × %d ch", f.Rate, f.Channels) }
+
+// ErrClosed is returned by a Source or Sink used after Close.
+var ErrClosed = errors.New("audio: closed")
+
+// Backoff is the delay schedule for reopening a device: Base, doubled on
+// every failed attempt, at most Cap.
+type Backoff struct {
+	Base time.Duration
+	Cap  time.Duration
+}
+
+// Default backoff when Options.Retry is zero.
+const (
+	DefaultRetryBase = 500 * time.Millisecond
+	DefaultRetryCap  = 30 * time.Second
+)
+
+func (b Backoff) delay(attempt int) time.Duration {
+	base, cap := b.Base, b.Cap
+	if base <= 0 {
+		base = DefaultRetryBase
+	}
+	if cap <= 0 {
+		cap = DefaultRetryCap
+	}
+	d := base
+	for i := 1; i < attempt && d < cap; i++ {
+		d *= 2
+	}
+	return min(d, cap)
+}
+
+// Options configure sources and sinks. The zero value opens the default
+// device at 16 kHz.
+type Options struct {
+	// Device selects the device: "" or "default" for the default device, a
+	// decimal index as listed by Devices, or a case-insensitive substring
+	// of the device name (an exact name wins over a substring match).
+	Device string
+	// Rate is the wire rate (default WireRate). Samples are always mono.
+	Rate int
+
+	// DeviceRate forces the rate the device is opened at. 0 tries Rate,
+	// then the device's default rate.
+	DeviceRate int
+	// DeviceChannels forces the device's channel count. 0 tries mono, then
+	// stereo, then the device's maximum.
+	DeviceChannels int
+	// Buffer is the device buffer length (default 20 ms).
+	Buffer time.Duration
+	// Latency is the suggested device latency (default: the device's
+	// default high latency, the robust choice on a Raspberry Pi).
+	Latency time.Duration
+	// Quality of the rate conversion (default resample.High).
+	Quality resample.Quality
+
+	// Pace makes Read and Write take real time: a source delivers and a sink
+	// accepts samples no faster than Rate per second of wall time. Use it
+	// with devices that are not a clock (headless ALSA, files).
+	Pace bool
+
+	// Retry is the backoff for opening a missing or failed device.
+	Retry Backoff
+	// FailFast returns the first open error instead of retrying.
+	FailFast bool
+	// OnRetry, if set, is called after each failed open attempt (1-based)
+	// with the error, before waiting.
+	OnRetry func(attempt int, err error)
+	// Logger receives warnings (device lost, retrying). Default slog.Default().
+	Logger *slog.Logger
+
+	// File sources: Loop restarts at the end instead of returning io.EOF.
+	Loop bool
+	// File sources: the format of a raw (headerless) file; default mono at
+	// Rate. WAV files carry their own format.
+	RawFormat Format
+}
+
+func (o Options) withDefaults() Options {
+	if o.Rate <= 0 {
+		o.Rate = WireRate
+	}
+	if o.Buffer <= 0 {
+		o.Buffer = 20 * time.Millisecond
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	o.Logger = o.Logger.With("component", "audio")
+	if o.RawFormat.Rate <= 0 {
+		o.RawFormat.Rate = o.Rate
+	}
+	if o.RawFormat.Channels <= 0 {
+		o.RawFormat.Channels = 1
+	}
+	return o
+}
+
+// ReadFull reads exactly len(p) samples from src, like io.ReadFull. It
+// returns io.ErrUnexpectedEOF if the source ends after some samples and
+// io.EOF if it ends before any.
+func ReadFull(src Source, p []int16) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := src.Read(p[n:])
+		n += m
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if n == 0 {
+					return 0, io.EOF
+				}
+				if n < len(p) {
+					return n, io.ErrUnexpectedEOF
+				}
+				return n, nil
+			}
+			return n, err
+		}
+	}
+	return n, nil
+}

@@ -1,0 +1,120 @@
+package audio
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// pacer makes a stream take real time: after n samples at rate it waits
+// until start + n/rate of wall time has passed. Falling behind (a slow
+// consumer) is not made up for by bursting: if the stream is more than
+// maxLag late, the schedule restarts from now.
+type pacer struct {
+	rate  int
+	start time.Time
+	n     int64
+	now   func() time.Time
+	sleep func(ctx context.Context, d time.Duration) error
+}
+
+const maxLag = 500 * time.Millisecond
+
+func newPacer(rate int) *pacer {
+	return &pacer{rate: rate, now: time.Now, sleep: sleepCtx}
+}
+
+func (p *pacer) wait(ctx context.Context, samples int) error {
+	now := p.now()
+	if p.start.IsZero() {
+		p.start = now
+	}
+	p.n += int64(samples)
+	due := p.start.Add(time.Duration(p.n * int64(time.Second) / int64(p.rate)))
+	d := due.Sub(now)
+	if d < -maxLag {
+		p.start, p.n = now, 0
+		return nil
+	}
+	if d <= 0 {
+		return nil
+	}
+	return p.sleep(ctx, d)
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Paced wraps src so that Read delivers samples no faster than rate per
+// second of wall time, measured from the first Read. Use it when the
+// underlying device is not a clock (headless ALSA, files). Close stops a
+// pending wait and closes src.
+func Paced(src Source, rate int) Source {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &pacedSource{src: src, p: newPacer(rate), ctx: ctx, cancel: cancel}
+}
+
+type pacedSource struct {
+	src    Source
+	p      *pacer
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (s *pacedSource) Read(p []int16) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.src.Read(p)
+	if n > 0 {
+		// A wait cut short by Close still delivered n samples; the next
+		// call reports the close.
+		_ = s.p.wait(s.ctx, n)
+	}
+	return n, err
+}
+
+func (s *pacedSource) Close() error {
+	s.cancel()
+	return s.src.Close()
+}
+
+// PacedSink wraps sink so that Write accepts samples no faster than rate per
+// second of wall time, the way a real sound card would.
+func PacedSink(sink Sink, rate int) Sink {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &pacedSink{sink: sink, p: newPacer(rate), ctx: ctx, cancel: cancel}
+}
+
+type pacedSink struct {
+	sink   Sink
+	p      *pacer
+	mu     sync.Mutex
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+func (s *pacedSink) Write(p []int16) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n, err := s.sink.Write(p)
+	if n > 0 {
+		// A wait cut short by Close still delivered n samples; the next
+		// call reports the close.
+		_ = s.p.wait(s.ctx, n)
+	}
+	return n, err
+}
+
+func (s *pacedSink) Close() error {
+	s.cancel()
+	return s.sink.Close()
+}

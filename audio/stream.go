@@ -1,0 +1,346 @@
+package audio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+)
+
+// PortAudioSource captures from a PortAudio input device and delivers mono
+// samples at the wire rate.
+type PortAudioSource struct {
+	o      Options
+	log    *slog.Logger
+	open   func() (devIn, error)
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	dev     devIn
+	conv    *toWire
+	pending []int16
+	off     int
+	pace    *pacer
+	closing atomic.Bool
+	closed  bool
+
+	overflows atomic.Int64
+	reopens   atomic.Int64
+}
+
+// OpenPortAudioSource opens the capture device o selects, at a rate and
+// channel count it supports, and converts to mono at o.Rate. If the device
+// is missing or cannot be opened it retries with backoff (o.Retry) until it
+// can, or until ctx ends. ctx bounds the whole life of the source: a device
+// that fails mid-stream is reopened the same way, and once ctx is done Read
+// returns an error.
+func OpenPortAudioSource(ctx context.Context, o Options) (*PortAudioSource, error) {
+	o = o.withDefaults()
+	return newSource(ctx, o, func() (devIn, error) { return openPA(o, true) })
+}
+
+func newSource(ctx context.Context, o Options, open func() (devIn, error)) (*PortAudioSource, error) {
+	s := &PortAudioSource{o: o, log: o.Logger, open: open}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	if o.Pace {
+		s.pace = newPacer(o.Rate)
+	}
+	if err := s.connect(); err != nil {
+		s.cancel()
+		return nil, err
+	}
+	return s, nil
+}
+
+// connect opens the device (with retries) and a converter for its format.
+func (s *PortAudioSource) connect() error {
+	dev, err := retryOpen(s.ctx, s.o, "input", s.open)
+	if err != nil {
+		return err
+	}
+	conv, err := newToWire(dev.format(), s.o.Rate, s.o.Quality)
+	if err != nil {
+		dev.close()
+		return fmt.Errorf("audio: input device %s: %w", dev.device().Name, err)
+	}
+	s.dev, s.conv = dev, conv
+	s.log.Debug("capture device open", "device", dev.device().Name, "device_format", dev.format().String(), "rate", s.o.Rate)
+	return nil
+}
+
+// drop closes the current device (after a failure, or on Close). Samples
+// still inside the resampler are kept.
+func (s *PortAudioSource) drop() {
+	if s.dev == nil {
+		return
+	}
+	if err := s.dev.close(); err != nil {
+		s.log.Debug("closing capture device", "err", err)
+	}
+	s.dev = nil
+	if s.conv != nil {
+		s.pending, _ = s.conv.flush(s.pending)
+		s.conv.close()
+		s.conv = nil
+	}
+}
+
+// Device is the device currently open (the zero Device while reopening).
+func (s *PortAudioSource) Device() Device {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dev == nil {
+		return Device{}
+	}
+	return s.dev.device()
+}
+
+// DeviceFormat is the rate and channel count the device was opened with.
+func (s *PortAudioSource) DeviceFormat() Format {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dev == nil {
+		return Format{}
+	}
+	return s.dev.format()
+}
+
+// Overflows counts device buffers lost because Read was not called often
+// enough; Reopens counts devices reopened after a failure.
+func (s *PortAudioSource) Overflows() int64 { return s.overflows.Load() }
+
+// Reopens counts how many times the device was reopened after a failure.
+func (s *PortAudioSource) Reopens() int64 { return s.reopens.Load() }
+
+// Read blocks until samples are available and copies up to len(p) of them.
+func (s *PortAudioSource) Read(p []int16) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.closing.Load() {
+		return 0, ErrClosed
+	}
+	for s.off >= len(s.pending) {
+		if s.closing.Load() {
+			return 0, ErrClosed
+		}
+		if err := s.ctx.Err(); err != nil {
+			return 0, fmt.Errorf("audio: capture: %w", err)
+		}
+		if s.dev == nil {
+			s.reopens.Add(1)
+			if err := s.connect(); err != nil {
+				if s.closing.Load() {
+					return 0, ErrClosed
+				}
+				return 0, err
+			}
+			continue
+		}
+		frames, err := s.dev.read()
+		if err != nil {
+			if transient(err) {
+				s.overflows.Add(1)
+				continue
+			}
+			s.log.Warn("capture device failed; reopening", "device", s.dev.device().Name, "err", err)
+			s.pending, s.off = s.pending[:0], 0
+			s.drop()
+			continue
+		}
+		s.pending, s.off = s.pending[:0], 0
+		if s.pending, err = s.conv.append(s.pending, frames); err != nil {
+			return 0, err
+		}
+	}
+	n := copy(p, s.pending[s.off:])
+	s.off += n
+	if s.pace != nil {
+		_ = s.pace.wait(s.ctx, n)
+	}
+	return n, nil
+}
+
+// Close stops capturing, releases the device and unblocks a pending Read
+// (including one waiting to reopen the device).
+func (s *PortAudioSource) Close() error {
+	s.closing.Store(true)
+	s.cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.drop()
+	return nil
+}
+
+// PortAudioSink plays mono wire-rate samples on a PortAudio output device.
+type PortAudioSink struct {
+	o      Options
+	log    *slog.Logger
+	open   func() (devOut, error)
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	dev     devOut
+	conv    *fromWire
+	frames  []int16
+	pace    *pacer
+	closing atomic.Bool
+	closed  bool
+
+	underflows atomic.Int64
+	reopens    atomic.Int64
+}
+
+// OpenPortAudioSink opens the playback device o selects, at a rate and
+// channel count it supports; Write takes mono samples at o.Rate and
+// converts them. Missing devices are retried as for OpenPortAudioSource,
+// and ctx bounds the sink's life the same way.
+func OpenPortAudioSink(ctx context.Context, o Options) (*PortAudioSink, error) {
+	o = o.withDefaults()
+	return newSink(ctx, o, func() (devOut, error) { return openPA(o, false) })
+}
+
+func newSink(ctx context.Context, o Options, open func() (devOut, error)) (*PortAudioSink, error) {
+	s := &PortAudioSink{o: o, log: o.Logger, open: open}
+	s.ctx, s.cancel = context.WithCancel(ctx)
+	if o.Pace {
+		s.pace = newPacer(o.Rate)
+	}
+	if err := s.connect(); err != nil {
+		s.cancel()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *PortAudioSink) connect() error {
+	dev, err := retryOpen(s.ctx, s.o, "output", s.open)
+	if err != nil {
+		return err
+	}
+	conv, err := newFromWire(dev.format(), s.o.Rate, s.o.Quality)
+	if err != nil {
+		dev.close()
+		return fmt.Errorf("audio: output device %s: %w", dev.device().Name, err)
+	}
+	s.dev, s.conv = dev, conv
+	s.log.Debug("playback device open", "device", dev.device().Name, "device_format", dev.format().String(), "rate", s.o.Rate)
+	return nil
+}
+
+func (s *PortAudioSink) drop() {
+	if s.dev == nil {
+		return
+	}
+	if err := s.dev.close(); err != nil {
+		s.log.Debug("closing playback device", "err", err)
+	}
+	s.dev = nil
+	s.conv.close()
+	s.conv = nil
+}
+
+// Device is the device currently open (the zero Device while reopening).
+func (s *PortAudioSink) Device() Device {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dev == nil {
+		return Device{}
+	}
+	return s.dev.device()
+}
+
+// DeviceFormat is the rate and channel count the device was opened with.
+func (s *PortAudioSink) DeviceFormat() Format {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dev == nil {
+		return Format{}
+	}
+	return s.dev.format()
+}
+
+// Underflows counts writes that found the device starved (a gap was heard).
+func (s *PortAudioSink) Underflows() int64 { return s.underflows.Load() }
+
+// Reopens counts how many times the device was reopened after a failure.
+func (s *PortAudioSink) Reopens() int64 { return s.reopens.Load() }
+
+// Write converts p and writes it to the device, blocking while the device
+// buffer is full. If the device fails, it is reopened and the samples of
+// that write are dropped.
+func (s *PortAudioSink) Write(p []int16) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || s.closing.Load() {
+		return 0, ErrClosed
+	}
+	if err := s.ctx.Err(); err != nil {
+		return 0, fmt.Errorf("audio: playback: %w", err)
+	}
+	if s.dev == nil {
+		s.reopens.Add(1)
+		if err := s.connect(); err != nil {
+			if s.closing.Load() {
+				return 0, ErrClosed
+			}
+			return 0, err
+		}
+	}
+	var err error
+	if s.frames, err = s.conv.append(s.frames[:0], p); err != nil {
+		return 0, err
+	}
+	if err := s.dev.write(s.frames); err != nil {
+		if transient(err) {
+			s.underflows.Add(1)
+		} else {
+			s.log.Warn("playback device failed; reopening", "device", s.dev.device().Name, "err", err)
+			s.drop()
+		}
+	}
+	if s.pace != nil {
+		_ = s.pace.wait(s.ctx, len(p))
+	}
+	return len(p), nil
+}
+
+// Close plays what is still buffered, then releases the device.
+func (s *PortAudioSink) Close() error {
+	s.closing.Store(true)
+	s.cancel()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	if s.dev == nil {
+		return nil
+	}
+	var err error
+	if s.frames, err = s.conv.flush(s.frames[:0]); err == nil {
+		if werr := s.dev.write(s.frames); werr != nil && !transient(werr) {
+			err = werr
+		}
+	}
+	dev := s.dev.device()
+	cerr := s.dev.close()
+	s.dev = nil
+	s.conv.close()
+	s.conv = nil
+	if err = errors.Join(err, cerr); err != nil {
+		return fmt.Errorf("audio: close output device %q: %w", dev.Name, err)
+	}
+	return nil
+}
