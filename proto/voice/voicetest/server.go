@@ -119,6 +119,7 @@ type Server struct {
 	sent      []Received
 	closed    bool
 
+	done    chan struct{} // closed by Close
 	callSeq atomic.Int64
 	wg      sync.WaitGroup
 }
@@ -138,7 +139,7 @@ func NewServer(opts Options) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{opts: opts, ln: ln, log: log, changed: make(chan struct{}), conns: map[int]*session{}, audio: map[string][]byte{}}
+	s := &Server{opts: opts, ln: ln, log: log, changed: make(chan struct{}), done: make(chan struct{}), conns: map[int]*session{}, audio: map[string][]byte{}}
 	s.wg.Add(1)
 	go s.accept()
 	return s, nil
@@ -180,6 +181,9 @@ func (s *Server) Addr() string { return s.ln.Addr().String() }
 // Close stops listening, drops every connection and waits for them to end.
 func (s *Server) Close() error {
 	s.mu.Lock()
+	if !s.closed {
+		close(s.done)
+	}
 	s.closed = true
 	s.mu.Unlock()
 	err := s.ln.Close()

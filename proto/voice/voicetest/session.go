@@ -178,6 +178,7 @@ func (c *session) handle(ctx context.Context, f voice.Frame) error {
 			select {
 			case <-time.After(c.s.opts.DisconnectDelay):
 			case <-ctx.Done():
+			case <-c.s.done:
 			}
 			return errors.New("client disconnected")
 		}

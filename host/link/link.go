@@ -1,0 +1,303 @@
+// Package link owns the TCP connection to the voice server: dialling,
+// authentication, keepalive, reconnection with backoff, and the single writer
+// that sends audio ahead of everything else. It knows frames, not services
+// or sound.
+package link
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/proto/voice"
+)
+
+// Options configure a Link.
+type Options struct {
+	Address string
+	TLS     bool
+	// Token returns the AUTH token; it is called before every connection so a
+	// refreshed token file is picked up.
+	Token  func() (string, error)
+	Params []voice.Param
+
+	DialTimeout   time.Duration // default 5 s
+	AuthTimeout   time.Duration // an error STATUS or close this soon after AUTH is an auth failure; default 3 s
+	Keepalive     time.Duration // PING after this long without traffic; default 4 min
+	ReconnectBase time.Duration // default 500 ms
+	ReconnectCap  time.Duration // default 30 s
+	MaxFrame      int           // default voice.DefaultMaxFrame
+	// DisconnectWait bounds the wait for the server's answer to ##DISCONNECT; default 2 s.
+	DisconnectWait time.Duration
+
+	Log *slog.Logger
+}
+
+// Handler receives the link's events. Calls come from the link's goroutines;
+// a handler must not block for long in Frame.
+type Handler interface {
+	// Up is called once per connection, right after AUTH is written.
+	Up(conn int)
+	// Frame is called for every frame that is not a link-level STATUS.
+	Frame(conn int, f voice.Frame)
+	// Down is called when a connection that was Up ends.
+	Down(conn int, err error)
+}
+
+// ErrDown is returned by Send while no connection is up.
+var ErrDown = errors.New("link: not connected to the voice server")
+
+// Link keeps one connection to the voice server alive.
+type Link struct {
+	o   Options
+	h   Handler
+	log *slog.Logger
+
+	mu   sync.Mutex
+	cur  *conn
+	seq  int
+	last error
+}
+
+// New returns a link; Run connects it.
+func New(o Options, h Handler) *Link {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.DialTimeout, 5*time.Second)
+	def(&o.AuthTimeout, 3*time.Second)
+	def(&o.Keepalive, 4*time.Minute)
+	def(&o.ReconnectBase, 500*time.Millisecond)
+	def(&o.ReconnectCap, 30*time.Second)
+	def(&o.DisconnectWait, 2*time.Second)
+	if o.MaxFrame <= 0 {
+		o.MaxFrame = voice.DefaultMaxFrame
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Link{o: o, h: h, log: log.With("component", "link", "server", o.Address)}
+}
+
+// Send queues a frame on the current connection. Audio frames jump ahead of
+// everything else. It fails at once with ErrDown when no connection is up.
+func (l *Link) Send(f voice.Frame) error {
+	if err := voice.Check(f); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	c := l.cur
+	l.mu.Unlock()
+	if c == nil {
+		return ErrDown
+	}
+	return c.send(f)
+}
+
+// Up reports whether a connection is up and the number of that connection.
+func (l *Link) Up() (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cur == nil {
+		return false, 0
+	}
+	return true, l.cur.id
+}
+
+// Run connects, and reconnects with exponential backoff and jitter, until ctx
+// ends; then it says ##DISCONNECT, waits briefly for the answer, and returns nil.
+func (l *Link) Run(ctx context.Context) error {
+	failures := 0
+	for {
+		start := time.Now()
+		err := l.session(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if time.Since(start) > l.o.AuthTimeout+l.o.ReconnectBase {
+			failures = 0 // the connection was good for a while: start the backoff over
+		}
+		failures++
+		wait := backoff(l.o.ReconnectBase, l.o.ReconnectCap, failures)
+		l.log.Warn("disconnected from the voice server; reconnecting", "err", err, "retry_in", wait.Round(time.Millisecond), "attempt", failures)
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// backoff is base·2^(n-1) capped, with ±20% jitter.
+func backoff(base, cap time.Duration, n int) time.Duration {
+	d := base
+	for i := 1; i < n && d < cap; i++ {
+		d *= 2
+	}
+	d = min(d, cap)
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
+
+// session runs one connection from dial to close.
+func (l *Link) session(ctx context.Context) error {
+	nc, err := l.dial(ctx)
+	if err != nil {
+		return err
+	}
+	token, err := l.o.Token()
+	if err != nil {
+		nc.Close()
+		return fmt.Errorf("reading the token: %w", err)
+	}
+	auth, err := voice.Auth{Token: token, Params: l.o.Params}.Marshal()
+	if err != nil {
+		nc.Close()
+		return err
+	}
+	l.mu.Lock()
+	l.seq++
+	c := newConn(l.seq, nc, l.o.Keepalive, l.log)
+	l.mu.Unlock()
+	defer c.close()
+
+	authAt := time.Now()
+	if err := c.writeNow(voice.Frame{Type: voice.TypeAuth, Task: voice.SystemTask, Payload: auth}); err != nil {
+		return fmt.Errorf("sending AUTH: %w", err)
+	}
+	l.log.Info("connected; AUTH sent", "conn", c.id, "params", voice.Auth{Params: l.o.Params}.String())
+	var wg sync.WaitGroup
+	readErr := make(chan error, 1)
+	wg.Add(2)
+	go func() { defer wg.Done(); c.writeLoop() }()
+	l.mu.Lock()
+	l.cur = c
+	l.mu.Unlock()
+	l.h.Up(c.id)
+	go func() { defer wg.Done(); readErr <- l.readLoop(c, authAt) }()
+
+	select {
+	case err = <-readErr:
+	case err = <-c.writeErr:
+	case <-ctx.Done():
+		err = l.disconnect(c, readErr)
+	}
+	l.mu.Lock()
+	l.cur = nil
+	l.mu.Unlock()
+	c.close()
+	wg.Wait()
+	l.h.Down(c.id, err)
+	return err
+}
+
+func (l *Link) dial(ctx context.Context) (net.Conn, error) {
+	d := &net.Dialer{Timeout: l.o.DialTimeout, KeepAlive: 30 * time.Second}
+	if l.o.TLS {
+		host, _, _ := net.SplitHostPort(l.o.Address)
+		td := &tls.Dialer{NetDialer: d, Config: &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}}
+		nc, err := td.DialContext(ctx, "tcp", l.o.Address)
+		if err != nil {
+			return nil, fmt.Errorf("TLS connection to %s failed: %w (check server.address and server.tls)", l.o.Address, err)
+		}
+		return nc, nil
+	}
+	nc, err := d.DialContext(ctx, "tcp", l.o.Address)
+	if err != nil {
+		return nil, fmt.Errorf("cannot reach the voice server at %s: %w (check server.address and the network)", l.o.Address, err)
+	}
+	return nc, nil
+}
+
+// readLoop delivers frames until the connection fails. The read deadline
+// catches a server that went silent: a PING goes out after Keepalive without
+// traffic, so a healthy server always answers within Keepalive plus a grace.
+func (l *Link) readLoop(c *conn, authAt time.Time) error {
+	dec := voice.NewDecoder(c.nc, voice.WithMaxFrame(l.o.MaxFrame))
+	grace := l.o.Keepalive + max(30*time.Second, l.o.Keepalive/2)
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(grace))
+		f, err := dec.Decode()
+		if skipped := dec.Skipped(); skipped > c.skipped {
+			l.log.Warn("skipped bytes outside any frame", "conn", c.id, "bytes", skipped-c.skipped)
+			c.skipped = skipped
+		}
+		if err != nil {
+			if voice.IsFrameError(err) {
+				l.log.Warn("dropped a malformed frame from the server", "conn", c.id, "err", err)
+				continue
+			}
+			if time.Since(authAt) < l.o.AuthTimeout && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF)) {
+				return l.authFailed(c, "the server closed the connection right after AUTH")
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				return fmt.Errorf("the server sent nothing for %s, not even a PONG: %w", grace, err)
+			}
+			return err
+		}
+		c.touchRead()
+		if f.Type == voice.TypeStatus && f.Task == voice.SystemTask {
+			if err := l.status(c, f, authAt); err != nil {
+				return err
+			}
+			continue
+		}
+		if !f.Type.Known() {
+			l.log.Debug("ignored a frame of unknown type", "conn", c.id, "frame", f.String())
+			continue
+		}
+		l.h.Frame(c.id, f)
+	}
+}
+
+func (l *Link) status(c *conn, f voice.Frame, authAt time.Time) error {
+	text := string(f.Payload)
+	switch voice.ClassifyStatus(f.Payload) {
+	case voice.StatusKindPong:
+		l.log.Debug("PONG", "conn", c.id)
+	case voice.StatusKindPing:
+		c.send(voice.StatusFrame(voice.StatusPong))
+	case voice.StatusKindDisconnectAck:
+		l.log.Info("the server is closing the connection", "conn", c.id, "status", text)
+		c.gotDisconnectAck()
+	case voice.StatusKindError:
+		if time.Since(authAt) < l.o.AuthTimeout {
+			return l.authFailed(c, fmt.Sprintf("the server answered %q", text))
+		}
+		l.log.Warn("the server reports an error", "conn", c.id, "status", text)
+	default:
+		l.log.Info("server status", "conn", c.id, "status", text)
+	}
+	return nil
+}
+
+func (l *Link) authFailed(c *conn, why string) error {
+	err := fmt.Errorf("authentication failed: %s; check server.token, server.token_file or AGENTHOST_SERVER_TOKEN, and the AUTH parameters", why)
+	l.log.Error("the voice server refused the connection", "conn", c.id, "err", err)
+	return err
+}
+
+// disconnect says goodbye politely: ##DISCONNECT, then wait for the answer,
+// the close, or DisconnectWait.
+func (l *Link) disconnect(c *conn, readErr <-chan error) error {
+	c.send(voice.StatusFrame(voice.StatusDisconnect))
+	select {
+	case <-c.ackCh:
+		l.log.Info("disconnected cleanly", "conn", c.id)
+	case err := <-readErr:
+		l.log.Info("the server closed the connection", "conn", c.id, "err", err)
+	case <-time.After(l.o.DisconnectWait):
+		l.log.Info("no answer to DISCONNECT; closing", "conn", c.id)
+	}
+	return nil
+}

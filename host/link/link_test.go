@@ -1,0 +1,312 @@
+package link
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agenthost/agenthost/proto/voice"
+	"github.com/agenthost/agenthost/proto/voice/voicetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder is a Handler that keeps what it is told.
+type recorder struct {
+	mu     sync.Mutex
+	ups    []int
+	downs  []error
+	frames []voice.Frame
+	signal chan struct{}
+}
+
+func newRecorder() *recorder { return &recorder{signal: make(chan struct{}, 1000)} }
+
+func (r *recorder) Up(conn int) {
+	r.mu.Lock()
+	r.ups = append(r.ups, conn)
+	r.mu.Unlock()
+	r.signal <- struct{}{}
+}
+func (r *recorder) Down(conn int, err error) {
+	r.mu.Lock()
+	r.downs = append(r.downs, err)
+	r.mu.Unlock()
+	r.signal <- struct{}{}
+}
+func (r *recorder) Frame(conn int, f voice.Frame) {
+	r.mu.Lock()
+	r.frames = append(r.frames, f)
+	r.mu.Unlock()
+	r.signal <- struct{}{}
+}
+
+func (r *recorder) wait(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		r.mu.Lock()
+		ok := cond()
+		r.mu.Unlock()
+		if ok {
+			return
+		}
+		select {
+		case <-r.signal:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// logBuffer collects log output for assertions.
+type logBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
+
+type fixture struct {
+	sim  *voicetest.Server
+	rec  *recorder
+	link *Link
+	logs *logBuffer
+	stop func()
+}
+
+func run(t *testing.T, so voicetest.Options, lo Options) *fixture {
+	t.Helper()
+	sim, err := voicetest.NewServer(so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := &logBuffer{}
+	lo.Address = sim.Addr()
+	if lo.Token == nil {
+		lo.Token = func() (string, error) { return "secret-token-123", nil }
+	}
+	if lo.ReconnectBase == 0 {
+		lo.ReconnectBase, lo.ReconnectCap = 10*time.Millisecond, 50*time.Millisecond
+	}
+	lo.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	rec := newRecorder()
+	l := New(lo, rec)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	f := &fixture{sim: sim, rec: rec, link: l, logs: logs}
+	var once sync.Once
+	f.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("Run returned %v", err)
+			}
+			sim.Close()
+		})
+	}
+	t.Cleanup(f.stop)
+	return f
+}
+
+func ctx10(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestAuthThenFramesThenCleanDisconnect(t *testing.T) {
+	f := run(t, voicetest.Options{DisconnectDelay: 10 * time.Millisecond, ReplyDuration: 60 * time.Millisecond},
+		Options{Params: []voice.Param{{Key: "mode", Value: "manual"}, {Key: "voiceid", Value: "Chinese (Mandarin)_Wise_Women"}}})
+	f.rec.wait(t, "up", func() bool { return len(f.rec.ups) == 1 })
+	if err := f.sim.WaitFor(ctx10(t), func() bool { return len(f.sim.Auths()) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	a := f.sim.Auths()[0]
+	if v, _ := a.Get("voiceid"); a.Token != "secret-token-123" || v != "Chinese (Mandarin)_Wise_Women" {
+		t.Fatalf("auth %+v", a)
+	}
+	if err := f.link.Send(voice.Frame{Type: voice.TypeText, Task: "t1", Payload: []byte("hello")}); err != nil {
+		t.Fatal(err)
+	}
+	f.link.Send(voice.Frame{Type: voice.TypeEnd, Task: "t1", Seq: 1})
+	f.rec.wait(t, "reply", func() bool {
+		return len(f.rec.frames) > 0 && f.rec.frames[len(f.rec.frames)-1].Type == voice.TypeEnd
+	})
+	if got := string(f.rec.frames[0].Payload); got != "You said: hello" {
+		t.Fatalf("first frame %q", got)
+	}
+	f.stop()
+	var gotDisconnect bool
+	for _, r := range f.sim.Received() {
+		gotDisconnect = gotDisconnect || (r.Frame.Type == voice.TypeStatus && string(r.Frame.Payload) == voice.StatusDisconnect)
+	}
+	if !gotDisconnect {
+		t.Fatal("no ##DISCONNECT on shutdown")
+	}
+	if !strings.Contains(f.logs.String(), "disconnected cleanly") {
+		t.Fatalf("log:\n%s", f.logs)
+	}
+	if strings.Contains(f.logs.String(), "secret-token-123") {
+		t.Fatal("the token reached the log")
+	}
+}
+
+func TestReconnectsAfterDrop(t *testing.T) {
+	f := run(t, voicetest.Options{}, Options{})
+	if err := f.sim.WaitFor(ctx10(t), func() bool { return len(f.sim.Auths()) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	f.sim.Drop()
+	f.rec.wait(t, "second up", func() bool { return len(f.rec.ups) == 2 && len(f.rec.downs) == 1 })
+	if err := f.sim.WaitFor(ctx10(t), func() bool { return len(f.sim.Auths()) == 2 }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestAuthFailureIsReportedAndRetried(t *testing.T) {
+	f := run(t, voicetest.Options{Token: "the-right-one"}, Options{})
+	f.rec.wait(t, "two failed connections", func() bool { return len(f.rec.downs) >= 2 })
+	f.rec.mu.Lock()
+	err := f.rec.downs[0]
+	f.rec.mu.Unlock()
+	if err == nil || !strings.Contains(err.Error(), "authentication failed") || !strings.Contains(err.Error(), "server.token") {
+		t.Fatalf("down error %v", err)
+	}
+	if strings.Contains(f.logs.String(), "secret-token-123") {
+		t.Fatal("the token reached the log")
+	}
+}
+
+func TestNoAuthAckIsFine(t *testing.T) {
+	f := run(t, voicetest.Options{Faults: voicetest.Faults{WithholdAuthAck: true}, ReplyDuration: 60 * time.Millisecond}, Options{AuthTimeout: 50 * time.Millisecond})
+	if err := f.sim.WaitFor(ctx10(t), func() bool { return len(f.sim.Auths()) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.sim.Say("hi"); err != nil {
+		t.Fatal(err)
+	}
+	f.rec.wait(t, "text", func() bool { return len(f.rec.frames) > 0 })
+	if len(f.rec.downs) != 0 {
+		t.Fatalf("downs %v", f.rec.downs)
+	}
+}
+
+func TestKeepalivePings(t *testing.T) {
+	f := run(t, voicetest.Options{}, Options{Keepalive: 40 * time.Millisecond})
+	err := f.sim.WaitFor(ctx10(t), func() bool {
+		n := 0
+		for _, r := range f.sim.Received() {
+			if string(r.Frame.Payload) == voice.StatusPing {
+				n++
+			}
+		}
+		return n >= 2
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := f.sim.Connections(); c != 1 {
+		t.Fatalf("%d connections; keepalive should keep the first", c)
+	}
+}
+
+func TestGarbageAndOversizedFramesAreSurvived(t *testing.T) {
+	f := run(t, voicetest.Options{}, Options{MaxFrame: 1000})
+	if err := f.sim.WaitFor(ctx10(t), func() bool { return len(f.sim.Auths()) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	big := append([]byte("##START\x04big     0000"), bytes.Repeat([]byte("x"), 5000)...)
+	big = append(big, "##END"...)
+	for _, raw := range [][]byte{[]byte("\x00\xffnoise"), big, []byte("##START\x04bad     x0x0bad seq##END"), []byte("##START\x0b00000000" + "0000new type##END")} {
+		if err := f.sim.Inject(raw); err != nil {
+			t.Fatalf("%v; log:\n%s", err, f.logs)
+		}
+	}
+	f.sim.Send(voice.Frame{Type: voice.TypeText, Task: "after", Payload: []byte("still here")})
+	f.rec.wait(t, "frame after the garbage", func() bool { return len(f.rec.frames) == 1 })
+	if f.rec.frames[0].Task != "after" {
+		t.Fatalf("%v", f.rec.frames)
+	}
+	logs := f.logs.String()
+	for _, want := range []string{"1000-byte limit", "not 4 decimal digits", "skipped bytes outside any frame", "unknown type"} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %q", want)
+		}
+	}
+	if len(f.rec.downs) != 0 {
+		t.Fatalf("the link went down: %v", f.rec.downs)
+	}
+}
+
+func TestSimulatorWriteFaults(t *testing.T) {
+	for name, faults := range map[string]voicetest.Faults{
+		"split": {SplitWrites: 2}, "coalesce": {Coalesce: true}, "bracketed": {BracketedSeq: true}, "unknown": {Unknown: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := run(t, voicetest.Options{Faults: faults, ReplyDuration: 120 * time.Millisecond}, Options{})
+			f.rec.wait(t, "up", func() bool { return len(f.rec.ups) == 1 })
+			f.link.Send(voice.Frame{Type: voice.TypeText, Task: "t1", Payload: []byte("hi")})
+			f.link.Send(voice.Frame{Type: voice.TypeEnd, Task: "t1", Seq: 1})
+			f.rec.wait(t, "reply", func() bool { return len(f.rec.frames) == 4 })
+			var got []string
+			for _, fr := range f.rec.frames {
+				got = append(got, fmt.Sprintf("%s/%d", fr.Type, fr.Seq))
+			}
+			if s := strings.Join(got, " "); s != "TEXT/0 AUDIO/1 AUDIO/2 END/3" {
+				t.Fatalf("frames %s", s)
+			}
+		})
+	}
+}
+
+func TestSendWhileDown(t *testing.T) {
+	l := New(Options{Address: "127.0.0.1:1", Token: func() (string, error) { return "t", nil }}, newRecorder())
+	if err := l.Send(voice.Frame{Type: voice.TypeText, Task: "t"}); err != ErrDown {
+		t.Fatalf("got %v", err)
+	}
+	if err := l.Send(voice.Frame{Type: voice.TypeText, Task: "far too long"}); err == nil || err == ErrDown {
+		t.Fatalf("an unframeable frame got %v", err)
+	}
+}
+
+// The writer drains queued audio before queued control frames.
+func TestAudioGoesFirst(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c := newConn(1, a, time.Hour, slog.New(slog.DiscardHandler))
+	for i := range 3 {
+		c.send(voice.Frame{Type: voice.TypeMCP, Task: voice.MCPTask, Seq: i, Payload: bytes.Repeat([]byte("r"), 70000)})
+	}
+	c.send(voice.Frame{Type: voice.TypeAudio, Task: "t1", Seq: 7, Payload: make([]byte, 1920)})
+	go c.writeLoop()
+	defer c.close()
+	f, err := voice.NewDecoder(b).Decode()
+	if err != nil || f.Type != voice.TypeAudio {
+		t.Fatalf("first frame written: %v %v", f, err)
+	}
+}
+
+func TestBackoffGrowsToTheCap(t *testing.T) {
+	for n, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 4: 800 * time.Millisecond, 30: 5 * time.Second} {
+		got := backoff(100*time.Millisecond, 5*time.Second, n)
+		if got < want*8/10 || got > want*12/10 {
+			t.Errorf("attempt %d: %s, want %s ±20%%", n, got, want)
+		}
+	}
+}

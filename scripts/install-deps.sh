@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Installs what agenthost needs to build, run and test on Debian / Raspberry Pi OS:
+# the apt packages (C libraries for PortAudio and Opus, audio tools the tests use)
+# and, when no Go >= 1.25 is on PATH, a Go toolchain from the Go module proxy.
+# Idempotent: it only installs what is missing. Prints the PATH line to use.
+set -euo pipefail
+
+GO_VERSION=1.26.8
+PACKAGES=(
+  build-essential pkg-config ca-certificates curl unzip
+  portaudio19-dev libportaudio2 libasound2-dev libasound2-plugins alsa-utils   # PortAudio through ALSA
+  libopus-dev libopusfile-dev libsoxr-dev                                      # Opus codec, resampler
+  sox espeak-ng                                                                # test speech and measurement
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}" >&2
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+fi
+
+go_ok() {
+  command -v go >/dev/null 2>&1 || return 1
+  local v; v=$(go env GOVERSION 2>/dev/null | sed 's/^go//')
+  [ "$(printf '%s\n1.25\n' "$v" | sort -V | head -1)" = "1.25" ]
+}
+if ! go_ok; then
+  root="${XDG_CACHE_HOME:-$HOME/.cache}/agenthost/go$GO_VERSION"
+  if [ ! -x "$root/bin/go" ]; then
+    arch=$(dpkg --print-architecture); case "$arch" in armhf) arch=armv6l;; esac
+    proxy=$(printf '%s' "${GOPROXY:-https://proxy.golang.org}" | cut -d, -f1)
+    url="$proxy/golang.org/toolchain/@v/v0.0.1-go$GO_VERSION.linux-$arch.zip"
+    echo "install-deps: fetching Go $GO_VERSION from $proxy" >&2
+    tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+    curl -fsSL "$url" -o "$tmp/go.zip"
+    unzip -q "$tmp/go.zip" -d "$tmp/x"
+    mkdir -p "$(dirname "$root")"; rm -rf "$root"
+    mv "$tmp/x/golang.org/toolchain@v0.0.1-go$GO_VERSION.linux-$arch" "$root"
+    chmod +x "$root/bin/"* "$root/pkg/tool/"*/* 2>/dev/null || true
+  fi
+  echo "export PATH=$root/bin:\$PATH"
+fi

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need, then vets, runs every test
+# with the race detector, and gives each fuzz target a short run.
+# Usage: scripts/test.sh [go test flags...]   e.g. scripts/test.sh -run TestLink
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+echo "== go vet"
+go vet ./...
+echo "== go test -race"
+go test -race -count=1 -timeout 20m "$@" ./...
+if [ $# -eq 0 ]; then
+  echo "== fuzz (short runs; longer: go test -run='^\$' -fuzz=NAME -fuzztime=60s PKG)"
+  grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sort -u | while IFS=: read -r file decl; do
+    target=${decl#func }; pkg=$(dirname "$file")
+    go test -run='^$' -fuzz="^$target\$" -fuzztime="${FUZZTIME:-5s}" "$pkg" >/dev/null
+    echo "fuzz $target ($pkg): ok"
+  done
+fi
