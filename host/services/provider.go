@@ -30,3 +30,19 @@ type Provider interface {
 	// service's schema. The returned value becomes the result's `data`.
 	Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 }
+
+// FallbackProvider is implemented by providers whose services yield to any
+// other provider offering the same name, such as the host's built-ins: a
+// plugin's get_current_time replaces the built-in one, and the built-in one
+// comes back when the plugin leaves. A provider without this method, or whose
+// Fallback returns false, is an ordinary provider.
+type FallbackProvider interface {
+	Provider
+	Fallback() bool
+}
+
+// isFallback reports whether p yields its names to ordinary providers.
+func isFallback(p Provider) bool {
+	f, ok := p.(interface{ Fallback() bool })
+	return ok && f.Fallback()
+}

@@ -1,0 +1,338 @@
+package services
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/agenthost/agenthost/proto/voice"
+)
+
+// Defaults of DispatchOptions.
+const (
+	DefaultTimeout     = 10 * time.Second
+	DefaultMaxResult   = 64 << 10
+	DefaultMaxInFlight = 64
+)
+
+// DispatchOptions configures a Dispatcher. Zero values take the defaults.
+type DispatchOptions struct {
+	// Timeout is the deadline of a call whose service names none (default 10s).
+	Timeout time.Duration
+	// Timeouts maps a registered service name (prefix included) to its
+	// deadline; it wins over the provider's Service.Timeout, so the config's
+	// services.timeouts can always raise a limit.
+	Timeouts map[string]time.Duration
+	// MaxResult bounds a result's data, and a provider's error text, in bytes
+	// (default 64 KiB).
+	MaxResult int
+	// MaxInFlight bounds the calls running at once (default 64).
+	MaxInFlight int
+	// Log receives one record per call: debug on success, info on failure,
+	// error with a stack for a provider panic. Nil discards.
+	Log *slog.Logger
+}
+
+// Dispatcher runs the server's calls against a Registry: it looks the
+// service up, validates the params against its schema, and runs the provider
+// under a deadline, turning whatever happens into exactly one voice.Outcome.
+type Dispatcher struct {
+	reg  *Registry
+	opts DispatchOptions
+	log  *slog.Logger
+
+	mu       sync.Mutex
+	inFlight int
+	ids      map[string]struct{}
+}
+
+// NewDispatcher returns a dispatcher for the services of r.
+func NewDispatcher(r *Registry, opts DispatchOptions) *Dispatcher {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.MaxResult <= 0 {
+		opts.MaxResult = DefaultMaxResult
+	}
+	if opts.MaxInFlight <= 0 {
+		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	timeouts := make(map[string]time.Duration, len(opts.Timeouts))
+	for k, v := range opts.Timeouts {
+		if v > 0 {
+			timeouts[k] = v
+		}
+	}
+	opts.Timeouts = timeouts
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Dispatcher{
+		reg:  r,
+		opts: opts,
+		log:  log.With("component", "dispatch"),
+		ids:  make(map[string]struct{}),
+	}
+}
+
+// InFlight returns the number of calls running now. A call counts from the
+// moment Dispatch accepts it until its provider returns, so a call abandoned
+// at its deadline counts until the provider lets go.
+func (d *Dispatcher) InFlight() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.inFlight
+}
+
+// Dispatch runs one call and returns its outcome. It blocks until the
+// provider answers, the deadline passes (the provider may go on running; its
+// late answer is dropped) or ctx ends. It always returns exactly one outcome
+// and never panics. Errors are for a person to read:
+//
+//	unknown service "x"; registered: a, b, c
+//	invalid parameters for get_current_time: format: must be one of "simple", "detailed" (got "fancy")
+//	get_x did not answer within 10s; it may still be running (raise services.timeouts.get_x)
+//	get_x failed: internal error in plugin:foo
+//	result of get_x is 70000 bytes, over the 64 KiB limit (services.max_result)
+//	busy: 64 calls in flight
+//	duplicate call_id "c1": a call with this id is still running
+//
+// A provider's own error is passed through as its text. A provider that
+// returns no data (nil or empty) answers success with data "" — the seeds'
+// results are strings, and an empty string keeps the data field present.
+func (d *Dispatcher) Dispatch(ctx context.Context, c voice.Call) (out voice.Outcome) {
+	start := time.Now()
+	method := c.Method
+	defer func() {
+		if v := recover(); v != nil {
+			d.log.Error("dispatch panicked", "method", method, "call_id", c.CallID, "panic", v, "stack", string(debug.Stack()))
+			out = failure(fmt.Sprintf("%s failed: internal error in the host", truncate(method, 64)))
+		}
+		d.logCall(c, start, out)
+	}()
+
+	if msg := d.acquire(c.CallID); msg != "" {
+		return failure(msg)
+	}
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			d.release(c.CallID)
+		}
+	}()
+
+	e, ok := d.reg.Lookup(method)
+	if !ok {
+		return failure(d.unknown(method))
+	}
+	params, msg := validateParams(e, c.Params)
+	if msg != "" {
+		return failure(msg)
+	}
+	handedOff = true
+	return d.run(ctx, c.CallID, e, params)
+}
+
+// result is what a provider's goroutine hands back.
+type result struct {
+	data     json.RawMessage
+	err      error
+	panicked bool
+}
+
+// run calls the provider in its own goroutine under the service's deadline.
+// The goroutine releases the call's slot when the provider returns.
+func (d *Dispatcher) run(ctx context.Context, callID string, e Entry, params json.RawMessage) voice.Outcome {
+	timeout := d.timeoutFor(e)
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	done := make(chan result, 1) // never blocks the goroutine, even when nobody waits
+	go func() {
+		res := d.call(cctx, e, params)
+		d.release(callID)
+		done <- res
+	}()
+
+	var res result
+	select {
+	case res = <-done:
+	case <-cctx.Done():
+		select {
+		case res = <-done: // answered just in time: prefer the answer
+		default:
+			return d.late(ctx, e, timeout)
+		}
+	}
+	switch {
+	case res.panicked:
+		return failure(fmt.Sprintf("%s failed: internal error in %s", e.Name, e.Provider.ID()))
+	case res.err != nil:
+		if cctx.Err() != nil && (errors.Is(res.err, context.DeadlineExceeded) || errors.Is(res.err, context.Canceled)) {
+			return d.late(ctx, e, timeout)
+		}
+		text := res.err.Error()
+		if text == "" {
+			text = e.Name + " failed"
+		}
+		return failure(truncate(text, d.opts.MaxResult))
+	}
+	data := bytes.TrimSpace(res.data)
+	if len(data) == 0 {
+		return voice.Outcome{Success: true, Data: json.RawMessage(`""`)}
+	}
+	if len(data) > d.opts.MaxResult {
+		return failure(fmt.Sprintf("result of %s is %d bytes, over the %s limit (services.max_result)", e.Name, len(data), sizeString(d.opts.MaxResult)))
+	}
+	if !json.Valid(data) {
+		return failure(fmt.Sprintf("%s failed: %s returned data that is not valid JSON", e.Name, e.Provider.ID()))
+	}
+	return voice.Outcome{Success: true, Data: json.RawMessage(data)}
+}
+
+// late answers a call whose deadline passed or whose ctx ended.
+func (d *Dispatcher) late(ctx context.Context, e Entry, timeout time.Duration) voice.Outcome {
+	if err := ctx.Err(); err != nil {
+		return failure(fmt.Sprintf("%s was cancelled: %v", e.Name, context.Cause(ctx)))
+	}
+	return failure(fmt.Sprintf("%s did not answer within %s; it may still be running (raise services.timeouts.%s)", e.Name, timeout, e.Name))
+}
+
+// call runs the provider, turning a panic into a result and logging it.
+func (d *Dispatcher) call(ctx context.Context, e Entry, params json.RawMessage) (res result) {
+	defer func() {
+		if v := recover(); v != nil {
+			d.log.Error("provider panicked", "method", e.Name, "provider", e.Provider.ID(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+			res = result{panicked: true}
+		}
+	}()
+	data, err := e.Provider.Call(ctx, e.Service.Name, params)
+	return result{data: data, err: err}
+}
+
+// timeoutFor picks a call's deadline: the config's services.timeouts for the
+// registered name (or the unprefixed one), else the service's own, else the
+// default.
+func (d *Dispatcher) timeoutFor(e Entry) time.Duration {
+	if t, ok := d.opts.Timeouts[e.Name]; ok {
+		return t
+	}
+	if t, ok := d.opts.Timeouts[e.Service.Name]; ok {
+		return t
+	}
+	if e.Service.Timeout > 0 {
+		return e.Service.Timeout
+	}
+	return d.opts.Timeout
+}
+
+// acquire takes a slot for a call, or says why it cannot run. An empty
+// call_id is not tracked for duplicates.
+func (d *Dispatcher) acquire(id string) string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if id != "" {
+		if _, dup := d.ids[id]; dup {
+			return fmt.Sprintf("duplicate call_id %s: a call with this id is still running", quoteShort(id))
+		}
+	}
+	if d.inFlight >= d.opts.MaxInFlight {
+		return fmt.Sprintf("busy: %d calls in flight", d.inFlight)
+	}
+	d.inFlight++
+	if id != "" {
+		d.ids[id] = struct{}{}
+	}
+	return ""
+}
+
+// release gives a call's slot back.
+func (d *Dispatcher) release(id string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.inFlight--
+	if id != "" {
+		delete(d.ids, id)
+	}
+}
+
+// maxListed bounds the names an unknown-service error lists.
+const maxListed = 30
+
+// unknown explains an unknown method and lists what is registered.
+func (d *Dispatcher) unknown(method string) string {
+	names := d.reg.Names()
+	if len(names) == 0 {
+		return fmt.Sprintf("unknown service %s; no services are registered", quoteShort(method))
+	}
+	list := strings.Join(names[:min(len(names), maxListed)], ", ")
+	if len(names) > maxListed {
+		list += fmt.Sprintf(" and %d more", len(names)-maxListed)
+	}
+	return fmt.Sprintf("unknown service %s; registered: %s", quoteShort(method), list)
+}
+
+// validateParams checks params against the service's schema and returns the
+// params to pass on ({} when absent or null), or an error message.
+func validateParams(e Entry, raw json.RawMessage) (json.RawMessage, string) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		raw = json.RawMessage(`{}`)
+	}
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Sprintf("invalid parameters for %s: not valid JSON (%v)", e.Name, err)
+	}
+	if _, ok := inst.(map[string]any); !ok {
+		return nil, fmt.Sprintf("invalid parameters for %s: params must be a JSON object (got %s)", e.Name, jsonKind(inst))
+	}
+	if e.Schema == nil {
+		return raw, ""
+	}
+	if err := e.Schema.Validate(inst); err != nil {
+		var ve *jsonschema.ValidationError
+		if errors.As(err, &ve) {
+			return nil, fmt.Sprintf("invalid parameters for %s: %s", e.Name, strings.Join(renderValidation(ve, inst, "parameter"), "; "))
+		}
+		return nil, fmt.Sprintf("invalid parameters for %s: %v", e.Name, err)
+	}
+	return raw, ""
+}
+
+// sizeString writes a byte count as "64 KiB", "1 MiB" or "1000 bytes".
+func sizeString(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// failure is an unsuccessful outcome.
+func failure(msg string) voice.Outcome {
+	return voice.Outcome{Success: false, Error: msg}
+}
+
+// logCall records one call: debug when it succeeded, info when it failed.
+func (d *Dispatcher) logCall(c voice.Call, start time.Time, out voice.Outcome) {
+	if out.Success && !d.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	attrs := []any{"method", c.Method, "call_id", c.CallID, "duration", time.Since(start), "success", out.Success}
+	if out.Success {
+		d.log.Debug("call", attrs...)
+		return
+	}
+	d.log.Info("call failed", append(attrs, "error", out.Error)...)
+}

@@ -1,0 +1,337 @@
+package services
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/agenthost/agenthost/proto/voice"
+)
+
+// RegistryOptions configures a Registry.
+type RegistryOptions struct {
+	// Prefixes maps a provider ID ("plugin:clock") or its name part after
+	// the ':' ("clock") to a prefix for its service names ("clock_"). The
+	// full ID wins when both are present.
+	Prefixes map[string]string
+	// Log receives overrides (info) and clashes (error). Nil discards.
+	Log *slog.Logger
+}
+
+// Entry is one registered service: its name as the server sees it (prefix
+// included), the provider's service (Service.Name unprefixed, Parameters
+// compacted and defaulted to {"type":"object"}), the provider that runs it
+// and its compiled schema.
+type Entry struct {
+	Name     string
+	Service  Service
+	Provider Provider
+	Schema   *jsonschema.Schema
+}
+
+// Registry merges providers into one set of services. It is safe for
+// concurrent use; lookups read an immutable snapshot and never wait for Put.
+//
+// Merging is by order of arrival: when two ordinary providers offer the same
+// name, the one that had it first keeps it and the clash is reported (log and
+// Conflicts) with the fix, a prefix for the other. A provider replaced by Put
+// with the same ID keeps its place in that order. A fallback provider (see
+// FallbackProvider) yields a name to any ordinary provider and gets it back
+// when that provider leaves.
+type Registry struct {
+	prefixes map[string]string
+	log      *slog.Logger
+	changes  chan struct{}
+
+	mu      sync.Mutex // serialises Put and Remove
+	seq     uint64
+	members map[string]*member
+
+	snap atomic.Pointer[snapshot]
+}
+
+// member is one provider as the registry holds it.
+type member struct {
+	p        Provider
+	seq      uint64 // arrival order; kept across replacement
+	fallback bool
+	services []Entry
+}
+
+// snapshot is one immutable merged set.
+type snapshot struct {
+	byName    map[string]Entry
+	sorted    []Entry
+	names     []string
+	reg       voice.Register
+	canonical []byte
+	conflicts []string
+	overrides []string
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry(opts RegistryOptions) *Registry {
+	r := &Registry{
+		prefixes: make(map[string]string, len(opts.Prefixes)),
+		log:      opts.Log,
+		changes:  make(chan struct{}, 1),
+		members:  make(map[string]*member),
+	}
+	for k, v := range opts.Prefixes {
+		r.prefixes[k] = v
+	}
+	if r.log == nil {
+		r.log = slog.New(slog.DiscardHandler)
+	}
+	r.log = r.log.With("component", "services")
+	empty, _ := r.build(nil)
+	r.snap.Store(empty)
+	return r
+}
+
+// prefixFor returns the configured prefix for a provider ID.
+func (r *Registry) prefixFor(id string) string {
+	if p, ok := r.prefixes[id]; ok {
+		return p
+	}
+	return r.prefixes[namePart(id)]
+}
+
+// namePart is the part of a provider ID after the first ':' ("clock" for
+// "plugin:clock"), or the whole ID.
+func namePart(id string) string {
+	if _, after, ok := strings.Cut(id, ":"); ok && after != "" {
+		return after
+	}
+	return id
+}
+
+// Put adds p, or replaces the provider with the same ID in one step (hot
+// reload swaps this way). Every service's name is checked and its schema
+// compiled first; any problem refuses the whole provider with an error naming
+// the provider, the service and the problem, and leaves the registry as it was.
+func (r *Registry) Put(p Provider) error {
+	if p == nil {
+		return errors.New("services: Put of a nil provider")
+	}
+	id := p.ID()
+	if id == "" {
+		return errors.New("services: provider has an empty ID")
+	}
+	prefix := r.prefixFor(id)
+	svcs := p.Services()
+	entries := make([]Entry, 0, len(svcs))
+	seen := make(map[string]bool, len(svcs))
+	for _, s := range svcs {
+		if err := checkName(s.Name); err != nil {
+			return fmt.Errorf("provider %s: service %s: %v", id, quoteShort(s.Name), err)
+		}
+		name := prefix + s.Name
+		if err := checkName(name); err != nil {
+			return fmt.Errorf("provider %s: service %q with prefix %q: %v", id, s.Name, prefix, err)
+		}
+		if seen[s.Name] {
+			return fmt.Errorf("provider %s: service %q: offered twice", id, s.Name)
+		}
+		seen[s.Name] = true
+		params, sch, err := compileParameters(s.Parameters)
+		if err != nil {
+			return fmt.Errorf("provider %s: service %q: %v", id, s.Name, err)
+		}
+		s.Parameters = params
+		entries = append(entries, Entry{Name: name, Service: s, Provider: p, Schema: sch})
+	}
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := &member{p: p, fallback: isFallback(p), services: entries}
+	if old, ok := r.members[id]; ok {
+		m.seq = old.seq
+	} else {
+		r.seq++
+		m.seq = r.seq
+	}
+	r.members[id] = m
+	r.publish()
+	return nil
+}
+
+// Remove drops the provider with the given ID; an unknown ID does nothing.
+func (r *Registry) Remove(id string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.members[id]; !ok {
+		return
+	}
+	delete(r.members, id)
+	r.publish()
+}
+
+// publish rebuilds the merged set, logs what is new, stores it and signals
+// Changes when its canonical JSON differs. Called with r.mu held.
+func (r *Registry) publish() {
+	members := make([]*member, 0, len(r.members))
+	for _, m := range r.members {
+		members = append(members, m)
+	}
+	sort.Slice(members, func(i, j int) bool { return members[i].seq < members[j].seq })
+	next, err := r.build(members)
+	prev := r.snap.Load()
+	if err != nil {
+		// Unreachable in practice (every part was validated); keep serving the
+		// previous set rather than publish one that cannot be sent.
+		r.log.Error("cannot encode the service set; keeping the previous one", "err", err)
+		return
+	}
+	for _, msg := range added(prev.overrides, next.overrides) {
+		r.log.Info(msg)
+	}
+	for _, msg := range added(prev.conflicts, next.conflicts) {
+		r.log.Error(msg)
+	}
+	for _, msg := range added(next.conflicts, prev.conflicts) {
+		r.log.Info("conflict resolved: " + msg)
+	}
+	r.snap.Store(next)
+	if !bytes.Equal(prev.canonical, next.canonical) {
+		select {
+		case r.changes <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// build merges members, in arrival order, into a snapshot.
+func (r *Registry) build(members []*member) (*snapshot, error) {
+	s := &snapshot{byName: make(map[string]Entry)}
+	owner := make(map[string]*member)
+	for _, m := range members {
+		for _, e := range m.services {
+			cur, taken := owner[e.Name]
+			switch {
+			case !taken:
+			case cur.fallback && !m.fallback:
+				s.overrides = append(s.overrides, overrideMessage(m.p.ID(), cur.p.ID(), e.Name))
+			case !cur.fallback && m.fallback:
+				s.overrides = append(s.overrides, overrideMessage(cur.p.ID(), m.p.ID(), e.Name))
+				continue
+			default:
+				s.conflicts = append(s.conflicts, r.conflictMessage(e.Name, cur.p.ID(), m.p.ID(), e.Service.Name))
+				continue
+			}
+			owner[e.Name] = m
+			s.byName[e.Name] = e
+		}
+	}
+	s.reg = voice.Register{Services: make(map[string]voice.ServiceDef, len(s.byName))}
+	for name, e := range s.byName {
+		s.names = append(s.names, name)
+		s.reg.Services[name] = voice.ServiceDef{Description: e.Service.Description, Parameters: e.Service.Parameters}
+	}
+	sort.Strings(s.names)
+	s.sorted = make([]Entry, len(s.names))
+	for i, n := range s.names {
+		s.sorted[i] = s.byName[n]
+	}
+	sort.Strings(s.overrides)
+	canonical, err := voice.MarshalMCP(voice.MCPRegister, s.reg)
+	if err != nil {
+		return nil, err
+	}
+	s.canonical = canonical
+	return s, nil
+}
+
+// overrideMessage says which provider took a name from a fallback provider.
+func overrideMessage(winner, fallback, name string) string {
+	if fallback == "builtin" {
+		return fmt.Sprintf("%s overrides built-in %s", winner, name)
+	}
+	return fmt.Sprintf("%s overrides fallback %s's %s", winner, fallback, name)
+}
+
+// conflictMessage names both providers and the fix.
+func (r *Registry) conflictMessage(name, keeper, loser, svc string) string {
+	key := namePart(loser)
+	if p := r.prefixFor(loser); p != "" {
+		return fmt.Sprintf("service %q is offered by both %s and %s; %s keeps it and %s's is not registered "+
+			"(its prefix %q still clashes: choose another services.prefixes.%s in the config)",
+			name, keeper, loser, keeper, loser, p, key)
+	}
+	return fmt.Sprintf("service %q is offered by both %s and %s; %s keeps it and %s's is not registered "+
+		"(set services.prefixes.%s: %q in the config to register it as %q)",
+		name, keeper, loser, keeper, loser, key, key+"_", key+"_"+svc)
+}
+
+// added returns the messages in next that are not in prev.
+func added(prev, next []string) []string {
+	var out []string
+	for _, m := range next {
+		found := false
+		for _, p := range prev {
+			if p == m {
+				found = true
+				break
+			}
+		}
+		if !found {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// Register returns the merged set as the register message carries it. The
+// map is the caller's; the raw schemas are shared and must not be modified.
+func (r *Registry) Register() voice.Register {
+	s := r.snap.Load()
+	out := voice.Register{Services: make(map[string]voice.ServiceDef, len(s.reg.Services))}
+	for k, v := range s.reg.Services {
+		out.Services[k] = v
+	}
+	return out
+}
+
+// Canonical returns the marshalled register payload of the current set:
+// voice.MarshalMCP(voice.MCPRegister, r.Register()) with compacted schemas,
+// the bytes Changes compares. The slice is the caller's.
+func (r *Registry) Canonical() []byte {
+	return bytes.Clone(r.snap.Load().canonical)
+}
+
+// Changes returns a channel with a buffer of one that receives a signal
+// whenever the merged set's canonical JSON changes. Signals coalesce: a
+// receiver that was away finds one signal and reads the current set with
+// Register. A Put or Remove that leaves the set identical signals nothing.
+func (r *Registry) Changes() <-chan struct{} {
+	return r.changes
+}
+
+// Lookup finds a service by its registered name (prefix included).
+func (r *Registry) Lookup(name string) (Entry, bool) {
+	e, ok := r.snap.Load().byName[name]
+	return e, ok
+}
+
+// Entries lists the registered services sorted by name.
+func (r *Registry) Entries() []Entry {
+	return append([]Entry(nil), r.snap.Load().sorted...)
+}
+
+// Names lists the registered service names, sorted.
+func (r *Registry) Names() []string {
+	return append([]string(nil), r.snap.Load().names...)
+}
+
+// Conflicts returns the current clash messages, in arrival order of the
+// providers that lost; empty when there are none.
+func (r *Registry) Conflicts() []string {
+	return append([]string(nil), r.snap.Load().conflicts...)
+}
