@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path"
@@ -90,6 +91,9 @@ type Options struct {
 	AutoMTLS bool
 	// Env is added to the plugin's environment (e.g. the data dir).
 	Env []string
+	// Args are the plugin's command-line arguments (the host passes none;
+	// test plugins use them to pick a behaviour).
+	Args []string
 }
 
 // Plugin is a running plugin.
@@ -118,8 +122,11 @@ func Start(t testing.TB, bin string, opts Options) *Plugin {
 func StartErr(t testing.TB, bin string, opts Options) (*Plugin, error) {
 	t.Helper()
 	logs := &syncBuffer{}
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), opts.Env...)
+	cmd := exec.Command(bin, opts.Args...)
+	// go-plugin v1.8.0 ignores ClientConfig.UnixSocketConfig.TempDir unless
+	// a RunnerFunc is set; the plugin reads the socket folder from its env.
+	cmd.Env = append(os.Environ(), "PLUGIN_UNIX_SOCKET_DIR="+t.TempDir())
+	cmd.Env = append(cmd.Env, opts.Env...)
 	c := plugin.NewClient(&plugin.ClientConfig{
 		HandshakeConfig:  pluginv1.Handshake,
 		Plugins:          pluginv1.PluginSet(),
@@ -127,7 +134,10 @@ func StartErr(t testing.TB, bin string, opts Options) (*Plugin, error) {
 		SkipHostEnv:      true,
 		AllowedProtocols: []plugin.Protocol{plugin.ProtocolGRPC},
 		AutoMTLS:         opts.AutoMTLS,
-		UnixSocketConfig: &plugin.UnixSocketConfig{TempDir: t.TempDir()},
+		// What the plugin writes to os.Stdout/os.Stderr after the handshake
+		// travels over go-plugin's stdio stream, not the stderr pipe.
+		SyncStdout: &prefixWriter{prefix: "[stdout] ", w: logs},
+		SyncStderr: &prefixWriter{prefix: "[stderr] ", w: logs},
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Name:   "host",
 			Level:  hclog.Trace,
@@ -194,4 +204,16 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+type prefixWriter struct {
+	prefix string
+	w      io.Writer
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	if _, err := p.w.Write(append([]byte(p.prefix), b...)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
 }
