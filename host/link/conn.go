@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenthost/agenthost/proto/voice"
@@ -30,6 +31,7 @@ type conn struct {
 	writeErr chan error
 	ackCh    chan struct{}
 
+	closing   atomic.Bool // set once we said DISCONNECT: a close is expected
 	closeOnce sync.Once
 	ackOnce   sync.Once
 	mu        sync.Mutex

@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"strings"
 	"sync"
 	"time"
 
@@ -174,7 +175,7 @@ func (l *Link) session(ctx context.Context) error {
 	if err := c.writeNow(voice.Frame{Type: voice.TypeAuth, Task: voice.SystemTask, Payload: auth}); err != nil {
 		return fmt.Errorf("sending AUTH: %w", err)
 	}
-	l.log.Info("connected; AUTH sent", "conn", c.id, "params", voice.Auth{Params: l.o.Params}.String())
+	l.log.Info("connected; AUTH sent", "conn", c.id, "params", paramList(l.o.Params))
 	var wg sync.WaitGroup
 	readErr := make(chan error, 1)
 	wg.Add(2)
@@ -236,7 +237,7 @@ func (l *Link) readLoop(c *conn, authAt time.Time) error {
 				l.log.Warn("dropped a malformed frame from the server", "conn", c.id, "err", err)
 				continue
 			}
-			if time.Since(authAt) < l.o.AuthTimeout && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			if !c.closing.Load() && time.Since(authAt) < l.o.AuthTimeout && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF)) {
 				return l.authFailed(c, "the server closed the connection right after AUTH")
 			}
 			var ne net.Error
@@ -290,6 +291,7 @@ func (l *Link) authFailed(c *conn, why string) error {
 // disconnect says goodbye politely: ##DISCONNECT, then wait for the answer,
 // the close, or DisconnectWait.
 func (l *Link) disconnect(c *conn, readErr <-chan error) error {
+	c.closing.Store(true)
 	c.send(voice.StatusFrame(voice.StatusDisconnect))
 	select {
 	case <-c.ackCh:
@@ -300,4 +302,15 @@ func (l *Link) disconnect(c *conn, readErr <-chan error) error {
 		l.log.Info("no answer to DISCONNECT; closing", "conn", c.id)
 	}
 	return nil
+}
+
+func paramList(ps []voice.Param) string {
+	var b strings.Builder
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%q", p.Key, p.Value)
+	}
+	return b.String()
 }

@@ -253,7 +253,9 @@ func TestAutoModeWithoutListenStart(t *testing.T) {
 	s := start(t, Options{ReplyDuration: 60 * time.Millisecond, VADHang: 100 * time.Millisecond})
 	c := dial(t, s, "tok", voice.Param{Key: "mode", Value: "auto"})
 	c.send(voice.Frame{Type: voice.TypeAudio, Task: "auto1", Seq: 1, Payload: append(tone(300, 200*time.Millisecond), make([]byte, 6400)...)})
-	c.next(func(f voice.Frame) bool { return f.Type == voice.TypeListen && strings.Contains(string(f.Payload), `"stop"`) })
+	c.next(func(f voice.Frame) bool {
+		return f.Type == voice.TypeListen && strings.Contains(string(f.Payload), `"stop"`)
+	})
 	c.next(func(f voice.Frame) bool { return f.Type == voice.TypeEnd && f.Task == "auto1" })
 }
 
@@ -401,5 +403,21 @@ func TestDropAndInject(t *testing.T) {
 	}
 	if err := s.WaitFor(ctx10(t), func() bool { return s.Open() == 0 }); err != nil {
 		t.Fatal(err)
+	}
+}
+
+func TestMatchService(t *testing.T) {
+	svcs := map[string]voice.ServiceDef{"get_current_time": {}, "create_file": {}, "read_file": {}, "list_files": {}}
+	for text, want := range map[string]string{
+		"What time is it?":             "get_current_time",
+		"现在几点了 get_current_time":       "get_current_time",
+		`create_file {"filename":"a"}`: "create_file",
+		"please create a file":         "create_file",
+		"a file, please":               "", // read_file and create_file tie
+		"hello":                        "",
+	} {
+		if got, _ := matchService(text, svcs); got != want {
+			t.Errorf("%q: got %q want %q", text, got, want)
+		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -313,15 +314,7 @@ func (c *session) answer(text string, samples int) string {
 	if text == "" {
 		return fmt.Sprintf("I heard %.1f seconds of audio.", float64(samples)/16000)
 	}
-	for name := range c.s.Services() {
-		i := strings.Index(text, name)
-		if i < 0 {
-			continue
-		}
-		params := json.RawMessage(`{}`)
-		if rest := strings.TrimSpace(text[i+len(name):]); strings.HasPrefix(rest, "{") {
-			params = json.RawMessage(rest)
-		}
+	if name, params := matchService(text, c.s.Services()); name != "" {
 		ctx, cancel := context.WithTimeout(context.Background(), c.s.opts.CallTimeout)
 		out, err := c.call(ctx, name, params)
 		cancel()
@@ -335,6 +328,44 @@ func (c *session) answer(text string, samples int) string {
 		}
 	}
 	return "You said: " + text
+}
+
+// matchService picks the service a user's text asks for: one named in full
+// (JSON after the name becomes its params), else the one whose name shares
+// the most words with the text ("What time is it?" → get_current_time).
+func matchService(text string, svcs map[string]voice.ServiceDef) (string, json.RawMessage) {
+	params := json.RawMessage(`{}`)
+	for name := range svcs {
+		if i := strings.Index(text, name); i >= 0 {
+			if rest := strings.TrimSpace(text[i+len(name):]); strings.HasPrefix(rest, "{") {
+				params = json.RawMessage(rest)
+			}
+			return name, params
+		}
+	}
+	words := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		words[w] = true
+	}
+	best, bestScore, tie := "", 0, false
+	for name := range svcs {
+		score := 0
+		for _, w := range strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return r == '_' || r == '-' || r == '.' }) {
+			if len(w) > 3 && words[w] {
+				score++
+			}
+		}
+		switch {
+		case score > bestScore:
+			best, bestScore, tie = name, score, false
+		case score == bestScore && score > 0:
+			tie = true
+		}
+	}
+	if tie {
+		return "", nil
+	}
+	return best, params
 }
 
 func dataText(d json.RawMessage) string {

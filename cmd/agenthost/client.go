@@ -1,0 +1,159 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/control"
+	"github.com/agenthost/agenthost/host/link"
+	"github.com/agenthost/agenthost/proto/voice"
+)
+
+func init() {
+	commands["check"] = command{"validate the configuration, show it with secrets masked, and try the server", cmdCheck}
+	commands["call"] = command{"call a service: agenthost call SERVICE ['{json params}']", cmdCall}
+	commands["say"] = command{"send a text turn through the running daemon: agenthost say TEXT", cmdSay}
+	commands["status"] = command{"show the running daemon's state", cmdStatus}
+}
+
+func cmdCheck(e *env, args []string) error {
+	fs := e.flags("check")
+	offline := fs.Bool("offline", false, "do not try the server")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	src := cfg.Path
+	if src == "" {
+		src = "built-in defaults (no file)"
+	}
+	fmt.Fprintf(e.stdout, "configuration: %s: OK\n", src)
+	for _, w := range cfg.Warnings {
+		fmt.Fprintf(e.stdout, "warning: %s\n", w)
+	}
+	fmt.Fprintf(e.stdout, "\n# effective settings (secrets masked)\n%s\n", cfg.Redacted())
+	if *offline {
+		return nil
+	}
+	var params []voice.Param
+	for _, kv := range cfg.Server.Params.Pairs() {
+		params = append(params, voice.Param{Key: kv[0], Value: kv[1]})
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.DialTimeout.D()+cfg.Server.AuthTimeout.D()+2*time.Second)
+	defer cancel()
+	said, err := link.Probe(ctx, link.Options{Address: cfg.Server.Address, TLS: cfg.Server.TLS, Token: cfg.Token, Params: params,
+		DialTimeout: cfg.Server.DialTimeout.D(), AuthTimeout: cfg.Server.AuthTimeout.D(), MaxFrame: int(cfg.Server.MaxFrame)})
+	for _, s := range said {
+		fmt.Fprintf(e.stdout, "server said: %s\n", s)
+	}
+	if err != nil {
+		return fmt.Errorf("server %s: %w", cfg.Server.Address, err)
+	}
+	fmt.Fprintf(e.stdout, "server %s: reachable; AUTH accepted (no error within %s)\n", cfg.Server.Address, cfg.Server.AuthTimeout.D())
+	return nil
+}
+
+func (e *env) client(cfg *config.Config) *control.Client {
+	return control.NewClient(cfg.ControlSocketPath())
+}
+
+func cmdCall(e *env, args []string) error {
+	fs := e.flags("call")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() < 1 || fs.NArg() > 2 {
+		return usageErr("usage: agenthost call SERVICE ['{json params}']")
+	}
+	service, params := fs.Arg(0), json.RawMessage(`{}`)
+	if fs.NArg() == 2 {
+		params = json.RawMessage(fs.Arg(1))
+		if !json.Valid(params) {
+			return usageErr("the params are not valid JSON: %s", params)
+		}
+	}
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	var out voice.Outcome
+	err = e.client(cfg).Do(context.Background(), "POST /v1/call", host.CallRequest{Service: service, Params: params}, &out)
+	if errors.Is(err, control.ErrNotRunning) {
+		out, err = callWithoutDaemon(cfg, service, params)
+	}
+	if err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(out, "", "  ")
+	fmt.Fprintln(e.stdout, string(b))
+	if !out.Success {
+		return &exitError{1, fmt.Errorf("%s failed: %s", service, out.Error)}
+	}
+	return nil
+}
+
+// callWithoutDaemon starts the host's providers in this process, runs one
+// call through the same dispatch, and stops them.
+func callWithoutDaemon(cfg *config.Config, service string, params json.RawMessage) (voice.Outcome, error) {
+	h, err := host.New(cfg, newLogger(cfg, discard{}))
+	if err != nil {
+		return voice.Outcome{}, err
+	}
+	var out voice.Outcome
+	err = h.RunProviders(context.Background(), func(ctx context.Context) {
+		out = h.CallLocal(ctx, service, params)
+	})
+	return out, err
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+func cmdSay(e *env, args []string) error {
+	fs := e.flags("say")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	text := strings.Join(fs.Args(), " ")
+	if text == "" {
+		return usageErr("usage: agenthost say TEXT")
+	}
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	var out struct{ Task string }
+	if err := e.client(cfg).Do(context.Background(), "POST /v1/say", host.SayRequest{Text: text}, &out); err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "sent on task %s\n", out.Task)
+	return nil
+}
+
+func cmdStatus(e *env, args []string) error {
+	fs := e.flags("status")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	var st host.Status
+	if err := e.client(cfg).Do(context.Background(), "GET /v1/status", nil, &st); err != nil {
+		return err
+	}
+	b, _ := json.MarshalIndent(st, "", "  ")
+	fmt.Fprintln(e.stdout, string(b))
+	return nil
+}

@@ -1,0 +1,163 @@
+// Command agenthost is the speaker's plugin host: `agenthost run` is the
+// daemon; the other subcommands check its configuration and talk to it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+
+	"github.com/agenthost/agenthost/config"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+// exitError carries an exit status: 2 for usage and configuration errors.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+
+func usageErr(format string, a ...any) error {
+	return &exitError{2, fmt.Errorf(format, a...)}
+}
+
+type command struct {
+	summary string
+	run     func(env *env, args []string) error
+}
+
+var commands = map[string]command{}
+
+// env is what every subcommand gets: its streams and the shared flags.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+	configPath     string
+	sets           stringList
+	logLevel       string
+}
+
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func main() {
+	err := run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	if err == nil {
+		return
+	}
+	fmt.Fprintln(os.Stderr, "agenthost:", err)
+	var ee *exitError
+	if errors.As(err, &ee) {
+		os.Exit(ee.code)
+	}
+	os.Exit(1)
+}
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+		printUsage(stdout)
+		return nil
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		printUsage(stderr)
+		return usageErr("unknown command %q", args[0])
+	}
+	return cmd.run(&env{stdin: stdin, stdout: stdout, stderr: stderr}, args[1:])
+}
+
+func printUsage(w io.Writer) {
+	fmt.Fprintln(w, "usage: agenthost COMMAND [flags]\n\ncommands:")
+	names := make([]string, 0, len(commands))
+	for n := range commands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
+	}
+	fmt.Fprintln(w, "\nRun `agenthost COMMAND -h` for a command's flags.")
+}
+
+// flags returns a flag set with the shared --config, --set and --log-level flags.
+func (e *env) flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("agenthost "+name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	def := os.Getenv(config.EnvConfigPath)
+	if def == "" {
+		def = config.DefaultPath
+	}
+	fs.StringVar(&e.configPath, "config", def, "the YAML configuration file (env "+config.EnvConfigPath+")")
+	fs.Var(&e.sets, "set", "override one setting, KEY=VALUE (e.g. server.address=127.0.0.1:8009); repeatable")
+	fs.StringVar(&e.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
+	return fs
+}
+
+func (e *env) parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{2, err}
+	}
+	return nil
+}
+
+// loadConfig loads the file named by --config; a missing default file is fine.
+func (e *env) loadConfig() (*config.Config, error) {
+	overrides, err := config.ParseSets(e.sets)
+	if err != nil {
+		return nil, &exitError{2, err}
+	}
+	if e.logLevel != "" {
+		overrides["log.level"] = e.logLevel
+	}
+	path := e.configPath
+	if path == config.DefaultPath {
+		if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+			path = ""
+		}
+	}
+	cfg, err := config.Load(path, overrides)
+	if err != nil {
+		return nil, &exitError{2, fmt.Errorf("the configuration has problems:\n%w", err)}
+	}
+	return cfg, nil
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var lv slog.Level
+	lv.UnmarshalText([]byte(cfg.Log.Level))
+	opts := &slog.HandlerOptions{Level: lv}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// signalContext ends on SIGINT or SIGTERM.
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func init() {
+	commands["version"] = command{"print the version", func(e *env, args []string) error {
+		fmt.Fprintf(e.stdout, "agenthost %s (%s, %s/%s; voice protocol TCP v2.5 with MCP; plugin contract v1)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return nil
+	}}
+}

@@ -1,0 +1,73 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/agenthost/agenthost/host/control"
+	"github.com/agenthost/agenthost/proto/voice"
+)
+
+// CallRequest is the body of POST /v1/call.
+type CallRequest struct {
+	Service string          `json:"service"`
+	Params  json.RawMessage `json:"params,omitempty"`
+}
+
+// SayRequest is the body of POST /v1/say.
+type SayRequest struct {
+	Text string `json:"text"`
+}
+
+var localCalls atomic.Int64
+
+// ControlServer returns the control socket with the host's endpoints; the
+// caller may add more before running it.
+func (h *Host) ControlServer() *control.Server {
+	s := control.NewServer(h.cfg.ControlSocketPath(), h.log)
+	control.HandleJSON(s, "GET /v1/status", func(context.Context, struct{}) (any, error) { return h.Status(), nil })
+	control.HandleJSON(s, "POST /v1/call", func(ctx context.Context, in CallRequest) (any, error) {
+		return h.CallLocal(ctx, in.Service, in.Params), nil
+	})
+	control.HandleJSON(s, "POST /v1/say", func(_ context.Context, in SayRequest) (any, error) {
+		task, err := h.SayText(in.Text)
+		return map[string]string{"task": task}, err
+	})
+	return s
+}
+
+// CallLocal runs one call through the same dispatch as the server's calls.
+func (h *Host) CallLocal(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
+	id := "local-" + strconv.FormatInt(localCalls.Add(1), 10)
+	return h.disp.Dispatch(ctx, voice.Call{CallID: id, Method: service, Params: params})
+}
+
+// SayText starts a text turn: TEXT then END_FRAME on a new task.
+func (h *Host) SayText(text string) (string, error) {
+	text = strings.NewReplacer(voice.EndMarker, "", voice.StartMarker, "").Replace(strings.TrimSpace(text))
+	if text == "" {
+		return "", errors.New("nothing to say: the text is empty")
+	}
+	task := NewTaskID()
+	if err := h.link.Send(voice.Frame{Type: voice.TypeText, Task: task, Payload: []byte(text)}); err != nil {
+		return "", err
+	}
+	if err := h.link.Send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 1}); err != nil {
+		return "", err
+	}
+	h.log.Info("text turn sent", "task", task, "text", text)
+	return task, nil
+}
+
+// NewTaskID returns a fresh 8-character task id.
+func NewTaskID() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

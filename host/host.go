@@ -1,0 +1,315 @@
+// Package host is the daemon: it wires the link to the voice server, the
+// service registry and dispatcher, the providers (built-ins, plugins) and the
+// local control socket, and runs them until its context ends.
+package host
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/builtin"
+	"github.com/agenthost/agenthost/host/link"
+	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/proto/voice"
+)
+
+// Component is a part of the daemon that runs beside the link: the plugin
+// manager, the control socket, the conversation. Start must return once the
+// component is ready; Run then blocks until ctx ends.
+type Component interface {
+	Name() string
+	Run(ctx context.Context, ready func()) error
+}
+
+// Host is a configured daemon.
+type Host struct {
+	cfg  *config.Config
+	log  *slog.Logger
+	reg  *services.Registry
+	disp *services.Dispatcher
+	link *link.Link
+
+	mu         sync.Mutex
+	conn       int    // the connection that is up, 0 when down
+	registered []byte // the register last sent on conn
+	registers  int    // registers sent since start, for status
+
+	calls      sync.WaitGroup
+	components []Component
+	frames     []func(voice.Frame) // conversation taps
+}
+
+// New builds a host from a loaded configuration.
+func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
+	h := &Host{cfg: cfg, log: log}
+	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: cfg.Services.Prefixes, Log: log.With("component", "registry")})
+	timeouts := map[string]time.Duration{}
+	for name, d := range cfg.Services.Timeouts {
+		timeouts[name] = d.D()
+	}
+	h.disp = services.NewDispatcher(h.reg, services.DispatchOptions{
+		Timeout: cfg.Services.Timeout.D(), Timeouts: timeouts, MaxResult: int(cfg.Services.MaxResult),
+		MaxInFlight: cfg.Services.MaxInFlight, Log: log.With("component", "dispatch"),
+	})
+	if cfg.Services.Builtins {
+		if err := h.reg.Put(builtin.New(time.Now)); err != nil {
+			return nil, fmt.Errorf("built-in services: %w", err)
+		}
+	}
+	var params []voice.Param
+	for _, kv := range cfg.Server.Params.Pairs() {
+		params = append(params, voice.Param{Key: kv[0], Value: kv[1]})
+	}
+	h.link = link.New(link.Options{
+		Address: cfg.Server.Address, TLS: cfg.Server.TLS, Token: cfg.Token, Params: params,
+		DialTimeout: cfg.Server.DialTimeout.D(), AuthTimeout: cfg.Server.AuthTimeout.D(), Keepalive: cfg.Server.Keepalive.D(),
+		ReconnectBase: cfg.Server.Reconnect.Base.D(), ReconnectCap: cfg.Server.Reconnect.Cap.D(), MaxFrame: int(cfg.Server.MaxFrame),
+		Log: log,
+	}, (*linkHandler)(h))
+	return h, nil
+}
+
+// Registry is the merged set of services; providers are added to it.
+func (h *Host) Registry() *services.Registry { return h.reg }
+
+// Dispatcher runs calls; the control socket's `call` goes through it too.
+func (h *Host) Dispatcher() *services.Dispatcher { return h.disp }
+
+// Link is the connection to the voice server.
+func (h *Host) Link() *link.Link { return h.link }
+
+// Config is the configuration the host runs with.
+func (h *Host) Config() *config.Config { return h.cfg }
+
+// Log is the host's logger.
+func (h *Host) Log() *slog.Logger { return h.log }
+
+// Add registers a component to run with the host. Components start in the
+// order added, before the link connects, so the first register is complete.
+func (h *Host) Add(c Component) { h.components = append(h.components, c) }
+
+// OnFrame adds a tap that sees every conversation frame from the server
+// (TEXT, AUDIO, END, EMOJI, LISTEN, STATUS of a task).
+func (h *Host) OnFrame(f func(voice.Frame)) { h.frames = append(h.frames, f) }
+
+// Run starts the components, then the link, and blocks until ctx ends. It
+// returns nil after a clean shutdown.
+func (h *Host) Run(ctx context.Context) error {
+	runCtx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var wg sync.WaitGroup
+	errc := make(chan error, len(h.components)+1)
+	if err := h.startComponents(runCtx, &wg, errc); err != nil {
+		cancel()
+		wg.Wait()
+		return err
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			select {
+			case <-h.reg.Changes():
+				h.sendRegister(0)
+			case <-runCtx.Done():
+				return
+			}
+		}
+	}()
+	h.log.Info("agenthost started", "server", h.cfg.Server.Address, "services", len(h.reg.Entries()))
+	linkDone := make(chan struct{})
+	go func() {
+		defer close(linkDone)
+		h.link.Run(ctx)
+	}()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		h.log.Error("a component failed; shutting down", "err", err)
+	}
+	<-linkDone // after ctx ends, the link says DISCONNECT and returns
+	h.calls.Wait()
+	cancel()
+	wg.Wait()
+	h.log.Info("agenthost stopped")
+	return err
+}
+
+// sendRegister sends the whole service set on the current connection unless
+// that connection already has exactly this set. conn 0 means "whatever is up".
+func (h *Host) sendRegister(conn int) {
+	payload, err := voice.MarshalMCP(voice.MCPRegister, h.reg.Register())
+	if err != nil {
+		h.log.Error("cannot encode the register message", "err", err)
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if conn == 0 {
+		conn = h.conn
+	}
+	if conn == 0 || conn != h.conn || bytes.Equal(payload, h.registered) {
+		return
+	}
+	if err := h.link.Send(voice.MCPFrame(payload)); err != nil {
+		h.log.Warn("could not send the register message", "err", err)
+		return
+	}
+	h.registered = payload
+	h.registers++
+	h.log.Info("registered services with the voice server", "conn", conn, "services", len(h.reg.Register().Services))
+}
+
+// handleCall runs one MCP call and answers it with exactly one result.
+func (h *Host) handleCall(conn int, c voice.Call) {
+	start := time.Now()
+	out := h.disp.Dispatch(context.Background(), c)
+	h.answer(conn, c, out)
+	h.log.Info("call answered", "method", c.Method, "call_id", c.CallID, "success", out.Success, "took", time.Since(start).Round(time.Microsecond))
+}
+
+func (h *Host) answer(conn int, c voice.Call, out voice.Outcome) {
+	defer h.calls.Done()
+	payload, err := voice.MarshalMCP(voice.MCPResult, voice.Result{CallID: c.CallID, Result: out})
+	if err != nil {
+		payload, _ = voice.MarshalMCP(voice.MCPResult, voice.Result{CallID: c.CallID, Result: voice.Outcome{Error: "the result could not be encoded: " + err.Error()}})
+	}
+	if up, cur := h.link.Up(); !up || cur != conn {
+		h.log.Warn("the result of a call was lost: the connection it came on has closed", "method", c.Method, "call_id", c.CallID)
+		return
+	}
+	if err := h.link.Send(voice.MCPFrame(payload)); err != nil {
+		h.log.Warn("could not send a call result", "method", c.Method, "call_id", c.CallID, "err", err)
+	}
+}
+
+// linkHandler is the host's face toward the link.
+type linkHandler Host
+
+func (lh *linkHandler) Up(conn int) {
+	h := (*Host)(lh)
+	h.mu.Lock()
+	h.conn, h.registered = conn, nil
+	h.mu.Unlock()
+	h.sendRegister(conn)
+}
+
+func (lh *linkHandler) Down(conn int, err error) {
+	h := (*Host)(lh)
+	h.mu.Lock()
+	if h.conn == conn {
+		h.conn, h.registered = 0, nil
+	}
+	h.mu.Unlock()
+}
+
+func (lh *linkHandler) Frame(conn int, f voice.Frame) {
+	h := (*Host)(lh)
+	if f.Type == voice.TypeMCP {
+		h.mcp(conn, f)
+		return
+	}
+	switch f.Type {
+	case voice.TypeText:
+		h.log.Info("server text", "task", f.Task, "text", string(f.Payload))
+	case voice.TypeEnd:
+		h.log.Debug("reply finished", "task", f.Task)
+	case voice.TypeEmoji:
+		h.log.Debug("emoji", "task", f.Task, "payload", string(f.Payload))
+	}
+	for _, tap := range h.frames {
+		tap(f)
+	}
+}
+
+func (h *Host) mcp(conn int, f voice.Frame) {
+	v, err := voice.ParseMCP(f.Payload)
+	if err != nil {
+		h.log.Warn("ignored an MCP message the host cannot read", "err", err)
+		// A call readable enough to carry a call_id still gets its one answer.
+		var m struct {
+			Type string `json:"type"`
+			Data struct {
+				CallID string `json:"call_id"`
+			} `json:"data"`
+		}
+		if json.Unmarshal(f.Payload, &m) == nil && m.Type == voice.MCPCall && m.Data.CallID != "" {
+			h.calls.Add(1)
+			go h.answer(conn, voice.Call{CallID: m.Data.CallID}, voice.Outcome{Error: "malformed call: " + err.Error()})
+		}
+		return
+	}
+	switch m := v.(type) {
+	case *voice.Call:
+		h.calls.Add(1)
+		go h.handleCall(conn, *m)
+	default:
+		h.log.Info("ignored an MCP message of a kind the server does not send", "kind", fmt.Sprintf("%T", m))
+	}
+}
+
+// Status is a summary for `agenthost status` and the control socket.
+type Status struct {
+	Connected bool     `json:"connected"`
+	Conn      int      `json:"connection"`
+	Registers int      `json:"registers_sent"`
+	Services  []string `json:"services"`
+	Conflicts []string `json:"conflicts,omitempty"`
+	InFlight  int      `json:"calls_in_flight"`
+}
+
+// Status reports the host's state.
+func (h *Host) Status() Status {
+	up, conn := h.link.Up()
+	h.mu.Lock()
+	s := Status{Connected: up, Conn: conn, Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts()}
+	h.mu.Unlock()
+	for _, e := range h.reg.Entries() {
+		s.Services = append(s.Services, e.Name)
+	}
+	return s
+}
+
+// RunProviders starts the components that provide services (everything Add
+// was given), runs f, and stops them: `agenthost call` without a daemon.
+func (h *Host) RunProviders(ctx context.Context, f func(ctx context.Context)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+	if err := h.startComponents(ctx, &wg, make(chan error, len(h.components))); err != nil {
+		return err
+	}
+	f(ctx)
+	return nil
+}
+
+// startComponents starts each component in order, waiting until it is ready.
+// Errors of components that fail later arrive on errc.
+func (h *Host) startComponents(ctx context.Context, wg *sync.WaitGroup, errc chan error) error {
+	for _, c := range h.components {
+		ready := make(chan struct{})
+		var once sync.Once
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Run(ctx, func() { once.Do(func() { close(ready) }) }); err != nil {
+				errc <- fmt.Errorf("%s: %w", c.Name(), err)
+			}
+			once.Do(func() { close(ready) })
+		}()
+		select {
+		case <-ready:
+		case err := <-errc:
+			return err
+		}
+	}
+	return nil
+}
