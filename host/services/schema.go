@@ -48,7 +48,7 @@ func (noLoader) Load(url string) (any, error) {
 
 // schemaURL is where a schema lives while it is compiled. Relative $refs
 // resolve under it and are refused by noLoader.
-const schemaURL = "urn:agenthost:service-parameters"
+const schemaURL = "mem://agenthost/parameters.json"
 
 // compileParameters normalises a service's parameters (nil, empty or null
 // become {"type":"object"}; whitespace is compacted) and compiles them as a
