@@ -1,0 +1,7 @@
+package main
+
+import "github.com/agenthost/agenthost/plugins/sdk"
+
+func main() {
+	sdk.Serve(newSysinfo().plugin())
+}
