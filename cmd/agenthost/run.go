@@ -30,12 +30,18 @@ func cmdRun(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	if err := addTestProviders(h); err != nil {
+		return err
+	}
 	h.Add(h.ControlServer())
 	h.Add(systemdNotifier{})
 	ctx, stop := signalContext()
 	defer stop()
 	return h.Run(ctx)
 }
+
+// addTestProviders is replaced in binaries built with -tags testkit.
+var addTestProviders = func(*host.Host) error { return nil }
 
 // systemdNotifier tells systemd the daemon is ready and feeds its watchdog;
 // without systemd (no NOTIFY_SOCKET) it does nothing.

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -17,13 +18,14 @@ var (
 	built = map[string]string{}
 )
 
-// Build compiles the main package at pkg (an import path below the module,
-// e.g. "./cmd/voicesim") and returns the binary's path.
-func Build(t testing.TB, pkg string) string {
+// Build compiles the main package at pkg (a path below the module root,
+// e.g. "./cmd/voicesim") with the given build tags and returns the binary's path.
+func Build(t testing.TB, pkg string, tags ...string) string {
 	t.Helper()
 	mu.Lock()
 	defer mu.Unlock()
-	if p, ok := built[pkg]; ok {
+	key := pkg + " " + strings.Join(tags, ",")
+	if p, ok := built[key]; ok {
 		return p
 	}
 	if dir == "" {
@@ -33,13 +35,13 @@ func Build(t testing.TB, pkg string) string {
 		}
 		dir = d
 	}
-	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	out := filepath.Join(dir, filepath.Base(pkg)+strings.Join(append([]string{""}, tags...), "-"))
+	cmd := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", out, pkg)
 	cmd.Dir = ModuleRoot(t)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
-	built[pkg] = out
+	built[key] = out
 	return out
 }
 
