@@ -1,0 +1,128 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/proto/voice"
+	"github.com/agenthost/agenthost/proto/voice/voicetest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type staticProvider struct {
+	id     string
+	schema string
+}
+
+func (p staticProvider) ID() string { return p.id }
+func (p staticProvider) Services() []services.Service {
+	return []services.Service{{Name: p.id + "_hello", Description: "says hello", Parameters: json.RawMessage(p.schema)}}
+}
+func (p staticProvider) Call(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+	return json.RawMessage(`"hello"`), nil
+}
+
+func registers(sim *voicetest.Server) int { return len(sim.Registers()) }
+
+// The host registers once per connection and once per real change of the
+// service set, and leaves no goroutine behind when it stops.
+func TestRegisterOncePerChangeAndCleanStop(t *testing.T) {
+	sim, err := voicetest.NewServer(voicetest.Options{DisconnectDelay: time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	cfg := config.Default()
+	cfg.Server.Address = sim.Addr()
+	cfg.Server.Token = "tok"
+	cfg.Server.Reconnect.Base, cfg.Server.Reconnect.Cap = config.Duration(10*time.Millisecond), config.Duration(50*time.Millisecond)
+	cfg.Plugins.RuntimeDir = t.TempDir()
+	h, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.Add(h.ControlServer())
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	wait := func(what string, cond func() bool) {
+		t.Helper()
+		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer wcancel()
+		if err := sim.WaitFor(wctx, cond); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	wait("first register", func() bool { return registers(sim) == 1 })
+
+	if err := h.Registry().Put(staticProvider{"a", `{"type":"object"}`}); err != nil {
+		t.Fatal(err)
+	}
+	wait("register after a new provider", func() bool { return registers(sim) == 2 })
+	if _, ok := sim.Services()["a_hello"]; !ok {
+		t.Fatalf("services %v", sim.Services())
+	}
+	// The same set again, with other whitespace: no register.
+	if err := h.Registry().Put(staticProvider{"a", `{ "type" : "object" }`}); err != nil {
+		t.Fatal(err)
+	}
+	h.Registry().Remove("b-never-added")
+	// A real change after the no-ops proves they sent nothing in between.
+	h.Registry().Remove("a")
+	wait("register after the removal", func() bool { return registers(sim) >= 3 })
+	if n := registers(sim); n != 3 {
+		t.Fatalf("%d registers, want 3", n)
+	}
+	if _, ok := sim.Services()["a_hello"]; ok || len(sim.Services()) != 1 {
+		t.Fatalf("services after removal %v", sim.Services())
+	}
+	// A reconnect registers the whole set once more.
+	sim.Drop()
+	wait("register on the new connection", func() bool { return registers(sim) == 4 && len(sim.Auths()) == 2 })
+
+	out, err := sim.Call(ctxT(t), "get_current_time", map[string]string{"format": "simple"})
+	if err != nil || !out.Success {
+		t.Fatalf("%+v %v", out, err)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if st := h.Status(); st.Connected {
+		t.Fatalf("still connected after Run returned: %+v", st)
+	}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func TestSayTextRefusesEmptyAndStripsMarkers(t *testing.T) {
+	cfg := config.Default()
+	cfg.Plugins.RuntimeDir = filepath.Join(t.TempDir(), "run")
+	h, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.SayText("  "); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Fatal(err)
+	}
+	if _, err := h.SayText("hi"); err == nil {
+		t.Fatal("a text turn without a connection succeeded")
+	}
+	if id := NewTaskID(); len(id) != voice.TaskLen {
+		t.Fatalf("task id %q", id)
+	}
+}
