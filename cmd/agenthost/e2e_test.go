@@ -39,7 +39,7 @@ func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); retur
 
 // hostProc is a running `agenthost run` built with the testkit provider.
 type hostProc struct {
-	t      *testing.T
+	t      testing.TB
 	cmd    *exec.Cmd
 	log    *lockedBuffer
 	dir    string
@@ -47,7 +47,7 @@ type hostProc struct {
 	exited chan error
 }
 
-func startHost(t *testing.T, sim *voicetest.Server, sets ...string) *hostProc {
+func startHost(t testing.TB, sim *voicetest.Server, sets ...string) *hostProc {
 	t.Helper()
 	bin := testbin.Build(t, "./cmd/agenthost", "testkit")
 	dir := t.TempDir()
