@@ -38,7 +38,8 @@ type DispatchOptions struct {
 	// MaxInFlight bounds the calls running at once (default 64).
 	MaxInFlight int
 	// Log receives one record per call: debug on success, info on failure,
-	// error with a stack for a provider panic. Nil discards.
+	// error with a stack for a provider panic. The caller adds its own
+	// attributes (component=…). Nil discards.
 	Log *slog.Logger
 }
 
@@ -80,7 +81,7 @@ func NewDispatcher(r *Registry, opts DispatchOptions) *Dispatcher {
 	return &Dispatcher{
 		reg:  r,
 		opts: opts,
-		log:  log.With("component", "dispatch"),
+		log:  log,
 		ids:  make(map[string]struct{}),
 	}
 }
@@ -113,6 +114,9 @@ func (d *Dispatcher) InFlight() int {
 func (d *Dispatcher) Dispatch(ctx context.Context, c voice.Call) (out voice.Outcome) {
 	start := time.Now()
 	method := c.Method
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	defer func() {
 		if v := recover(); v != nil {
 			d.log.Error("dispatch panicked", "method", method, "call_id", c.CallID, "panic", v, "stack", string(debug.Stack()))

@@ -245,6 +245,11 @@ func TestCallerCancels(t *testing.T) {
 	cancel()
 	out := d.Dispatch(ctx, voice.Call{CallID: "c1", Method: "wait"})
 	wantError(t, out, "wait was cancelled: context canceled")
+
+	//lint:ignore SA1012 a nil ctx must not break the host either
+	if out := d.Dispatch(nil, voice.Call{CallID: "c2", Method: "get_current_time"}); !out.Success { //nolint:staticcheck
+		t.Errorf("nil ctx: %+v", out)
+	}
 }
 
 // holder is a provider whose calls wait until the test lets them go.

@@ -21,7 +21,8 @@ type RegistryOptions struct {
 	// the ':' ("clock") to a prefix for its service names ("clock_"). The
 	// full ID wins when both are present.
 	Prefixes map[string]string
-	// Log receives overrides (info) and clashes (error). Nil discards.
+	// Log receives overrides (info) and clashes (error); the caller adds
+	// its own attributes (component=…). Nil discards.
 	Log *slog.Logger
 }
 
@@ -90,7 +91,6 @@ func NewRegistry(opts RegistryOptions) *Registry {
 	if r.log == nil {
 		r.log = slog.New(slog.DiscardHandler)
 	}
-	r.log = r.log.With("component", "services")
 	empty, _ := r.build(nil)
 	r.snap.Store(empty)
 	return r
@@ -192,6 +192,9 @@ func (r *Registry) publish() {
 	}
 	for _, msg := range added(prev.overrides, next.overrides) {
 		r.log.Info(msg)
+	}
+	for _, msg := range added(next.overrides, prev.overrides) {
+		r.log.Info("no longer: " + msg)
 	}
 	for _, msg := range added(prev.conflicts, next.conflicts) {
 		r.log.Error(msg)

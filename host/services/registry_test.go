@@ -109,6 +109,9 @@ func TestFallbackOverride(t *testing.T) {
 		if o := owner(t, r, "get_current_time"); o != "builtin" {
 			t.Errorf("after the plugin left, owned by %s, want builtin", o)
 		}
+		if !strings.Contains(logs.String(), "no longer: plugin:clock overrides built-in get_current_time") {
+			t.Errorf("restoring the built-in not logged:\n%s", logs)
+		}
 	}
 	t.Run("plugin after builtin", func(t *testing.T) {
 		log, logs := newLog()
