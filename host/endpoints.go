@@ -35,6 +35,12 @@ func (h *Host) ControlServer() *control.Server {
 	control.HandleJSON(s, "POST /v1/call", func(ctx context.Context, in CallRequest) (any, error) {
 		return h.CallLocal(ctx, in.Service, in.Params), nil
 	})
+	control.HandleJSON(s, "GET /v1/plugins", func(context.Context, struct{}) (any, error) {
+		if h.plugins == nil {
+			return []any{}, nil
+		}
+		return h.plugins.Status(), nil
+	})
 	control.HandleJSON(s, "POST /v1/say", func(_ context.Context, in SayRequest) (any, error) {
 		task, err := h.SayText(in.Text)
 		return map[string]string{"task": task}, err

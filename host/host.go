@@ -9,12 +9,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/builtin"
 	"github.com/agenthost/agenthost/host/link"
+	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/proto/voice"
 )
@@ -40,6 +43,7 @@ type Host struct {
 	registered []byte // the register last sent on conn
 	registers  int    // registers sent since start, for status
 
+	plugins    *pluginmgr.Manager
 	calls      sync.WaitGroup
 	components []Component
 	frames     []func(voice.Frame) // conversation taps
@@ -73,6 +77,25 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 		Log: log,
 	}, (*linkHandler)(h))
 	return h, nil
+}
+
+// Plugins returns the plugin manager built from the configuration, creating
+// it on first use; watch turns on hot reload. Add it to run it.
+func (h *Host) Plugins(watch bool) *pluginmgr.Manager {
+	if h.plugins == nil {
+		p := h.cfg.Plugins
+		data := os.Getenv("STATE_DIRECTORY") // systemd's StateDirectory=
+		if data != "" {
+			data = filepath.Join(data, "plugins")
+		}
+		h.plugins = pluginmgr.New(pluginmgr.Options{
+			Dirs: p.Dirs, RuntimeDir: p.RuntimeDirectory(), DataDir: data, AutoMTLS: p.AutoMTLS,
+			StartTimeout: p.StartTimeout.D(), Debounce: p.Debounce.D(), StopGrace: p.StopGrace.D(),
+			SHA256: p.SHA256, Config: p.Config, RestartBase: p.Restart.Base.D(), RestartCap: p.Restart.Cap.D(),
+			MaxCrashes: p.Restart.MaxCrashes, CrashWindow: p.Restart.Window.D(), Watch: watch, Log: h.log,
+		}, h.reg)
+	}
+	return h.plugins
 }
 
 // Registry is the merged set of services; providers are added to it.

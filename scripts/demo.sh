@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
 
-mkdir -p bin/plugins run
+mkdir -p bin/plugins run/files
 go build -o bin/agenthost ./cmd/agenthost
 go build -o bin/voicesim ./cmd/voicesim
 for p in plugins/*/; do
@@ -24,7 +24,7 @@ trap cleanup EXIT INT TERM
 tail -f /dev/null | bin/voicesim --listen 127.0.0.1:8009 2> >(sed -u 's/^/[voicesim] /' >&2) &
 pids+=($!)
 sleep 0.3
-bin/agenthost run --config examples/demo.yaml "$@" 2> >(sed -u 's/^/[agenthost] /' >&2) &
+bin/agenthost run --config examples/demo.yaml --set "plugins.config.files.root=$PWD/run/files" "$@" 2> >(sed -u 's/^/[agenthost] /' >&2) &
 pids+=($!)
 
 ah() { bin/agenthost "$1" --config examples/demo.yaml "${@:2}"; }

@@ -12,6 +12,7 @@ import (
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/link"
+	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -20,6 +21,7 @@ func init() {
 	commands["call"] = command{"call a service: agenthost call SERVICE ['{json params}']", cmdCall}
 	commands["say"] = command{"send a text turn through the running daemon: agenthost say TEXT", cmdSay}
 	commands["status"] = command{"show the running daemon's state", cmdStatus}
+	commands["plugins"] = command{"list the running daemon's plugins: path, version, state, services, restarts", cmdPlugins}
 }
 
 func cmdCheck(e *env, args []string) error {
@@ -108,6 +110,7 @@ func callWithoutDaemon(cfg *config.Config, service string, params json.RawMessag
 	if err != nil {
 		return voice.Outcome{}, err
 	}
+	h.Add(h.Plugins(false))
 	var out voice.Outcome
 	err = h.RunProviders(context.Background(), func(ctx context.Context) {
 		out = h.CallLocal(ctx, service, params)
@@ -155,5 +158,36 @@ func cmdStatus(e *env, args []string) error {
 	}
 	b, _ := json.MarshalIndent(st, "", "  ")
 	fmt.Fprintln(e.stdout, string(b))
+	return nil
+}
+
+func cmdPlugins(e *env, args []string) error {
+	fs := e.flags("plugins")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	var list []pluginmgr.Status
+	if err := e.client(cfg).Do(context.Background(), "GET /v1/plugins", nil, &list); err != nil {
+		return err
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(list, "", "  ")
+		fmt.Fprintln(e.stdout, string(b))
+		return nil
+	}
+	if len(list) == 0 {
+		fmt.Fprintf(e.stdout, "no plugins (folders: %s)\n", strings.Join(cfg.Plugins.Dirs, ", "))
+	}
+	for _, p := range list {
+		fmt.Fprintf(e.stdout, "%s %s  %s  pid %d  restarts %d\n  path: %s\n  services: %s\n", p.Name, p.Version, p.State, p.PID, p.Restarts, p.Path, strings.Join(p.Services, ", "))
+		if p.LastError != "" {
+			fmt.Fprintf(e.stdout, "  last error: %s\n", p.LastError)
+		}
+	}
 	return nil
 }

@@ -33,6 +33,7 @@ func cmdRun(e *env, args []string) error {
 	if err := addTestProviders(h); err != nil {
 		return err
 	}
+	h.Add(h.Plugins(true))
 	h.Add(h.ControlServer())
 	h.Add(systemdNotifier{})
 	ctx, stop := signalContext()

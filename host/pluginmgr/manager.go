@@ -1,0 +1,276 @@
+// Package pluginmgr owns the plugin processes: it finds plugin binaries in the
+// configured folders, starts them over hashicorp/go-plugin, registers their
+// services, restarts crashed ones with backoff (parking those that keep
+// crashing), and hot-reloads a binary that is added, replaced or removed,
+// starting the new instance before the old one stops.
+package pluginmgr
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/agenthost/agenthost/host/services"
+)
+
+// Registry is where plugins' services go.
+type Registry interface {
+	Put(services.Provider) error
+	Remove(id string)
+}
+
+// Options configure a Manager.
+type Options struct {
+	Dirs         []string
+	RuntimeDir   string // private folder for the plugins' sockets
+	DataDir      string // optional: each plugin gets DataDir/<name>
+	AutoMTLS     bool
+	StartTimeout time.Duration
+	Debounce     time.Duration
+	StopGrace    time.Duration
+	SHA256       map[string]string // name -> pinned digest
+	Config       map[string]any    // name -> the plugin's config subtree
+	RestartBase  time.Duration
+	RestartCap   time.Duration
+	MaxCrashes   int
+	CrashWindow  time.Duration
+	// Watch turns hot reload on; `agenthost call` without a daemon runs without it.
+	Watch bool
+	Log   *slog.Logger
+}
+
+// Manager runs the plugins.
+type Manager struct {
+	o         Options
+	reg       Registry
+	log       *slog.Logger
+	socketDir string
+
+	ctx     context.Context
+	mu      sync.Mutex
+	plugins map[string]*managed // by name
+	wg      sync.WaitGroup
+}
+
+// New returns a manager that puts plugins' services into reg.
+func New(o Options, reg Registry) *Manager {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.StartTimeout, 10*time.Second)
+	def(&o.Debounce, 300*time.Millisecond)
+	def(&o.StopGrace, 5*time.Second)
+	def(&o.RestartBase, time.Second)
+	def(&o.RestartCap, time.Minute)
+	def(&o.CrashWindow, 5*time.Minute)
+	if o.MaxCrashes <= 0 {
+		o.MaxCrashes = 5
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Manager{o: o, reg: reg, log: log.With("component", "plugins"), plugins: map[string]*managed{},
+		socketDir: filepath.Join(o.RuntimeDir, "plugins")}
+}
+
+// Name implements host.Component.
+func (m *Manager) Name() string { return "plugin manager" }
+
+// Run starts every plugin found, reports ready, then watches the folders
+// until ctx ends, and stops every plugin before it returns.
+func (m *Manager) Run(ctx context.Context, ready func()) error {
+	m.ctx = ctx
+	if err := os.MkdirAll(m.socketDir, 0o700); err != nil {
+		return fmt.Errorf("creating the plugin socket folder: %w", err)
+	}
+	os.Chmod(m.socketDir, 0o700)
+	var w *fsnotify.Watcher
+	if m.o.Watch {
+		var err error
+		if w, err = fsnotify.NewWatcher(); err != nil {
+			return fmt.Errorf("watching the plugin folders: %w", err)
+		}
+		defer w.Close()
+	}
+	for _, dir := range m.o.Dirs {
+		if w != nil {
+			if err := w.Add(dir); err != nil {
+				m.log.Warn("cannot watch a plugin folder; plugins added there later need a restart", "dir", dir, "err", err)
+			}
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			m.log.Warn("cannot read a plugin folder", "dir", dir, "err", err)
+			continue
+		}
+		for _, e := range entries {
+			m.changed(filepath.Join(dir, e.Name()))
+		}
+	}
+	// Wait for the first start of every plugin found, so the first register is whole.
+	m.mu.Lock()
+	all := make([]*managed, 0, len(m.plugins))
+	for _, p := range m.plugins {
+		all = append(all, p)
+	}
+	m.mu.Unlock()
+	for _, p := range all {
+		select {
+		case <-p.settled:
+		case <-ctx.Done():
+		}
+	}
+	ready()
+	if w != nil {
+		m.watch(ctx, w)
+	} else {
+		<-ctx.Done()
+	}
+	m.mu.Lock()
+	for _, p := range m.plugins {
+		close(p.events)
+	}
+	m.mu.Unlock()
+	m.wg.Wait()
+	return nil
+}
+
+// watch turns folder events into debounced per-file checks.
+func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher) {
+	timers := map[string]*time.Timer{}
+	due := make(chan string, 64)
+	defer func() {
+		for _, t := range timers {
+			t.Stop()
+		}
+	}()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			if ignored(filepath.Base(ev.Name)) {
+				continue
+			}
+			if t := timers[ev.Name]; t != nil {
+				t.Reset(m.o.Debounce)
+				continue
+			}
+			name := ev.Name
+			timers[name] = time.AfterFunc(m.o.Debounce, func() {
+				select {
+				case due <- name:
+				case <-ctx.Done():
+				}
+			})
+		case path := <-due:
+			delete(timers, path)
+			m.changed(path)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			m.log.Warn("plugin folder watch error", "err", err)
+		}
+	}
+}
+
+// ignored says which names are never plugins: hidden and temporary files of
+// an install in progress (write to a temporary name, then rename).
+func ignored(base string) bool {
+	return strings.HasPrefix(base, ".") || strings.HasSuffix(base, ".tmp") || strings.HasSuffix(base, "-go-tmp-umask") ||
+		strings.HasSuffix(base, "~") || strings.HasSuffix(base, ".md")
+}
+
+// changed looks at one path after it settled and tells its plugin.
+func (m *Manager) changed(path string) {
+	base := filepath.Base(path)
+	if ignored(base) {
+		return
+	}
+	fi, err := os.Stat(path)
+	gone := err != nil
+	if !gone && (!fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0) {
+		m.log.Debug("not a plugin (not an executable file); ignored", "path", path)
+		gone = true
+	}
+	m.mu.Lock()
+	p := m.plugins[base]
+	if p == nil {
+		if gone {
+			m.mu.Unlock()
+			return
+		}
+		p = m.newManaged(base, path)
+	}
+	m.mu.Unlock()
+	if gone {
+		if p.path == path {
+			p.send(event{kind: evRemoved})
+		}
+		return
+	}
+	if p.path != path {
+		m.log.Warn("two plugin folders hold a plugin of the same name; the first one found is used", "plugin", base, "used", p.path, "ignored", path)
+		return
+	}
+	p.send(event{kind: evChanged})
+}
+
+// crashed is called when a call finds its instance gone.
+func (m *Manager) crashed(i *instance) {
+	m.mu.Lock()
+	p := m.plugins[i.name]
+	m.mu.Unlock()
+	if p != nil {
+		p.send(event{kind: evCrashed, inst: i})
+	}
+}
+
+// Status is one plugin's state for `agenthost plugins`.
+type Status struct {
+	Name      string   `json:"name"`
+	Path      string   `json:"path"`
+	Version   string   `json:"version,omitempty"`
+	State     string   `json:"state"`
+	PID       int      `json:"pid,omitempty"`
+	Services  []string `json:"services,omitempty"`
+	Restarts  int      `json:"restarts"`
+	LastError string   `json:"last_error,omitempty"`
+	SHA256    string   `json:"sha256,omitempty"`
+}
+
+// Status lists every plugin, sorted by name.
+func (m *Manager) Status() []Status {
+	m.mu.Lock()
+	ps := make([]*managed, 0, len(m.plugins))
+	for _, p := range m.plugins {
+		ps = append(ps, p)
+	}
+	m.mu.Unlock()
+	out := make([]Status, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.status())
+	}
+	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+func jitter(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
+}
