@@ -128,6 +128,7 @@ func TestPanicKeepsPluginAlive(t *testing.T) {
 	if p.GoPlugin.Exited() {
 		t.Error("plugin process exited")
 	}
+	waitLog(p, "assignment to entry in nil map")
 	logs := p.Logs()
 	if !strings.Contains(logs, "[ERROR] host.testplugin: service handler panicked: service=panic") || !strings.Contains(logs, "assignment to entry in nil map") {
 		t.Errorf("the panic is not in the host log at ERROR level:\n%s", logs)
@@ -167,11 +168,7 @@ func TestLogsReachTheHost(t *testing.T) {
 		"[stdout] stdout line after the handshake",
 		"[stderr] raw stderr line",
 	}
-	// Lines arrive asynchronously; wait for the last one (bounded).
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(p.Logs(), "raw stderr line") && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitLog(p, "raw stderr line")
 	logs := p.Logs()
 	for _, w := range want {
 		if !strings.Contains(logs, w) {
@@ -279,3 +276,55 @@ func (*fakeT) Failed() bool              { return false }
 func (*fakeT) Logf(string, ...any)       {}
 func (*fakeT) Fatalf(f string, a ...any) { fmt.Printf("error: "+f+"\n", a...); os.Exit(1) }
 func (*fakeT) Fatal(a ...any)            { fmt.Println(append([]any{"error:"}, a...)...); os.Exit(1) }
+
+// The guide's example (plugins/README.md) is testdata/hello, and it works.
+func TestGuideExample(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := os.ReadFile("testdata/hello/main.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), "```go\n"+string(src)+"```\n") {
+		t.Fatal("plugins/README.md's example differs from testdata/hello/main.go; keep them the same")
+	}
+
+	p := plugintest.Configured(t, plugintest.Build(t, "./testdata/hello"), `{"greeting":"Servus"}`, plugintest.Options{})
+	ctx := context.Background()
+	d, err := p.Describe(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"type":"object","properties":{"name":{"type":"string","description":"Who to greet","minLength":1},"mood":{"type":"string","description":"How to sound","enum":["cheerful","calm"]}},"required":["name"]}`
+	if len(d.Services) != 1 || string(d.Services[0].Parameters) != want {
+		t.Errorf("say_hello schema = %s", d.Services[0].Parameters)
+	}
+	if data, err := p.Call(ctx, "say_hello", json.RawMessage(`{"name":"Ann","mood":"cheerful"}`)); err != nil || string(data) != `"Servus, Ann! Great to hear from you!"` {
+		t.Errorf("say_hello: %s %v", data, err)
+	}
+	var cerr *pluginv1.ConfigError
+	if err := p.Configure(ctx, json.RawMessage(`{"greting":"Hi"}`)); !errors.As(err, &cerr) || cerr.Message != `unknown option "greting"` {
+		t.Errorf("typo: %v", err)
+	}
+	if data, _ := p.Call(ctx, "say_hello", json.RawMessage(`{"name":"Bo"}`)); string(data) != `"Servus, Bo."` {
+		t.Errorf("after a rejected config: %s", data)
+	}
+	if !waitLog(p, "greeting: name=Ann") {
+		t.Errorf("the slog line is not in the host log:\n%s", p.Logs())
+	}
+}
+
+// waitLog waits (bounded) for the host log to contain s: the plugin's stderr
+// lines reach the host's logger asynchronously.
+func waitLog(p *plugintest.Plugin, s string) bool {
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(p.Logs(), s) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
