@@ -160,6 +160,7 @@ func TestCallOutcomes(t *testing.T) {
 				B string `json:"b"`
 			}{1, "x"}, nil
 		}},
+		{Name: "huge", Description: "d", Handler: func(context.Context, Params) (any, error) { return strings.Repeat("x", MaxResultBytes), nil }},
 		{Name: "nil", Description: "d", Handler: func(context.Context, Params) (any, error) { return nil, nil }},
 		{Name: "badraw", Description: "d", Handler: func(context.Context, Params) (any, error) { return json.RawMessage("{"), nil }},
 		{Name: "unencodable", Description: "d", Handler: func(context.Context, Params) (any, error) { return func() {}, nil }},
@@ -207,6 +208,8 @@ func TestCallOutcomes(t *testing.T) {
 	if data, err := c.Call(ctx, "struct", nil); err != nil || string(data) != `{"a":1,"b":"x"}` {
 		t.Errorf("struct: %s %v", data, err)
 	}
+	_, err = c.Call(ctx, "huge", nil)
+	wantCallError(t, "huge", err, pluginv1.ErrorKind_ERROR_KIND_FAILED, "huge failed: its result is too large")
 	_, err = c.Call(ctx, "badraw", nil)
 	wantCallError(t, "badraw", err, pluginv1.ErrorKind_ERROR_KIND_FAILED, "could not be encoded")
 	_, err = c.Call(ctx, "unencodable", nil)

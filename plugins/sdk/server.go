@@ -18,6 +18,12 @@ var (
 	serviceNameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 )
 
+// MaxResultBytes bounds a result's JSON, so that a runaway handler cannot
+// push an arbitrarily large message to the host (go-plugin's client accepts
+// up to 2 GiB). The host applies its own, much smaller, limit
+// (services.max_result) with its own message.
+const MaxResultBytes = 4<<20 - 64<<10
+
 // server implements the contract for a Plugin.
 type server struct {
 	p        Plugin
@@ -199,6 +205,10 @@ func (s *server) Call(ctx context.Context, method string, params json.RawMessage
 	if err != nil {
 		slog.Error("cannot encode result", "service", method, "error", err)
 		return nil, pluginv1.NewCallError(pluginv1.ErrorKind_ERROR_KIND_FAILED, "%s failed: its result could not be encoded", method)
+	}
+	if len(data) > MaxResultBytes {
+		slog.Error("result too large", "service", method, "bytes", len(data))
+		return nil, pluginv1.NewCallError(pluginv1.ErrorKind_ERROR_KIND_FAILED, "%s failed: its result is too large (%d bytes)", method, len(data))
 	}
 	return data, nil
 }
