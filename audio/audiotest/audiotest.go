@@ -61,18 +61,32 @@ func Interleave(channels ...[]int16) []int16 {
 // gives about 0.5) of the component at freq Hz in samples taken at rate.
 // A Hann window keeps leakage from nearby strong components low.
 func Goertzel(samples []int16, freq float64, rate int) float64 {
+	xw, wsum := hann(samples)
+	return goertzel(xw, wsum, freq, rate)
+}
+
+// hann returns the windowed samples (scaled to ±1) and the window's sum.
+func hann(samples []int16) ([]float64, float64) {
 	n := len(samples)
-	if n == 0 {
+	xw := make([]float64, n)
+	var wsum float64
+	for i, x := range samples {
+		w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(i)/float64(n))
+		wsum += w
+		xw[i] = float64(x) / 32768 * w
+	}
+	return xw, wsum
+}
+
+func goertzel(xw []float64, wsum, freq float64, rate int) float64 {
+	if len(xw) == 0 || wsum == 0 {
 		return 0
 	}
 	w := 2 * math.Pi * freq / float64(rate)
 	coeff := 2 * math.Cos(w)
-	var s1, s2, wsum float64
-	for i, x := range samples {
-		win := 0.5 - 0.5*math.Cos(2*math.Pi*float64(i)/float64(n))
-		wsum += win
-		s0 := float64(x)/32768*win + coeff*s1 - s2
-		s2, s1 = s1, s0
+	var s1, s2 float64
+	for _, x := range xw {
+		s1, s2 = x+coeff*s1-s2, s1
 	}
 	re := s1 - s2*math.Cos(w)
 	im := s2 * math.Sin(w)
@@ -82,9 +96,10 @@ func Goertzel(samples []int16, freq float64, rate int) float64 {
 // PeakFrequency scans [lo, hi] in steps of step Hz with Goertzel and returns
 // the frequency with the largest amplitude.
 func PeakFrequency(samples []int16, rate int, lo, hi, step float64) float64 {
+	xw, wsum := hann(samples)
 	best, bestAmp := lo, -1.0
 	for f := lo; f <= hi; f += step {
-		if a := Goertzel(samples, f, rate); a > bestAmp {
+		if a := goertzel(xw, wsum, f, rate); a > bestAmp {
 			best, bestAmp = f, a
 		}
 	}
