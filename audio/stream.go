@@ -27,8 +27,15 @@ type PortAudioSource struct {
 	closing atomic.Bool
 	closed  bool
 
+	cur       atomic.Pointer[openDevice]
 	overflows atomic.Int64
 	reopens   atomic.Int64
+}
+
+// openDevice is the device a stream has open, for lock-free queries.
+type openDevice struct {
+	dev Device
+	fmt Format
 }
 
 // OpenPortAudioSource opens the capture device o selects, at a rate and
@@ -67,6 +74,7 @@ func (s *PortAudioSource) connect() error {
 		return fmt.Errorf("audio: input device %s: %w", dev.device().Name, err)
 	}
 	s.dev, s.conv = dev, conv
+	s.cur.Store(&openDevice{dev.device(), dev.format()})
 	s.log.Debug("capture device open", "device", dev.device().Name, "device_format", dev.format().String(), "rate", s.o.Rate)
 	return nil
 }
@@ -81,6 +89,7 @@ func (s *PortAudioSource) drop() {
 		s.log.Debug("closing capture device", "err", err)
 	}
 	s.dev = nil
+	s.cur.Store(nil)
 	if s.conv != nil {
 		s.pending, _ = s.conv.flush(s.pending)
 		s.conv.close()
@@ -88,24 +97,22 @@ func (s *PortAudioSource) drop() {
 	}
 }
 
-// Device is the device currently open (the zero Device while reopening).
+// Device is the device currently open (the zero Device while reopening
+// or after Close).
 func (s *PortAudioSource) Device() Device {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dev == nil {
-		return Device{}
+	if d := s.cur.Load(); d != nil {
+		return d.dev
 	}
-	return s.dev.device()
+	return Device{}
 }
 
-// DeviceFormat is the rate and channel count the device was opened with.
+// DeviceFormat is the rate and channel count the device was opened with
+// (the zero Format while reopening or after Close).
 func (s *PortAudioSource) DeviceFormat() Format {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dev == nil {
-		return Format{}
+	if d := s.cur.Load(); d != nil {
+		return d.fmt
 	}
-	return s.dev.format()
+	return Format{}
 }
 
 // Overflows counts device buffers lost because Read was not called often
@@ -197,6 +204,7 @@ type PortAudioSink struct {
 	closing atomic.Bool
 	closed  bool
 
+	cur        atomic.Pointer[openDevice]
 	underflows atomic.Int64
 	reopens    atomic.Int64
 }
@@ -234,6 +242,7 @@ func (s *PortAudioSink) connect() error {
 		return fmt.Errorf("audio: output device %s: %w", dev.device().Name, err)
 	}
 	s.dev, s.conv = dev, conv
+	s.cur.Store(&openDevice{dev.device(), dev.format()})
 	s.log.Debug("playback device open", "device", dev.device().Name, "device_format", dev.format().String(), "rate", s.o.Rate)
 	return nil
 }
@@ -246,28 +255,27 @@ func (s *PortAudioSink) drop() {
 		s.log.Debug("closing playback device", "err", err)
 	}
 	s.dev = nil
+	s.cur.Store(nil)
 	s.conv.close()
 	s.conv = nil
 }
 
-// Device is the device currently open (the zero Device while reopening).
+// Device is the device currently open (the zero Device while reopening
+// or after Close).
 func (s *PortAudioSink) Device() Device {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dev == nil {
-		return Device{}
+	if d := s.cur.Load(); d != nil {
+		return d.dev
 	}
-	return s.dev.device()
+	return Device{}
 }
 
-// DeviceFormat is the rate and channel count the device was opened with.
+// DeviceFormat is the rate and channel count the device was opened with
+// (the zero Format while reopening or after Close).
 func (s *PortAudioSink) DeviceFormat() Format {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.dev == nil {
-		return Format{}
+	if d := s.cur.Load(); d != nil {
+		return d.fmt
 	}
-	return s.dev.format()
+	return Format{}
 }
 
 // Underflows counts writes that found the device starved (a gap was heard).
@@ -337,6 +345,7 @@ func (s *PortAudioSink) Close() error {
 	dev := s.dev.device()
 	cerr := s.dev.close()
 	s.dev = nil
+	s.cur.Store(nil)
 	s.conv.close()
 	s.conv = nil
 	if err = errors.Join(err, cerr); err != nil {

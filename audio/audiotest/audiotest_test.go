@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 func TestGoertzel(t *testing.T) {
@@ -119,3 +121,5 @@ func TestHeadlessConfigWithALSATools(t *testing.T) {
 		}
 	}
 }
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
