@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
 )
 
@@ -153,6 +156,7 @@ func TestCallOutcomes(t *testing.T) {
 		{Name: "fail", Description: "d", Handler: func(context.Context, Params) (any, error) { return nil, errors.New("the disk is full") }},
 		{Name: "invalid", Description: "d", Handler: func(context.Context, Params) (any, error) { return nil, InvalidParams("no such city") }},
 		{Name: "panic", Description: "d", Handler: func(context.Context, Params) (any, error) { panic("oops") }},
+		{Name: "owndeadline", Description: "d", Handler: func(context.Context, Params) (any, error) { return nil, context.DeadlineExceeded }},
 		{Name: "slow", Description: "d", Handler: func(ctx context.Context, _ Params) (any, error) { <-ctx.Done(); return nil, ctx.Err() }},
 		{Name: "struct", Description: "d", Handler: func(context.Context, Params) (any, error) {
 			return struct {
@@ -203,7 +207,11 @@ func TestCallOutcomes(t *testing.T) {
 	dctx, cancel := context.WithTimeout(ctx, time.Millisecond)
 	defer cancel()
 	_, err = c.Call(dctx, "slow", nil)
-	wantCallError(t, "deadline", err, pluginv1.ErrorKind_ERROR_KIND_CANCELLED, "slow did not finish in time")
+	if _, isCallErr := pluginv1.AsCallError(err); isCallErr || status.Code(err) != codes.DeadlineExceeded {
+		t.Errorf("deadline: %v", err)
+	}
+	_, err = c.Call(ctx, "owndeadline", nil)
+	wantCallError(t, "own deadline", err, pluginv1.ErrorKind_ERROR_KIND_FAILED, "owndeadline did not finish in time: context deadline exceeded")
 
 	if data, err := c.Call(ctx, "struct", nil); err != nil || string(data) != `{"a":1,"b":"x"}` {
 		t.Errorf("struct: %s %v", data, err)

@@ -10,6 +10,8 @@ import (
 	"runtime/debug"
 	"sync"
 
+	"google.golang.org/grpc/status"
+
 	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
 )
 
@@ -198,8 +200,13 @@ func (s *server) Call(ctx context.Context, method string, params json.RawMessage
 		}
 	}()
 	v, err := svc.Handler(ctx, p)
+	if ctx.Err() != nil {
+		// The caller has given up (deadline or cancel); the contract says so
+		// with the gRPC status, whatever the handler returned.
+		return nil, fmt.Errorf("call %s: %w", method, status.FromContextError(ctx.Err()).Err())
+	}
 	if err != nil {
-		return nil, handlerError(ctx, method, err)
+		return nil, handlerError(method, err)
 	}
 	data, err := encodeResult(v)
 	if err != nil {
@@ -213,12 +220,13 @@ func (s *server) Call(ctx context.Context, method string, params json.RawMessage
 	return data, nil
 }
 
-func handlerError(ctx context.Context, method string, err error) error {
+func handlerError(method string, err error) error {
 	if ce, ok := pluginv1.AsCallError(err); ok {
 		return ce
 	}
-	if (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) && ctx.Err() != nil {
-		return pluginv1.NewCallError(pluginv1.ErrorKind_ERROR_KIND_CANCELLED, "%s did not finish in time: %v", method, err)
+	if errors.Is(err, context.DeadlineExceeded) {
+		// A deadline of the handler's own (the call's has not passed).
+		return pluginv1.NewCallError(pluginv1.ErrorKind_ERROR_KIND_FAILED, "%s did not finish in time: %v", method, err)
 	}
 	return &pluginv1.CallError{Kind: pluginv1.ErrorKind_ERROR_KIND_FAILED, Message: err.Error()}
 }

@@ -9,7 +9,11 @@
 //
 // Errors: Call returns a [*CallError] when the service refused or failed (the
 // message is meant for a person and goes to the voice server as the result's
-// error); any other error means the plugin process or the connection failed.
+// error). Any other error means the call did not complete: a gRPC status of
+// codes.DeadlineExceeded or codes.Canceled when ctx's deadline passed or ctx
+// was cancelled (always, also when the handler noticed first), otherwise the
+// plugin process or the connection failed (codes.Unavailable; check
+// plugin.Client.Exited).
 // Configure returns a [*ConfigError] when the plugin rejected its config.
 package pluginv1
 
@@ -79,7 +83,9 @@ type Client interface {
 	// empty means "{}"). A rejection is a *ConfigError.
 	Configure(ctx context.Context, config json.RawMessage) error
 	// Call runs a service under ctx's deadline and returns the result's data
-	// as JSON. A refusal or failure of the service is a *CallError.
+	// as JSON. A refusal or failure of the service is a *CallError; a call
+	// whose ctx ended gives a gRPC status error with codes.DeadlineExceeded
+	// or codes.Canceled.
 	Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	// Health returns nil when the plugin can serve calls; an unhealthy plugin
 	// gives an error wrapping ErrUnhealthy.

@@ -213,6 +213,10 @@ func (s *grpcServer) Call(ctx context.Context, req *CallRequest) (resp *CallResp
 		return callError(NewCallError(ErrorKind_ERROR_KIND_INVALID_PARAMS, "params are not valid JSON")), nil
 	}
 	data, err := s.impl.Call(ctx, req.GetMethod(), params)
+	if ctx.Err() != nil {
+		// The host has given up; say why, the same way every time.
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
 	if err != nil {
 		ce, ok := AsCallError(err)
 		if !ok {

@@ -9,13 +9,15 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // fake is a Server whose behaviour each test sets.
 type fake struct {
 	describe  func() (*Description, error)
 	configure func(json.RawMessage) error
-	call      func(method string, params json.RawMessage) (json.RawMessage, error)
+	call      func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
 	health    func() error
 }
 
@@ -23,8 +25,8 @@ func (f *fake) Describe(context.Context) (*Description, error) { return f.descri
 func (f *fake) Configure(_ context.Context, c json.RawMessage) error {
 	return f.configure(c)
 }
-func (f *fake) Call(_ context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
-	return f.call(m, p)
+func (f *fake) Call(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
+	return f.call(ctx, m, p)
 }
 func (f *fake) Health(context.Context) error { return f.health() }
 
@@ -109,7 +111,7 @@ func TestConfigure(t *testing.T) {
 }
 
 func TestCallOutcomes(t *testing.T) {
-	c := connect(t, &fake{call: func(m string, p json.RawMessage) (json.RawMessage, error) {
+	c := connect(t, &fake{call: func(ctx context.Context, m string, p json.RawMessage) (json.RawMessage, error) {
 		switch m {
 		case "echo":
 			return p, nil
@@ -127,6 +129,9 @@ func TestCallOutcomes(t *testing.T) {
 			return json.RawMessage(`{`), nil
 		case "panic":
 			panic("kaboom")
+		case "wait":
+			<-ctx.Done()
+			return nil, NewCallError(ErrorKind_ERROR_KIND_FAILED, "gave up")
 		}
 		return nil, NewCallError(ErrorKind_ERROR_KIND_UNKNOWN_METHOD, "no %s", m)
 	}})
@@ -156,6 +161,17 @@ func TestCallOutcomes(t *testing.T) {
 	check("panic", `{}`, "", ErrorKind_ERROR_KIND_PANIC, "internal error in the plugin (panic: kaboom)")
 	check("echo", `{`, "", ErrorKind_ERROR_KIND_INVALID_PARAMS, "params are not valid JSON")
 	check("other", `{}`, "", ErrorKind_ERROR_KIND_UNKNOWN_METHOD, "no other")
+
+	// A call whose deadline passes ends with DeadlineExceeded, also when the
+	// plugin noticed first and answered with an error of its own.
+	for range 20 {
+		dctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		_, err := c.Call(dctx, "wait", nil)
+		cancel()
+		if _, isCallErr := AsCallError(err); isCallErr || status.Code(err) != codes.DeadlineExceeded {
+			t.Fatalf("deadline: %v", err)
+		}
+	}
 
 	// A cancelled context is a transport error, not a CallError.
 	cctx, cancel := context.WithCancel(ctx)

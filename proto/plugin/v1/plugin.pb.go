@@ -60,8 +60,6 @@ const (
 	ErrorKind_ERROR_KIND_PANIC ErrorKind = 4
 	// The plugin needs a Configure that has not succeeded yet.
 	ErrorKind_ERROR_KIND_NOT_CONFIGURED ErrorKind = 5
-	// The handler gave up because the call's deadline passed or it was cancelled.
-	ErrorKind_ERROR_KIND_CANCELLED ErrorKind = 6
 )
 
 // Enum value maps for ErrorKind.
@@ -73,7 +71,6 @@ var (
 		3: "ERROR_KIND_INVALID_PARAMS",
 		4: "ERROR_KIND_PANIC",
 		5: "ERROR_KIND_NOT_CONFIGURED",
-		6: "ERROR_KIND_CANCELLED",
 	}
 	ErrorKind_value = map[string]int32{
 		"ERROR_KIND_UNSPECIFIED":    0,
@@ -82,7 +79,6 @@ var (
 		"ERROR_KIND_INVALID_PARAMS": 3,
 		"ERROR_KIND_PANIC":          4,
 		"ERROR_KIND_NOT_CONFIGURED": 5,
-		"ERROR_KIND_CANCELLED":      6,
 	}
 )
 
@@ -703,15 +699,14 @@ const file_plugin_proto_rawDesc = "" +
 	"\rHealthRequest\"D\n" +
 	"\x0eHealthResponse\x12\x18\n" +
 	"\ahealthy\x18\x01 \x01(\bR\ahealthy\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage*\xcb\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage*\xb1\x01\n" +
 	"\tErrorKind\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11ERROR_KIND_FAILED\x10\x01\x12\x1d\n" +
 	"\x19ERROR_KIND_UNKNOWN_METHOD\x10\x02\x12\x1d\n" +
 	"\x19ERROR_KIND_INVALID_PARAMS\x10\x03\x12\x14\n" +
 	"\x10ERROR_KIND_PANIC\x10\x04\x12\x1d\n" +
-	"\x19ERROR_KIND_NOT_CONFIGURED\x10\x05\x12\x18\n" +
-	"\x14ERROR_KIND_CANCELLED\x10\x062\xe4\x02\n" +
+	"\x19ERROR_KIND_NOT_CONFIGURED\x10\x052\xe4\x02\n" +
 	"\rPluginService\x12W\n" +
 	"\bDescribe\x12$.agenthost.plugin.v1.DescribeRequest\x1a%.agenthost.plugin.v1.DescribeResponse\x12Z\n" +
 	"\tConfigure\x12%.agenthost.plugin.v1.ConfigureRequest\x1a&.agenthost.plugin.v1.ConfigureResponse\x12K\n" +

@@ -61,7 +61,10 @@ type PluginServiceClient interface {
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
 	// Call runs one service under the gRPC deadline. "The service said no"
 	// comes back in CallResponse.error; a gRPC error means the transport or the
-	// plugin process failed.
+	// plugin process failed, or (codes.DeadlineExceeded, codes.Canceled) that
+	// the call's deadline passed or the host cancelled it: once the call's
+	// context is done, the plugin answers with that status whatever the
+	// handler returned.
 	Call(ctx context.Context, in *CallRequest, opts ...grpc.CallOption) (*CallResponse, error)
 	// Health reports whether the plugin can serve calls.
 	Health(ctx context.Context, in *HealthRequest, opts ...grpc.CallOption) (*HealthResponse, error)
@@ -128,7 +131,10 @@ type PluginServiceServer interface {
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
 	// Call runs one service under the gRPC deadline. "The service said no"
 	// comes back in CallResponse.error; a gRPC error means the transport or the
-	// plugin process failed.
+	// plugin process failed, or (codes.DeadlineExceeded, codes.Canceled) that
+	// the call's deadline passed or the host cancelled it: once the call's
+	// context is done, the plugin answers with that status whatever the
+	// handler returned.
 	Call(context.Context, *CallRequest) (*CallResponse, error)
 	// Health reports whether the plugin can serve calls.
 	Health(context.Context, *HealthRequest) (*HealthResponse, error)
