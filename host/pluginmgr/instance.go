@@ -189,6 +189,20 @@ func (p provider) Call(ctx context.Context, method string, params json.RawMessag
 	if ce, ok := pluginv1.AsCallError(err); ok {
 		return nil, ce
 	}
+	if st, ok := status.FromError(err); ok && st.Code() == codes.DeadlineExceeded {
+		// The plugin's side ends the call at the deadline gRPC sent it, which
+		// can be a moment before ctx's own (the timeout travels rounded down
+		// and starts later). Wait for ctx so the caller sees its deadline and
+		// says the service did not answer in time.
+		if dl, ok := ctx.Deadline(); ok {
+			t := time.NewTimer(time.Until(dl) + 10*time.Millisecond)
+			select {
+			case <-ctx.Done():
+			case <-t.C:
+			}
+			t.Stop()
+		}
+	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
