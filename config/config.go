@@ -169,6 +169,9 @@ type Audio struct {
 	OutputFile string   `yaml:"output_file"` // file backend: WAV written here
 	Rate       int      `yaml:"rate"`        // wire sample rate, Hz
 	Frame      Duration `yaml:"frame"`
+	// Pace makes capture and playback take real time; for devices that are
+	// not a clock (headless ALSA, files).
+	Pace bool `yaml:"pace"`
 	Retry      Backoff  `yaml:"retry"`
 }
 

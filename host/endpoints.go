@@ -20,6 +20,11 @@ type CallRequest struct {
 	Params  json.RawMessage `json:"params,omitempty"`
 }
 
+// TalkRequest is the body of POST /v1/talk: action "start" or "stop".
+type TalkRequest struct {
+	Action string `json:"action"`
+}
+
 // SayRequest is the body of POST /v1/say.
 type SayRequest struct {
 	Text string `json:"text"`
@@ -41,6 +46,22 @@ func (h *Host) ControlServer() *control.Server {
 		}
 		return h.plugins.Status(), nil
 	})
+	control.HandleJSON(s, "POST /v1/talk", func(_ context.Context, in TalkRequest) (any, error) {
+		if h.conv == nil {
+			return nil, errors.New("no conversation: the daemon runs without audio")
+		}
+		var task string
+		var err error
+		switch in.Action {
+		case "start":
+			task, err = h.conv.TalkStart()
+		case "stop":
+			task, err = h.conv.TalkStop()
+		default:
+			err = errors.New(`action must be "start" or "stop"`)
+		}
+		return map[string]string{"task": task}, err
+	})
 	control.HandleJSON(s, "POST /v1/say", func(_ context.Context, in SayRequest) (any, error) {
 		task, err := h.SayText(in.Text)
 		return map[string]string{"task": task}, err
@@ -61,6 +82,9 @@ func (h *Host) SayText(text string) (string, error) {
 		return "", errors.New("nothing to say: the text is empty")
 	}
 	task := NewTaskID()
+	if h.conv != nil {
+		h.conv.ExpectReply(task)
+	}
 	if err := h.link.Send(voice.Frame{Type: voice.TypeText, Task: task, Payload: []byte(text)}); err != nil {
 		return "", err
 	}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/builtin"
+	"github.com/agenthost/agenthost/host/conversation"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/services"
@@ -44,6 +45,7 @@ type Host struct {
 	registers  int    // registers sent since start, for status
 
 	plugins    *pluginmgr.Manager
+	conv       *conversation.Conversation
 	calls      sync.WaitGroup
 	components []Component
 	frames     []func(voice.Frame) // conversation taps
@@ -222,6 +224,9 @@ func (lh *linkHandler) Up(conn int) {
 	h.conn, h.registered = conn, nil
 	h.mu.Unlock()
 	h.sendRegister(conn)
+	if h.conv != nil {
+		h.conv.LinkUp()
+	}
 }
 
 func (lh *linkHandler) Down(conn int, err error) {
@@ -231,6 +236,9 @@ func (lh *linkHandler) Down(conn int, err error) {
 		h.conn, h.registered = 0, nil
 	}
 	h.mu.Unlock()
+	if h.conv != nil {
+		h.conv.LinkDown()
+	}
 }
 
 func (lh *linkHandler) Frame(conn int, f voice.Frame) {
@@ -246,6 +254,9 @@ func (lh *linkHandler) Frame(conn int, f voice.Frame) {
 		h.log.Debug("reply finished", "task", f.Task)
 	case voice.TypeEmoji:
 		h.log.Debug("emoji", "task", f.Task, "payload", string(f.Payload))
+	}
+	if h.conv != nil {
+		h.conv.Frame(f)
 	}
 	for _, tap := range h.frames {
 		tap(f)

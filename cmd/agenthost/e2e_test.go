@@ -49,6 +49,12 @@ type hostProc struct {
 
 func startHost(t testing.TB, sim *voicetest.Server, sets ...string) *hostProc {
 	t.Helper()
+	return startHostEnv(t, sim, nil, sets...)
+}
+
+// startHostEnv is startHost with extra environment variables.
+func startHostEnv(t testing.TB, sim *voicetest.Server, env []string, sets ...string) *hostProc {
+	t.Helper()
 	bin := testbin.Build(t, "./cmd/agenthost", "testkit")
 	dir := t.TempDir()
 	sets = append([]string{
@@ -62,7 +68,7 @@ func startHost(t testing.TB, sim *voicetest.Server, sets ...string) *hostProc {
 	}
 	d := &hostProc{t: t, log: &lockedBuffer{}, dir: dir, sets: sets, exited: make(chan error, 1)}
 	d.cmd = exec.Command(bin, args...)
-	d.cmd.Env = append(os.Environ(), "AGENTHOST_SERVER_TOKEN=e2e-secret-token")
+	d.cmd.Env = append(append(os.Environ(), "AGENTHOST_SERVER_TOKEN=e2e-secret-token"), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	if err := d.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -33,7 +33,12 @@ func cmdRun(e *env, args []string) error {
 	if err := addTestProviders(h); err != nil {
 		return err
 	}
+	conv, err := h.Conversation()
+	if err != nil {
+		return err
+	}
 	h.Add(h.Plugins(true))
+	h.Add(conv)
 	h.Add(h.ControlServer())
 	h.Add(systemdNotifier{})
 	ctx, stop := signalContext()

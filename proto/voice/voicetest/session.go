@@ -457,7 +457,9 @@ func (c *session) streamReply(ctx context.Context, task, text string) {
 		chunk := pcm[off:min(off+step, len(pcm))]
 		payload := append([]byte(nil), chunk...)
 		if c.ttsO {
-			enc, err := o.Opus.EncodeFrame(bytesToInt16s(chunk))
+			pcm := bytesToInt16s(chunk)
+			pcm = append(pcm, make([]int16, step/2-len(pcm))...) // Opus codes whole frames
+			enc, err := o.Opus.EncodeFrame(pcm)
 			if err != nil {
 				c.s.log.Warn("opus encode", "err", err)
 				return

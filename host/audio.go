@@ -1,0 +1,73 @@
+package host
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/host/conversation"
+)
+
+// Conversation returns the conversation built from the configuration: the
+// microphone and speaker of audio.backend, and the turn mode of
+// server.params.mode. Add it to run it.
+func (h *Host) Conversation() (*conversation.Conversation, error) {
+	if h.conv != nil {
+		return h.conv, nil
+	}
+	a, p := h.cfg.Audio, h.cfg.Server.Params
+	o := conversation.Options{
+		Mode: p.Mode, AEC: h.cfg.Conversation.AEC, Rate: a.Rate, Frame: a.Frame.D(),
+		JitterLead: h.cfg.Conversation.JitterLead.D(), InputOpus: p.InputAudioFormat == "opus", OutputOpus: p.Format == "opus",
+		Hooks: h.cfg.Conversation.Hooks, Log: h.log,
+	}
+	ao := audio.Options{Rate: a.Rate, Pace: a.Pace, Retry: audio.Backoff{Base: a.Retry.Base.D(), Cap: a.Retry.Cap.D()}, Logger: h.log}
+	switch a.Backend {
+	case "portaudio":
+		o.OpenSource = func(ctx context.Context) (audio.Source, error) {
+			in := ao
+			in.Device = a.Input
+			src, err := audio.OpenPortAudioSource(ctx, in)
+			if err != nil || !a.Pace {
+				return src, err
+			}
+			return audio.Paced(src, a.Rate), nil
+		}
+		o.OpenSink = func(ctx context.Context) (audio.Sink, error) {
+			out := ao
+			out.Device = a.Output
+			sink, err := audio.OpenPortAudioSink(ctx, out)
+			if err != nil || !a.Pace {
+				return sink, err
+			}
+			return audio.PacedSink(sink, a.Rate), nil
+		}
+	case "file":
+		if a.InputFile != "" {
+			o.OpenSource = func(context.Context) (audio.Source, error) {
+				in := ao
+				in.Pace = true
+				src, err := audio.OpenFileSource(a.InputFile, in)
+				if err != nil {
+					return nil, fmt.Errorf("audio.input_file: %w", err)
+				}
+				return src, nil
+			}
+		}
+		if a.OutputFile != "" {
+			o.OpenSink = func(context.Context) (audio.Sink, error) {
+				sink, err := audio.CreateWAVSink(a.OutputFile, a.Rate)
+				if err != nil {
+					return nil, fmt.Errorf("audio.output_file: %w", err)
+				}
+				return audio.PacedSink(sink, a.Rate), nil
+			}
+		}
+	}
+	c, err := conversation.New(o, h.link)
+	if err != nil {
+		return nil, err
+	}
+	h.conv = c
+	return c, nil
+}

@@ -1,0 +1,368 @@
+// Package conversation owns the turns between the speaker and the voice
+// server: it streams the microphone on the current task (push-to-talk or
+// server-VAD LISTEN cycles, with or without echo cancellation), plays the
+// reply of the current task through a jitter buffer, drops stale tasks,
+// flushes at once on barge-in, and turns TEXT, EMOJI and LISTEN frames into
+// events that can run configured commands.
+package conversation
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/audio/opus"
+	"github.com/agenthost/agenthost/proto/voice"
+)
+
+// Sender writes frames to the voice server (the link).
+type Sender interface {
+	Send(voice.Frame) error
+}
+
+// Options configure a conversation.
+type Options struct {
+	Mode       string // manual, vad or auto
+	AEC        bool   // VAD modes: keep listening while the reply plays
+	Rate       int    // wire rate, default 16000
+	Frame      time.Duration
+	JitterLead time.Duration
+	InputOpus  bool // send Opus (input_audio_format:opus)
+	OutputOpus bool // the server sends Opus (format:opus)
+	Hooks      map[string]string
+	Log        *slog.Logger
+	// OpenSource and OpenSink open the microphone and the speaker; either may
+	// be nil. They may block (retrying a missing device) until ctx ends.
+	OpenSource func(ctx context.Context) (audio.Source, error)
+	OpenSink   func(ctx context.Context) (audio.Sink, error)
+}
+
+// Conversation runs turns over a microphone source and a speaker sink.
+type Conversation struct {
+	o    Options
+	src  audio.Source
+	out  Sender
+	log  *slog.Logger
+	play *player
+	hook *hooks
+
+	enc *opus.Encoder
+	dec *opus.Decoder
+
+	mu        sync.Mutex
+	up        bool
+	talking   bool   // audio flows on task
+	task      string // the turn the microphone feeds
+	seq       int
+	replyTask string // the task whose reply plays
+	waitReply bool   // VAD without AEC: the mic pauses until the reply ends
+}
+
+// New returns a conversation that sends on out.
+func New(o Options, out Sender) (*Conversation, error) {
+	if o.Rate <= 0 {
+		o.Rate = audio.WireRate
+	}
+	if o.Frame <= 0 {
+		o.Frame = 60 * time.Millisecond
+	}
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	c := &Conversation{o: o, out: out, log: o.Log.With("component", "conversation")}
+	var err error
+	if o.InputOpus {
+		if c.enc, err = opus.NewEncoder(opus.EncoderOptions{}); err != nil {
+			return nil, fmt.Errorf("opus encoder: %w", err)
+		}
+	}
+	if o.OutputOpus {
+		if c.dec, err = opus.NewDecoder(opus.DecoderOptions{}); err != nil {
+			return nil, fmt.Errorf("opus decoder: %w", err)
+		}
+	}
+	c.hook = newHooks(o.Hooks, c.log)
+	c.play = newPlayer(o.Rate, o.Frame, o.JitterLead, c.log, c.replyDone)
+	return c, nil
+}
+
+func (c *Conversation) vad() bool { return c.o.Mode == "vad" || c.o.Mode == "auto" }
+
+// Name implements host.Component.
+func (c *Conversation) Name() string { return "conversation" }
+
+// Run opens the devices, captures and plays until ctx ends.
+func (c *Conversation) Run(ctx context.Context, ready func()) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		if c.o.OpenSink != nil {
+			sink, err := c.o.OpenSink(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					c.log.Error("no speaker: replies will not be heard", "err", err)
+				}
+			} else {
+				defer sink.Close()
+				c.play.sink = sink
+			}
+		}
+		c.play.run(ctx)
+	}()
+	ready()
+	if c.o.OpenSource != nil {
+		src, err := c.o.OpenSource(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.log.Error("no microphone: nothing will be heard", "err", err)
+			}
+		} else {
+			c.mu.Lock()
+			c.src = src
+			c.mu.Unlock()
+			if c.vad() {
+				c.mu.Lock()
+				up := c.up
+				c.mu.Unlock()
+				if up {
+					c.listen()
+				}
+			}
+			c.capture(ctx)
+		}
+	}
+	<-ctx.Done()
+	wg.Wait()
+	return nil
+}
+
+func (c *Conversation) hasMic() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.src != nil
+}
+
+// capture reads the microphone frame by frame and sends what the turn needs.
+func (c *Conversation) capture(ctx context.Context) {
+	go func() { <-ctx.Done(); c.src.Close() }()
+	n := int(c.o.Frame.Seconds() * float64(c.o.Rate))
+	buf := make([]int16, n)
+	for ctx.Err() == nil {
+		if _, err := audio.ReadFull(c.src, buf); err != nil {
+			if ctx.Err() == nil {
+				c.log.Warn("the microphone stopped; no more audio will be sent", "err", err)
+			}
+			return
+		}
+		c.mu.Lock()
+		send, task := c.up && c.talking && !c.waitReply, c.task
+		if send {
+			c.seq++
+		}
+		seq := c.seq
+		c.mu.Unlock()
+		if !send {
+			continue
+		}
+		payload, err := c.encode(buf)
+		if err != nil {
+			c.log.Warn("could not encode audio", "err", err)
+			continue
+		}
+		if err := c.out.Send(voice.Frame{Type: voice.TypeAudio, Task: task, Seq: seq, Payload: payload}); err != nil && !errors.Is(err, errDown) {
+			c.log.Debug("audio frame not sent", "err", err)
+		}
+	}
+}
+
+var errDown = errors.New("down")
+
+func (c *Conversation) encode(pcm []int16) ([]byte, error) {
+	if c.enc != nil {
+		return c.enc.AppendEncodeFramed(nil, pcm, opus.BigEndian)
+	}
+	b := make([]byte, 2*len(pcm))
+	for i, s := range pcm {
+		b[2*i], b[2*i+1] = byte(s), byte(uint16(s)>>8)
+	}
+	voice.SanitizeAudio(b)
+	return b, nil
+}
+
+// LinkUp starts listening in VAD modes; LinkDown forgets the turn.
+func (c *Conversation) LinkUp() {
+	c.mu.Lock()
+	c.up = true
+	c.mu.Unlock()
+	if c.vad() && c.hasMic() {
+		c.listen()
+	}
+}
+
+func (c *Conversation) LinkDown() {
+	c.mu.Lock()
+	c.up, c.talking, c.waitReply, c.task, c.replyTask = false, false, false, "", ""
+	c.mu.Unlock()
+	c.play.flush("")
+}
+
+// listen starts a LISTEN cycle on a new task.
+func (c *Conversation) listen() {
+	task := newTask()
+	c.mu.Lock()
+	c.task, c.seq, c.talking, c.waitReply = task, 0, true, false
+	c.mu.Unlock()
+	c.out.Send(voice.ListenFrame(task, voice.ListenStart, ""))
+	c.log.Debug("listening", "task", task)
+	c.hook.run("listen_start", map[string]string{"TASK": task})
+}
+
+// TalkStart begins a push-to-talk turn: a new task, and any reply playing stops.
+func (c *Conversation) TalkStart() (string, error) {
+	if !c.hasMic() {
+		return "", errors.New("no microphone (audio.backend is none, or the device is not open yet)")
+	}
+	task := newTask()
+	c.mu.Lock()
+	if !c.up {
+		c.mu.Unlock()
+		return "", errors.New("not connected to the voice server")
+	}
+	c.task, c.seq, c.talking, c.replyTask = task, -1, true, task
+	c.mu.Unlock()
+	c.play.flush(task)
+	c.log.Info("talk started", "task", task)
+	c.hook.run("listen_start", map[string]string{"TASK": task})
+	return task, nil
+}
+
+// TalkStop ends a push-to-talk turn with END_FRAME.
+func (c *Conversation) TalkStop() (string, error) {
+	c.mu.Lock()
+	if !c.talking {
+		c.mu.Unlock()
+		return "", errors.New("no turn is open: call talk start first")
+	}
+	task := c.task
+	c.seq++
+	seq := c.seq
+	c.talking = false
+	c.mu.Unlock()
+	c.log.Info("talk stopped", "task", task)
+	c.hook.run("listen_stop", map[string]string{"TASK": task})
+	return task, c.out.Send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: seq})
+}
+
+// ExpectReply makes task's reply the one that plays (a text turn).
+func (c *Conversation) ExpectReply(task string) {
+	c.mu.Lock()
+	c.replyTask = task
+	c.mu.Unlock()
+	c.play.flush(task)
+}
+
+// Frame takes a frame from the server.
+func (c *Conversation) Frame(f voice.Frame) {
+	switch f.Type {
+	case voice.TypeAudio:
+		pcm, err := c.decode(f.Payload)
+		if err != nil {
+			c.log.Warn("undecodable reply audio", "task", f.Task, "err", err)
+			return
+		}
+		c.play.push(f.Task, pcm)
+	case voice.TypeEnd:
+		c.play.end(f.Task)
+		c.hook.run("turn_end", map[string]string{"TASK": f.Task})
+	case voice.TypeText:
+		c.hook.run("text", map[string]string{"TASK": f.Task, "TEXT": string(f.Payload)})
+	case voice.TypeEmoji:
+		e, err := voice.ParseEmoji(f.Payload)
+		if err == nil {
+			c.log.Info("emoji", "task", f.Task, "emoji", e.Emoji)
+			c.hook.run("emoji", map[string]string{"TASK": f.Task, "EMOJI": e.Emoji})
+		}
+	case voice.TypeSpeak:
+		c.hook.run("speak", map[string]string{"TASK": f.Task, "TEXT": string(f.Payload)})
+	case voice.TypeListen:
+		c.listenEvent(f)
+	}
+}
+
+func (c *Conversation) listenEvent(f voice.Frame) {
+	l, err := voice.ParseListen(f.Payload)
+	if err != nil {
+		c.log.Warn("unreadable LISTEN", "err", err)
+		return
+	}
+	task := l.TaskID
+	if task == "" {
+		task = f.Task
+	}
+	switch l.State {
+	case voice.ListenDetecting:
+		// Speech on the turn being listened to: whatever still plays is over.
+		c.mu.Lock()
+		current := c.task == task
+		if current {
+			c.replyTask = task
+		}
+		c.mu.Unlock()
+		if current {
+			c.play.flush(task)
+		}
+	case voice.ListenStop:
+		c.mu.Lock()
+		if c.task != task {
+			c.mu.Unlock()
+			return
+		}
+		c.replyTask = task
+		if c.o.AEC {
+			c.mu.Unlock()
+			c.hook.run("listen_stop", map[string]string{"TASK": task})
+			c.listen() // keep listening on a new task while the reply plays
+			c.mu.Lock()
+			c.replyTask = task
+			c.mu.Unlock()
+			return
+		}
+		c.talking, c.waitReply = false, true
+		c.mu.Unlock()
+		c.hook.run("listen_stop", map[string]string{"TASK": task})
+	}
+}
+
+// replyDone is called by the player when a reply finished playing.
+func (c *Conversation) replyDone(task string) {
+	c.mu.Lock()
+	next := c.vad() && !c.o.AEC && c.waitReply && c.up && c.replyTask == task
+	c.mu.Unlock()
+	if next {
+		c.listen()
+	}
+}
+
+func (c *Conversation) decode(p []byte) ([]int16, error) {
+	if c.dec != nil {
+		return c.dec.AppendDecodePayload(nil, p)
+	}
+	pcm := make([]int16, len(p)/2)
+	for i := range pcm {
+		pcm[i] = int16(uint16(p[2*i]) | uint16(p[2*i+1])<<8)
+	}
+	return pcm, nil
+}
+
+func newTask() string {
+	var b [4]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
