@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Installs what agenthost needs to build, run and test on Debian / Raspberry Pi OS:
 # the apt packages (C libraries for PortAudio and Opus, audio tools the tests use)
-# and, when no Go >= 1.25 is on PATH, a Go toolchain from the Go module proxy.
+# and, when no Go >= 1.26 is on PATH, a Go toolchain from the Go module proxy.
 # Idempotent: it only installs what is missing. Prints the PATH line to use.
 set -euo pipefail
 
 GO_VERSION=1.26.8
 PACKAGES=(
   build-essential pkg-config ca-certificates curl unzip
-  portaudio19-dev libportaudio2 libasound2-dev libasound2-plugins alsa-utils   # PortAudio through ALSA
+  portaudio19-dev libportaudio2 libjack-jackd2-dev libasound2-dev libasound2-plugins alsa-utils   # PortAudio through ALSA
   libopus-dev libopusfile-dev libsoxr-dev                                      # Opus codec, resampler
   sox espeak-ng                                                                # test speech and measurement
 )
@@ -27,7 +27,7 @@ fi
 go_ok() {
   command -v go >/dev/null 2>&1 || return 1
   local v; v=$(go env GOVERSION 2>/dev/null | sed 's/^go//')
-  [ "$(printf '%s\n1.25\n' "$v" | sort -V | head -1)" = "1.25" ]
+  [ "$(printf '%s\n1.26\n' "$v" | sort -V | head -1)" = "1.26" ]
 }
 if ! go_ok; then
   root="${XDG_CACHE_HOME:-$HOME/.cache}/agenthost/go$GO_VERSION"

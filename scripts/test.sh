@@ -8,6 +8,10 @@ source scripts/env.sh
 
 echo "== go vet"
 go vet ./...
+if command -v systemd-analyze >/dev/null; then
+  echo "== systemd unit: exposure must stay at or under 2.0"
+  systemd-analyze security --offline=true --threshold=20 systemd/agenthost.service | tail -1
+fi
 echo "== go test -race"
 go test -race -count=1 -timeout 20m "$@" ./...
 if [ $# -eq 0 ]; then
