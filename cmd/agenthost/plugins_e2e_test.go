@@ -644,9 +644,11 @@ func TestPluginProcessesEndWithHost(t *testing.T) {
 				t.Fatalf("bare_pid: %+v", out)
 			}
 			if sig == syscall.SIGTERM {
+				start := time.Now()
 				if err := d.stop(); err != nil {
 					t.Fatalf("exit after SIGTERM: %v", err)
 				}
+				t.Logf("the host stopped %s after SIGTERM", time.Since(start).Round(time.Millisecond))
 			} else {
 				d.cmd.Process.Signal(sig)
 				<-d.exited

@@ -1,0 +1,293 @@
+package main
+
+// Benchmarks of the plugin manager with real binaries. They report figures
+// (b.ReportMetric) and assert nothing about time. scripts/bench-plugins.sh
+// runs them all and prints the figures.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+
+	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
+	"github.com/agenthost/agenthost/proto/voice/voicetest"
+)
+
+// benchHost starts a host on a fresh simulator with a plugin folder filled
+// by install (nil: an empty folder) and waits for its first register.
+func benchHost(b *testing.B, install func(dir string), sets ...string) (*hostProc, *voicetest.Server, string) {
+	b.Helper()
+	sim, err := voicetest.NewServer(voicetest.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sim.Close() })
+	dir := filepath.Join(b.TempDir(), "plugins")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if install != nil {
+		install(dir)
+	}
+	d := startHost(b, sim, append([]string{"plugins.dirs=" + dir, "log.level=info"}, sets...)...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := sim.WaitFor(ctx, func() bool { return len(sim.Registers()) >= 1 }); err != nil {
+		b.Fatalf("no register: %v\n%s", err, d.log)
+	}
+	return d, sim, dir
+}
+
+// bareClient starts a plugin binary with go-plugin the way the host does
+// (same handshake, gRPC, Pdeathsig, private socket folder) and configures it.
+func bareClient(b *testing.B, bin string, mtls bool) (*goplugin.Client, pluginv1.Client) {
+	b.Helper()
+	sock := b.TempDir()
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "PLUGIN_UNIX_SOCKET_DIR="+sock)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	c := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig: pluginv1.Handshake, Plugins: pluginv1.PluginSet(), Cmd: cmd, SkipHostEnv: true,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC}, AutoMTLS: mtls, Logger: hclog.NewNullLogger(),
+	})
+	rpc, err := pluginv1.Dispense(c)
+	if err != nil {
+		c.Kill()
+		b.Fatal(err)
+	}
+	if err := rpc.Configure(context.Background(), json.RawMessage(`{}`)); err != nil {
+		c.Kill()
+		b.Fatal(err)
+	}
+	return c, rpc
+}
+
+// pct returns the p-quantile (0..1) of ds, which it sorts.
+func pct(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	slices.Sort(ds)
+	return ds[int(p*float64(len(ds)-1)+0.5)]
+}
+
+func us(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// logDurations returns the value of key (a Go duration) on every host log
+// line that contains all of parts.
+func logDurations(b *testing.B, log string, key string, parts ...string) []time.Duration {
+	b.Helper()
+	re := regexp.MustCompile(`\b` + key + `=(\S+)`)
+	var out []time.Duration
+	for _, line := range strings.Split(log, "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if m := re.FindStringSubmatch(line); all && m != nil {
+			d, err := time.ParseDuration(m[1])
+			if err != nil {
+				b.Fatalf("%s in %q: %v", key, line, err)
+			}
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// BenchmarkPluginCall compares, side by side in one run, get_current_time
+//   - plugin:  simulator → host → clock plugin → host → simulator (TCP included),
+//   - builtin: the same through a host with no plugins (the built-in service),
+//   - bare:    a go-plugin gRPC call from this process to the same clock binary,
+//
+// plus the host-only time of the plugin call (the host's `took=`: dispatch,
+// plugin RPC and writing the result), and the ratio of that to the bare RPC
+// (target: the host adds under 30%, ratio < 1.3). (plugin-builtin)/bare is
+// the plugin call's extra end-to-end cost over the built-in against the bare
+// RPC; it also counts the scheduling of one more process.
+//
+//	go test -run='^$' -bench='^BenchmarkPluginCall$' -benchtime=3000x ./cmd/agenthost/
+func BenchmarkPluginCall(b *testing.B) {
+	clock := bundled(b, "clock")
+	dp, simP, _ := benchHost(b, func(dir string) { copyExec(b, clock, filepath.Join(dir, "clock")) }, "services.builtins=false")
+	db, simB, _ := benchHost(b, nil)
+	cl, bare := bareClient(b, clock, false)
+	defer cl.Kill()
+
+	ctx := context.Background()
+	params := json.RawMessage(`{"format":"simple"}`)
+	viaSim := func(sim *voicetest.Server) time.Duration {
+		start := time.Now()
+		out, err := sim.Call(ctx, "get_current_time", params)
+		d := time.Since(start)
+		if err != nil || !out.Success {
+			b.Fatalf("%+v %v", out, err)
+		}
+		return d
+	}
+	direct := func() time.Duration {
+		start := time.Now()
+		_, err := bare.Call(ctx, "get_current_time", params)
+		d := time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	for range 300 { // warm up
+		viaSim(simP)
+		viaSim(simB)
+		direct()
+	}
+	tookBefore := len(logDurations(b, dp.log.String(), "took", `msg="call answered"`, "method=get_current_time"))
+
+	var plugin, builtin, rpc []time.Duration
+	for b.Loop() {
+		plugin = append(plugin, viaSim(simP))
+		builtin = append(builtin, viaSim(simB))
+		rpc = append(rpc, direct())
+	}
+	b.StopTimer()
+	time.Sleep(100 * time.Millisecond) // let the hosts' last log lines arrive
+	took := logDurations(b, dp.log.String(), "took", `msg="call answered"`, "method=get_current_time")[tookBefore:]
+	tookB := logDurations(b, db.log.String(), "took", `msg="call answered"`, "method=get_current_time")
+
+	b.ReportMetric(us(pct(plugin, .5)), "plugin-p50-µs")
+	b.ReportMetric(us(pct(plugin, .99)), "plugin-p99-µs")
+	b.ReportMetric(us(pct(builtin, .5)), "builtin-p50-µs")
+	b.ReportMetric(us(pct(builtin, .99)), "builtin-p99-µs")
+	b.ReportMetric(us(pct(rpc, .5)), "bare-p50-µs")
+	b.ReportMetric(us(pct(rpc, .99)), "bare-p99-µs")
+	b.ReportMetric(us(pct(took, .5)), "host-took-plugin-p50-µs")
+	b.ReportMetric(us(pct(took, .99)), "host-took-plugin-p99-µs")
+	b.ReportMetric(us(pct(tookB, .5)), "host-took-builtin-p50-µs")
+	b.ReportMetric(float64(pct(took, .5))/float64(pct(rpc, .5)), "host/bare-p50-x")
+	b.ReportMetric(float64(pct(took, .99))/float64(pct(rpc, .99)), "host/bare-p99-x")
+	// What the plugin costs end to end over the built-in, against the bare RPC.
+	b.ReportMetric(float64(pct(plugin, .5)-pct(builtin, .5))/float64(pct(rpc, .5)), "(plugin-builtin)/bare-p50-x")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkPluginReload measures hot reload: from the rename of a new
+// binary into the plugin folder to the new register arriving at the
+// simulator (default 300 ms debounce; target median under 500 ms), over at
+// least 10 reloads alternating two versions, with AutoMTLS off and on. It
+// also reports the host's own start time of each new instance (`took=` on
+// "plugin reloaded": start, handshake, Describe, Configure).
+//
+//	go test -run='^$' -bench='^BenchmarkPluginReload$' -benchtime=1x ./cmd/agenthost/
+func BenchmarkPluginReload(b *testing.B) {
+	for _, mtls := range []bool{false, true} {
+		b.Run(fmt.Sprintf("automtls=%v", mtls), func(b *testing.B) {
+			v := [2]string{testPlugin(b, "versioned", "1"), testPlugin(b, "versioned", "2")}
+			d, sim, dir := benchHost(b, func(dir string) {
+				copyExec(b, bundled(b, "clock"), filepath.Join(dir, "clock"))
+				copyExec(b, v[0], filepath.Join(dir, "versioned"))
+			}, fmt.Sprintf("plugins.automtls=%v", mtls))
+			dst, tmp := filepath.Join(dir, "versioned"), filepath.Join(dir, ".versioned.tmp")
+			var lat []time.Duration
+			for i := range max(b.N, 10) {
+				want := 1 + (i+1)%2
+				copyExec(b, v[want-1], tmp)
+				time.Sleep(50 * time.Millisecond) // the copy's events are ignored; let them pass
+				regs := len(sim.Registers())
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				start := time.Now()
+				if err := os.Rename(tmp, dst); err != nil {
+					b.Fatal(err)
+				}
+				err := sim.WaitFor(ctx, func() bool { return len(sim.Registers()) > regs })
+				lat = append(lat, time.Since(start))
+				cancel()
+				if err != nil {
+					b.Fatalf("reload %d: no register: %v\n%s", i, err, d.log)
+				}
+				if got := versionOf(sim.Registers()[regs]); got != fmt.Sprint(want) {
+					b.Fatalf("reload %d: version %q, want %d", i, got, want)
+				}
+				time.Sleep(200 * time.Millisecond) // the old instance stops
+			}
+			took := logDurations(b, d.log.String(), "took", `msg="plugin reloaded"`, "plugin=versioned")
+			b.ReportMetric(ms(pct(lat, .5)), "reload-median-ms")
+			b.ReportMetric(ms(pct(lat, .9)), "reload-p90-ms")
+			b.ReportMetric(ms(pct(lat, 1)), "reload-max-ms")
+			b.ReportMetric(ms(pct(took, .5)), "host-start-median-ms")
+			b.ReportMetric(float64(len(lat)), "reloads")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// BenchmarkPluginStart measures starting the clock plugin from this process
+// as the host does (go-plugin NewClient → Dispense → Describe), with
+// AutoMTLS off and on, interleaved, median of at least 10 starts each.
+//
+//	go test -run='^$' -bench='^BenchmarkPluginStart$' -benchtime=1x ./cmd/agenthost/
+func BenchmarkPluginStart(b *testing.B) {
+	clock := bundled(b, "clock")
+	var off, on []time.Duration
+	for range max(b.N, 12) {
+		for _, mtls := range []bool{false, true} {
+			start := time.Now()
+			c, rpc := bareClient(b, clock, mtls)
+			if _, err := rpc.Describe(context.Background()); err != nil {
+				b.Fatal(err)
+			}
+			d := time.Since(start)
+			c.Kill()
+			if mtls {
+				on = append(on, d)
+			} else {
+				off = append(off, d)
+			}
+		}
+	}
+	b.ReportMetric(ms(pct(off, .5)), "start-median-ms")
+	b.ReportMetric(ms(pct(on, .5)), "start-automtls-median-ms")
+	b.ReportMetric(ms(pct(off, 1)), "start-max-ms")
+	b.ReportMetric(ms(pct(on, 1)), "start-automtls-max-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkPluginRSS reports the resident memory of the host running the
+// three bundled plugins and of each idle plugin (VmRSS).
+//
+//	go test -run='^$' -bench='^BenchmarkPluginRSS$' -benchtime=1x ./cmd/agenthost/
+func BenchmarkPluginRSS(b *testing.B) {
+	names := []string{"clock", "files", "sysinfo"}
+	d, sim, _ := benchHost(b, func(dir string) {
+		for _, name := range names {
+			copyExec(b, bundled(b, name), filepath.Join(dir, name))
+		}
+	}, "plugins.config.files.root="+filepath.Join(b.TempDir(), "files"), "services.builtins=false")
+	ctx := context.Background()
+	for _, c := range [][2]string{{"get_current_time", `{}`}, {"get_system_info", `{}`}, {"list_files", `{}`}} {
+		if out, err := sim.Call(ctx, c[0], json.RawMessage(c[1])); err != nil || !out.Success {
+			b.Fatalf("%s: %+v %v", c[0], out, err)
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // idle
+	list := d.pluginList()
+	b.ReportMetric(rssMB(b, d.cmd.Process.Pid), "host-RSS-MB")
+	for _, name := range names {
+		st := list[name]
+		if st.PID == 0 {
+			b.Fatalf("%s: %+v", name, st)
+		}
+		b.ReportMetric(rssMB(b, st.PID), name+"-RSS-MB")
+	}
+	b.ReportMetric(0, "ns/op")
+}
