@@ -190,10 +190,11 @@ func (p provider) Call(ctx context.Context, method string, params json.RawMessag
 		return nil, ce
 	}
 	if st, ok := status.FromError(err); ok && st.Code() == codes.DeadlineExceeded {
-		// The plugin's side ends the call at the deadline gRPC sent it, which
-		// can be a moment before ctx's own (the timeout travels rounded down
-		// and starts later). Wait for ctx so the caller sees its deadline and
-		// says the service did not answer in time.
+		// gRPC decides the deadline passed by the clock (e.g. when the plugin
+		// resets the stream at its end of the deadline), which can be a moment
+		// before ctx's timer fires and ctx.Err() turns non-nil. Wait for ctx
+		// so the caller sees its deadline and says the service did not answer
+		// in time, instead of passing on a raw gRPC error.
 		if dl, ok := ctx.Deadline(); ok {
 			t := time.NewTimer(time.Until(dl) + 10*time.Millisecond)
 			select {

@@ -1,0 +1,362 @@
+package pluginmgr_test
+
+// In-process tests of the manager with real plugin binaries (the bundled
+// clock and the test plugins of cmd/agenthost/testdata/plugins), a real
+// registry and dispatcher, under the race detector.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/internal/testbin"
+	"github.com/agenthost/agenthost/proto/voice"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	os.Exit(code)
+}
+
+type syncBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+type mgr struct {
+	t      *testing.T
+	m      *pluginmgr.Manager
+	reg    *services.Registry
+	disp   *services.Dispatcher
+	dir    string
+	sock   string
+	log    *syncBuf
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func faultyBin(t *testing.T) string { return testbin.Build(t, "./cmd/agenthost/testdata/plugins/faulty") }
+func clockBin(t *testing.T) string  { return testbin.Build(t, "./plugins/clock") }
+
+// install copies src to dir/name through a temporary name and a rename,
+// appending extra bytes (which leave an ELF binary working but change its
+// digest, so the manager sees a new build).
+func install(t *testing.T, src, dir, name string, extra int) {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, make([]byte, extra)...)
+	tmp := filepath.Join(dir, "."+name+".tmp")
+	if err := os.WriteFile(tmp, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func startManager(t *testing.T, fill func(dir string), opts pluginmgr.Options) *mgr {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "plugins")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if fill != nil {
+		fill(dir)
+	}
+	run := t.TempDir()
+	log := &syncBuf{}
+	opts.Dirs, opts.RuntimeDir, opts.Watch = []string{dir}, run, true
+	opts.Log = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	reg := services.NewRegistry(services.RegistryOptions{})
+	x := &mgr{t: t, m: pluginmgr.New(opts, reg), reg: reg, dir: dir, sock: filepath.Join(run, "plugins"), log: log, done: make(chan error, 1)}
+	x.disp = services.NewDispatcher(reg, services.DispatchOptions{Timeout: 10 * time.Second, MaxResult: 64 << 10, MaxInFlight: 256})
+	ctx, cancel := context.WithCancel(context.Background())
+	x.cancel = cancel
+	ready := make(chan struct{})
+	go func() { x.done <- x.m.Run(ctx, func() { close(ready) }) }()
+	select {
+	case <-ready:
+	case err := <-x.done:
+		t.Fatalf("Run returned before ready: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the manager never became ready")
+	}
+	t.Cleanup(func() {
+		x.stop()
+		if t.Failed() {
+			t.Logf("manager log:\n%s", log)
+		}
+	})
+	return x
+}
+
+func (x *mgr) stop() {
+	x.cancel()
+	select {
+	case err := <-x.done:
+		if err != nil {
+			x.t.Errorf("Run: %v", err)
+		}
+		x.done <- err
+	case <-time.After(30 * time.Second):
+		x.t.Fatal("Run did not return after its context ended")
+	}
+}
+
+func (x *mgr) status(name string) pluginmgr.Status {
+	for _, s := range x.m.Status() {
+		if s.Name == name {
+			return s
+		}
+	}
+	return pluginmgr.Status{}
+}
+
+// waitStatus waits until the plugin's status satisfies ok.
+func (x *mgr) waitStatus(name, what string, ok func(pluginmgr.Status) bool) pluginmgr.Status {
+	x.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s := x.status(name)
+		if ok(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			x.t.Fatalf("%s: never %s; last status %+v", name, what, s)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+var callN sync.Mutex
+var callSeq int
+
+func (x *mgr) call(method, params string) voice.Outcome {
+	callN.Lock()
+	callSeq++
+	id := fmt.Sprintf("t%d", callSeq)
+	callN.Unlock()
+	return x.disp.Dispatch(context.Background(), voice.Call{CallID: id, Method: method, Params: json.RawMessage(params)})
+}
+
+func gone(pid int) bool {
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return true
+		}
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestPluginManagerReloadUnderCalls replaces a plugin five times while
+// goroutines call it and another plugin and read the manager's status: no
+// call fails, each new build gets a new process, old processes stop.
+func TestPluginManagerReloadUnderCalls(t *testing.T) {
+	faulty := faultyBin(t)
+	x := startManager(t, func(dir string) {
+		install(t, clockBin(t), dir, "clock", 0)
+		install(t, faulty, dir, "faulty", 0)
+	}, pluginmgr.Options{Debounce: 100 * time.Millisecond})
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	counts := map[string]int{}
+	for _, c := range [][2]string{{"get_current_time", `{}`}, {"faulty_ok", `{}`}, {"faulty_ok", `{}`}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				out := x.call(c[0], c[1])
+				mu.Lock()
+				counts[c[0]]++
+				if !out.Success {
+					failures = append(failures, fmt.Sprintf("%s: %s", c[0], out.Error))
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // the status is read while plugins change
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+				x.m.Status()
+			}
+		}
+	}()
+
+	pids := []int{x.status("faulty").PID}
+	for i := 1; i <= 5; i++ {
+		install(t, faulty, x.dir, "faulty", i)
+		s := x.waitStatus("faulty", "a new process", func(s pluginmgr.Status) bool {
+			return s.State == "running" && s.PID != 0 && s.PID != pids[len(pids)-1]
+		})
+		pids = append(pids, s.PID)
+	}
+	close(stop)
+	wg.Wait()
+	for _, f := range failures {
+		t.Error(f)
+	}
+	t.Logf("calls: %v", counts)
+	if counts["faulty_ok"] < 10 || counts["get_current_time"] < 10 {
+		t.Fatalf("too few calls to show anything: %v", counts)
+	}
+	for _, pid := range pids[:len(pids)-1] {
+		if !gone(pid) {
+			t.Errorf("the replaced process %d still runs", pid)
+		}
+	}
+	if n := strings.Count(x.log.String(), `msg="plugin reloaded" component=plugins plugin=faulty`); n != 5 {
+		t.Errorf("%d reloads logged for 5 new builds", n)
+	}
+}
+
+// TestPluginManagerKilledPluginRestarts: a plugin process that dies outside
+// any call (killed) is noticed and restarted.
+func TestPluginManagerKilledPluginRestarts(t *testing.T) {
+	x := startManager(t, func(dir string) { install(t, faultyBin(t), dir, "faulty", 0) },
+		pluginmgr.Options{RestartBase: 20 * time.Millisecond})
+	first := x.status("faulty")
+	if first.State != "running" || first.PID == 0 {
+		t.Fatalf("%+v", first)
+	}
+	syscall.Kill(first.PID, syscall.SIGKILL)
+	s := x.waitStatus("faulty", "restarted", func(s pluginmgr.Status) bool {
+		return s.State == "running" && s.PID != 0 && s.PID != first.PID
+	})
+	if s.Restarts != 1 {
+		t.Fatalf("restarts %d, want 1", s.Restarts)
+	}
+	if out := x.call("faulty_ok", `{}`); !out.Success || !strings.Contains(string(out.Data), fmt.Sprint(s.PID)) {
+		t.Fatalf("%+v", out)
+	}
+	if !strings.Contains(x.log.String(), "plugin crashed; restarting it") {
+		t.Fatal("the crash was not logged")
+	}
+}
+
+// TestPluginManagerParkedPluginRetriedOnTouch: a parked plugin is tried
+// again when its binary is touched, as the log line tells the user.
+func TestPluginManagerParkedPluginRetriedOnTouch(t *testing.T) {
+	x := startManager(t, func(dir string) { install(t, faultyBin(t), dir, "faulty", 0) },
+		pluginmgr.Options{MaxCrashes: 1, Debounce: 50 * time.Millisecond})
+	first := x.status("faulty")
+	if out := x.call("faulty_crash", `{}`); out.Success || !strings.Contains(out.Error, "crashed") {
+		t.Fatalf("%+v", out)
+	}
+	x.waitStatus("faulty", "parked", func(s pluginmgr.Status) bool { return s.State == "parked" })
+	if _, ok := x.reg.Lookup("faulty_ok"); ok {
+		t.Fatal("the parked plugin's services are still registered")
+	}
+	if !gone(first.PID) {
+		t.Fatalf("the crashed process %d still runs", first.PID)
+	}
+	now := time.Now()
+	if err := os.Chtimes(filepath.Join(x.dir, "faulty"), now, now); err != nil {
+		t.Fatal(err)
+	}
+	x.waitStatus("faulty", "running again", func(s pluginmgr.Status) bool { return s.State == "running" && s.PID != 0 })
+	if out := x.call("faulty_ok", `{}`); !out.Success {
+		t.Fatalf("%+v", out)
+	}
+	if !strings.Contains(x.log.String(), "parked plugin's binary changed; trying it again") {
+		t.Fatal("the retry was not logged")
+	}
+}
+
+// TestPluginManagerDeadline: a call that outlives its deadline is reported
+// as a timeout every time, never as a raw gRPC error.
+func TestPluginManagerDeadline(t *testing.T) {
+	x := startManager(t, func(dir string) { install(t, faultyBin(t), dir, "faulty", 0) }, pluginmgr.Options{})
+	for range 10 {
+		out := x.call("faulty_hang", `{}`)
+		if out.Success || !strings.Contains(out.Error, "faulty_hang did not answer within 300ms") {
+			t.Fatalf("%+v", out)
+		}
+	}
+	if out := x.call("faulty_ok", `{}`); !out.Success {
+		t.Fatalf("%+v", out)
+	}
+}
+
+// TestPluginManagerStopsEverything: when Run returns, no plugin process,
+// socket or goroutine of the manager remains.
+func TestPluginManagerStopsEverything(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	x := startManager(t, func(dir string) {
+		install(t, clockBin(t), dir, "clock", 0)
+		install(t, faultyBin(t), dir, "faulty", 0)
+		os.WriteFile(filepath.Join(dir, "README.md"), []byte("not a plugin"), 0o644)
+		os.WriteFile(filepath.Join(dir, "notes"), []byte("not executable"), 0o644)
+	}, pluginmgr.Options{})
+	var pids []int
+	for _, s := range x.m.Status() {
+		if s.State != "running" || s.PID == 0 {
+			t.Fatalf("%+v", s)
+		}
+		pids = append(pids, s.PID)
+	}
+	if len(pids) != 2 {
+		t.Fatalf("%d plugins, want clock and faulty: %+v", len(pids), x.m.Status())
+	}
+	x.call("faulty_hang", `{}`) // a handler still running in the plugin
+	x.stop()
+	for _, pid := range pids {
+		if !gone(pid) {
+			t.Errorf("plugin process %d outlived Run", pid)
+		}
+	}
+	ents, _ := os.ReadDir(x.sock)
+	for _, e := range ents {
+		t.Errorf("left in the socket folder: %s", e.Name())
+	}
+}
+
