@@ -60,8 +60,10 @@ type mgr struct {
 	done   chan error
 }
 
-func faultyBin(t *testing.T) string { return testbin.Build(t, "./cmd/agenthost/testdata/plugins/faulty") }
-func clockBin(t *testing.T) string  { return testbin.Build(t, "./plugins/clock") }
+func faultyBin(t *testing.T) string {
+	return testbin.Build(t, "./cmd/agenthost/testdata/plugins/faulty")
+}
+func clockBin(t *testing.T) string { return testbin.Build(t, "./plugins/clock") }
 
 // install copies src to dir/name through a temporary name and a rename,
 // appending extra bytes (which leave an ELF binary working but change its
@@ -359,4 +361,3 @@ func TestPluginManagerStopsEverything(t *testing.T) {
 		t.Errorf("left in the socket folder: %s", e.Name())
 	}
 }
-
