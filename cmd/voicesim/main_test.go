@@ -76,7 +76,7 @@ func TestDrivenByAPlainClient(t *testing.T) {
 	// Written by hand, as nc would send them.
 	fmt.Fprint(conn, "##START\x0100000000[0000]dev-token##mode:manual####END")
 	fmt.Fprint(conn, "##START\x06mcp00001[0000]"+`{"type":"register","data":{"services":{"get_current_time":{"description":"Get current time","parameters":{"type":"object","properties":{"format":{"type":"string","enum":["simple","detailed"]}}}}}}}`+"##END")
-	fmt.Fprint(conn, "##START\x04task12340000What time is it?##END##START\x03task12340001##END")
+	fmt.Fprint(conn, "##START\x04task12340000Hello there##END##START\x03task12340001##END")
 
 	dec := voice.NewDecoder(conn)
 	var reply []string
@@ -86,7 +86,7 @@ func TestDrivenByAPlainClient(t *testing.T) {
 			t.Fatalf("%v; stderr:\n%s", err, stderr.String())
 		}
 		reply = append(reply, f.Type.String())
-		if f.Type == voice.TypeText && string(f.Payload) != "You said: What time is it?" {
+		if f.Type == voice.TypeText && string(f.Payload) != "You said: Hello there" {
 			t.Fatalf("reply text %q", f.Payload)
 		}
 		if f.Type == voice.TypeEnd {
@@ -113,7 +113,7 @@ func TestDrivenByAPlainClient(t *testing.T) {
 	if l := expect("call get_current_time:"); l != `call get_current_time: success: "2025-01-22 14:30:25"` {
 		t.Fatalf("console printed %q", l)
 	}
-	for _, want := range []string{`recv`, `TEXT task1234/0000 \"What time is it?\"`, `AUTH 00000000/0000 token=****`} {
+	for _, want := range []string{`recv`, `TEXT task1234/0000 \"Hello there\"`, `AUTH 00000000/0000 token=****`} {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, stderr.String())
 		}
