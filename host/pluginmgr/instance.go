@@ -35,6 +35,7 @@ type instance struct {
 	retiring bool
 	idle     chan struct{} // closed when retiring and calls reach 0
 	stopped  bool
+	crashed  bool // retired because it died, not because it was replaced
 }
 
 // fileHash returns the sha256 of the binary at path.
@@ -151,6 +152,20 @@ func (i *instance) retire(grace time.Duration) {
 
 func (i *instance) exited() bool { return i.client.Exited() }
 
+// markCrashed records that the instance died, before it is retired, so that
+// calls refused from then on say so even before go-plugin has reaped the process.
+func (i *instance) markCrashed() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	i.crashed = true
+}
+
+func (i *instance) hasCrashed() bool {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	return i.crashed
+}
+
 func (i *instance) isStopped() bool {
 	i.mu.Lock()
 	defer i.mu.Unlock()
@@ -176,7 +191,7 @@ func (p provider) Services() []services.Service {
 func (p provider) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	i := p.inst
 	if !i.acquire() {
-		if i.exited() {
+		if i.hasCrashed() || i.exited() {
 			return nil, fmt.Errorf("plugin %s crashed and is being restarted; try again in a moment", i.name)
 		}
 		return nil, fmt.Errorf("plugin %s is being replaced; try again", i.name)

@@ -183,6 +183,7 @@ func (p *managed) crash(i *instance) {
 	}
 	n := len(p.crashes)
 	p.mu.Unlock()
+	i.markCrashed()
 	i.retire(0)
 	if n >= p.m.o.MaxCrashes {
 		p.m.reg.Remove("plugin:" + p.name)
