@@ -458,6 +458,7 @@ func TestPluginCrashMidCall(t *testing.T) {
 		t.Fatalf("the crashed call's result: %+v", out)
 	}
 	d.logLine("plugin crashed; restarting it", "plugin=faulty", "crashes=1")
+	d.logLine("level=ERROR", "plugin process exited", "plugin=faulty", "exit status 3")
 	if !processGone(first, 15*time.Second) {
 		t.Fatalf("the crashed process %d still runs", first)
 	}
