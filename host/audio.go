@@ -20,6 +20,7 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 		Mode: p.Mode, AEC: h.cfg.Conversation.AEC, Rate: a.Rate, Frame: a.Frame.D(),
 		JitterLead: h.cfg.Conversation.JitterLead.D(), InputOpus: p.InputAudioFormat == "opus", OutputOpus: p.Format == "opus",
 		Hooks: h.cfg.Conversation.Hooks, Log: h.log,
+		EarconStart: h.cfg.Conversation.Earcons.ListenStart, EarconEnd: h.cfg.Conversation.Earcons.ListenEnd,
 	}
 	ao := audio.Options{Rate: a.Rate, Pace: a.Pace, Retry: audio.Backoff{Base: a.Retry.Base.D(), Cap: a.Retry.Cap.D()}, Logger: h.log}
 	switch a.Backend {

@@ -41,6 +41,8 @@ type Options struct {
 	// be nil. They may block (retrying a missing device) until ctx ends.
 	OpenSource func(ctx context.Context) (audio.Source, error)
 	OpenSink   func(ctx context.Context) (audio.Sink, error)
+	// Earcons: WAV (or raw 16 kHz) files played when listening starts and ends.
+	EarconStart, EarconEnd string
 }
 
 // Conversation runs turns over a microphone source and a speaker sink.
@@ -51,6 +53,8 @@ type Conversation struct {
 	log  *slog.Logger
 	play *player
 	hook *hooks
+
+	earconStart, earconEnd []int16
 
 	enc *opus.Encoder
 	dec *opus.Decoder
@@ -88,6 +92,12 @@ func New(o Options, out Sender) (*Conversation, error) {
 		}
 	}
 	c.hook = newHooks(o.Hooks, c.log)
+	if c.earconStart, err = loadEarcon(o.EarconStart, o.Rate); err != nil {
+		return nil, fmt.Errorf("conversation.earcons.listen_start: %w", err)
+	}
+	if c.earconEnd, err = loadEarcon(o.EarconEnd, o.Rate); err != nil {
+		return nil, fmt.Errorf("conversation.earcons.listen_end: %w", err)
+	}
 	c.play = newPlayer(o.Rate, o.Frame, o.JitterLead, c.log, c.replyDone)
 	return c, nil
 }
@@ -221,7 +231,17 @@ func (c *Conversation) listen() {
 	c.mu.Unlock()
 	c.out.Send(voice.ListenFrame(task, voice.ListenStart, ""))
 	c.log.Debug("listening", "task", task)
+	c.listenStarted(task)
+}
+
+func (c *Conversation) listenStarted(task string) {
+	c.play.cue(c.earconStart)
 	c.hook.run("listen_start", map[string]string{"TASK": task})
+}
+
+func (c *Conversation) listenStopped(task string) {
+	c.play.cue(c.earconEnd)
+	c.hook.run("listen_stop", map[string]string{"TASK": task})
 }
 
 // TalkStart begins a push-to-talk turn: a new task, and any reply playing stops.
@@ -239,7 +259,7 @@ func (c *Conversation) TalkStart() (string, error) {
 	c.mu.Unlock()
 	c.play.flush(task)
 	c.log.Info("talk started", "task", task)
-	c.hook.run("listen_start", map[string]string{"TASK": task})
+	c.listenStarted(task)
 	return task, nil
 }
 
@@ -256,7 +276,7 @@ func (c *Conversation) TalkStop() (string, error) {
 	c.talking = false
 	c.mu.Unlock()
 	c.log.Info("talk stopped", "task", task)
-	c.hook.run("listen_stop", map[string]string{"TASK": task})
+	c.listenStopped(task)
 	return task, c.out.Send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: seq})
 }
 
@@ -327,7 +347,7 @@ func (c *Conversation) listenEvent(f voice.Frame) {
 		c.replyTask = task
 		if c.o.AEC {
 			c.mu.Unlock()
-			c.hook.run("listen_stop", map[string]string{"TASK": task})
+			c.listenStopped(task)
 			c.listen() // keep listening on a new task while the reply plays
 			c.mu.Lock()
 			c.replyTask = task
@@ -336,7 +356,7 @@ func (c *Conversation) listenEvent(f voice.Frame) {
 		}
 		c.talking, c.waitReply = false, true
 		c.mu.Unlock()
-		c.hook.run("listen_stop", map[string]string{"TASK": task})
+		c.listenStopped(task)
 	}
 }
 
@@ -365,4 +385,29 @@ func newTask() string {
 	var b [4]byte
 	rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// loadEarcon reads a whole WAV or raw file as mono samples at rate; "" is none.
+func loadEarcon(path string, rate int) ([]int16, error) {
+	if path == "" {
+		return nil, nil
+	}
+	src, err := audio.OpenFileSource(path, audio.Options{Rate: rate})
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	var pcm []int16
+	buf := make([]int16, 4096)
+	for {
+		n, err := src.Read(buf)
+		pcm = append(pcm, buf[:n]...)
+		if err != nil {
+			break
+		}
+		if len(pcm) > 10*rate {
+			return nil, fmt.Errorf("%s is longer than 10 s; an earcon should be a short cue", path)
+		}
+	}
+	return pcm, nil
 }

@@ -26,6 +26,18 @@ type player struct {
 	started bool
 	ended   bool
 	gen     int // bumped by flush
+	cues    [][]int16
+}
+
+// cue plays pcm (an earcon) at the next write, ahead of any reply audio.
+func (p *player) cue(pcm []int16) {
+	if len(pcm) == 0 {
+		return
+	}
+	p.mu.Lock()
+	p.cues = append(p.cues, pcm)
+	p.mu.Unlock()
+	p.signal()
 }
 
 func newPlayer(rate int, frame, lead time.Duration, log *slog.Logger, done func(string)) *player {
@@ -88,6 +100,8 @@ func (p *player) run(ctx context.Context) {
 		var out []int16
 		var finished string
 		switch {
+		case len(p.cues) > 0:
+			out, p.cues = p.cues[0], p.cues[1:]
 		case ready:
 			p.started = true
 			n := copy(chunk, p.buf)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -34,6 +35,7 @@ type instance struct {
 	calls    int
 	retiring bool
 	idle     chan struct{} // closed when retiring and calls reach 0
+	thread   chan struct{} // closing it releases the OS thread that started the process
 	stopped  bool
 	crashed  bool // retired because it died, not because it was replaced
 }
@@ -77,11 +79,29 @@ func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance
 		SyncStdout:       &lineLogger{log: m.log.With("plugin", name, "stream", "stdout")},
 		SyncStderr:       &lineLogger{log: m.log.With("plugin", name, "stream", "stderr")},
 	})
+	// Pdeathsig fires when the forking OS thread exits, and Go retires a
+	// thread when a goroutine locked to it ends. So the process is started
+	// from a goroutine that locks its thread and keeps it until the instance
+	// is stopped: no other code's LockOSThread can take the plugin down.
+	type started struct {
+		rpc pluginv1.Client
+		err error
+	}
+	thread := make(chan struct{}) // closed when the process is gone
+	res := make(chan started, 1)
+	go func() {
+		runtime.LockOSThread()
+		rpc, err := pluginv1.Dispense(client)
+		res <- started{rpc, err}
+		<-thread
+	}()
 	fail := func(format string, a ...any) (*instance, error) {
 		client.Kill()
+		close(thread)
 		return nil, fmt.Errorf(format, a...)
 	}
-	rpc, err := pluginv1.Dispense(client)
+	r := <-res
+	rpc, err := r.rpc, r.err
 	if err != nil {
 		return fail("it did not start as an agenthost plugin: %v (is it built with plugins/sdk, and does it print nothing to stdout?)", err)
 	}
@@ -101,7 +121,7 @@ func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance
 	if err := rpc.Configure(cctx, conf); err != nil {
 		return fail("it rejected its configuration (plugins.config.%s): %v", name, err)
 	}
-	inst := &instance{name: name, hash: hash, client: client, rpc: rpc, desc: desc, idle: make(chan struct{})}
+	inst := &instance{name: name, hash: hash, client: client, rpc: rpc, desc: desc, idle: make(chan struct{}), thread: thread}
 	if rc := client.ReattachConfig(); rc != nil {
 		inst.pid = rc.Pid
 	}
@@ -148,6 +168,7 @@ func (i *instance) retire(grace time.Duration) {
 	case <-time.After(grace):
 	}
 	i.client.Kill()
+	close(i.thread)
 }
 
 func (i *instance) exited() bool { return i.client.Exited() }

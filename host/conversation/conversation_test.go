@@ -1,0 +1,294 @@
+package conversation
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/proto/voice"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// sent records what the conversation sends; it stands in for the link.
+type sent struct {
+	mu     sync.Mutex
+	frames []voice.Frame
+}
+
+func (s *sent) Send(f voice.Frame) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.frames = append(s.frames, f)
+	return nil
+}
+
+func (s *sent) all() []voice.Frame {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]voice.Frame(nil), s.frames...)
+}
+
+// tap counts what reaches a real (paced WAV) sink, write by write.
+type tap struct {
+	inner  audio.Sink
+	mu     sync.Mutex
+	writes [][]int16
+}
+
+func (t *tap) Write(p []int16) (int, error) {
+	t.mu.Lock()
+	t.writes = append(t.writes, append([]int16(nil), p...))
+	t.mu.Unlock()
+	return t.inner.Write(p)
+}
+func (t *tap) Close() error { return t.inner.Close() }
+func (t *tap) count() int   { t.mu.Lock(); defer t.mu.Unlock(); return len(t.writes) }
+func (t *tap) since(i int) [][]int16 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([][]int16(nil), t.writes[i:]...)
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+type rig struct {
+	c    *Conversation
+	out  *sent
+	sink *tap
+	stop func()
+}
+
+// newRig runs a conversation with a looping silent microphone file and a
+// paced WAV speaker, both real audio backends.
+func newRig(t *testing.T, o Options) *rig {
+	t.Helper()
+	dir := t.TempDir()
+	mic := filepath.Join(dir, "mic.s16")
+	if err := audiotest.WriteRaw(mic, audiotest.Silence(16000, time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	r := &rig{out: &sent{}}
+	o.OpenSource = func(context.Context) (audio.Source, error) {
+		return audio.OpenFileSource(mic, audio.Options{Pace: true, Loop: true})
+	}
+	o.OpenSink = func(context.Context) (audio.Sink, error) {
+		w, err := audio.CreateWAVSink(filepath.Join(dir, "speaker.wav"), 16000)
+		if err != nil {
+			return nil, err
+		}
+		r.sink = &tap{inner: audio.PacedSink(w, 16000)}
+		return r.sink, nil
+	}
+	c, err := New(o, r.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.c = c
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { c.Run(ctx, func() {}); close(done) }()
+	r.stop = func() { cancel(); <-done }
+	t.Cleanup(r.stop)
+	eventually(t, "the devices to open", func() bool { return c.hasMic() && r.sinkReady() })
+	return r
+}
+
+func (r *rig) sinkReady() bool {
+	r.c.play.mu.Lock()
+	defer r.c.play.mu.Unlock()
+	return r.c.play.sink != nil
+}
+
+func reply(task string, seq int, d time.Duration) voice.Frame {
+	return voice.Frame{Type: voice.TypeAudio, Task: task, Seq: seq, Payload: audiotest.SamplesToBytes(audiotest.Tone(880, 16000, d))}
+}
+
+func loud(w []int16) bool { return audiotest.RMS(w) > 0.01 }
+
+func TestBargeInStopsTheReplyWithinOneFrame(t *testing.T) {
+	r := newRig(t, Options{Mode: "manual"})
+	r.c.LinkUp()
+	r.c.ExpectReply("replyA")
+	for i := range 50 { // 3 s of reply
+		r.c.Frame(reply("replyA", i+1, 60*time.Millisecond))
+	}
+	eventually(t, "the reply to play", func() bool { return r.sink.count() >= 5 })
+	if _, err := r.c.TalkStart(); err != nil {
+		t.Fatal(err)
+	}
+	mark := r.sink.count()
+	r.c.Frame(reply("replyA", 51, 60*time.Millisecond)) // late frames of the old turn are dropped
+	time.Sleep(300 * time.Millisecond)                  // let the player run on; nothing may come out
+	var leaked int
+	for _, w := range r.sink.since(mark) {
+		if loud(w) {
+			leaked += len(w)
+		}
+	}
+	if leaked > 960 {
+		t.Fatalf("%d samples of the interrupted reply played after the barge-in; allowed one 60 ms frame (960)", leaked)
+	}
+}
+
+func TestJitterLeadAndUnderrunPadding(t *testing.T) {
+	r := newRig(t, Options{Mode: "manual", JitterLead: 120 * time.Millisecond})
+	r.c.LinkUp()
+	r.c.ExpectReply("t1")
+	r.c.Frame(reply("t1", 1, 60*time.Millisecond))
+	time.Sleep(200 * time.Millisecond)
+	if n := r.sink.count(); n != 0 {
+		t.Fatalf("playback started with 60 ms buffered (lead 120 ms): %d writes", n)
+	}
+	r.c.Frame(reply("t1", 2, 60*time.Millisecond))
+	eventually(t, "playback to start", func() bool { return r.sink.count() >= 2 })
+	eventually(t, "silence padding during the underrun", func() bool {
+		ws := r.sink.since(0)
+		return len(ws) >= 4 && !loud(ws[len(ws)-1])
+	})
+	r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: "t1", Seq: 3})
+}
+
+func TestPushToTalk(t *testing.T) {
+	r := newRig(t, Options{Mode: "manual"})
+	if _, err := r.c.TalkStart(); err == nil {
+		t.Fatal("a turn started while the link is down")
+	}
+	r.c.LinkUp()
+	task, err := r.c.TalkStart()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "audio frames", func() bool { return len(r.out.all()) >= 3 })
+	if _, err := r.c.TalkStop(); err != nil {
+		t.Fatal(err)
+	}
+	fs := r.out.all()
+	last := fs[len(fs)-1]
+	if last.Type != voice.TypeEnd || last.Task != task {
+		t.Fatalf("last frame %v", last)
+	}
+	for i, f := range fs {
+		if f.Task != task || f.Seq != i {
+			t.Fatalf("frame %d is %v: want task %s seq %d", i, f, task, i)
+		}
+		if f.Type == voice.TypeAudio && len(f.Payload) != 1920 {
+			t.Fatalf("audio frame of %d bytes", len(f.Payload))
+		}
+	}
+	if _, err := r.c.TalkStop(); err == nil {
+		t.Fatal("a second stop was accepted")
+	}
+}
+
+func listenOf(t *testing.T, f voice.Frame) voice.Listen {
+	l, err := voice.ParseListen(f.Payload)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+func TestVADWithoutEchoCancellation(t *testing.T) {
+	r := newRig(t, Options{Mode: "vad"})
+	r.c.LinkUp()
+	eventually(t, "LISTEN start and audio", func() bool { return len(r.out.all()) >= 3 })
+	first := r.out.all()[0]
+	if first.Type != voice.TypeListen || listenOf(t, first).State != voice.ListenStart {
+		t.Fatalf("first frame %v", first)
+	}
+	a := first.Task
+	r.c.Frame(voice.ListenFrame(a, voice.ListenStop, "vad"))
+	n := len(r.out.all())
+	time.Sleep(200 * time.Millisecond)
+	if m := len(r.out.all()); m > n+1 { // one frame may have been on its way
+		t.Fatalf("the microphone kept streaming after LISTEN stop: %d more frames", m-n)
+	}
+	r.c.Frame(reply(a, 1, 180*time.Millisecond))
+	r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: a, Seq: 2})
+	eventually(t, "a new LISTEN cycle after the reply played", func() bool {
+		fs := r.out.all()
+		f := fs[len(fs)-1]
+		for _, f2 := range fs[n:] {
+			if f2.Type == voice.TypeListen && f2.Task != a {
+				return true
+			}
+		}
+		_ = f
+		return false
+	})
+	if r.sink.count() < 3 {
+		t.Fatal("the reply did not play before listening again")
+	}
+}
+
+func TestVADWithEchoCancellationKeepsListening(t *testing.T) {
+	r := newRig(t, Options{Mode: "vad", AEC: true})
+	r.c.LinkUp()
+	eventually(t, "LISTEN start", func() bool { return len(r.out.all()) >= 1 })
+	a := r.out.all()[0].Task
+	r.c.Frame(voice.ListenFrame(a, voice.ListenStop, "vad"))
+	eventually(t, "LISTEN start on a new task, and its audio", func() bool {
+		var b string
+		for _, f := range r.out.all() {
+			if f.Type == voice.TypeListen && f.Task != a {
+				b = f.Task
+			}
+			if b != "" && f.Type == voice.TypeAudio && f.Task == b {
+				return true
+			}
+		}
+		return false
+	})
+	// A's reply still plays while B listens.
+	r.c.Frame(reply(a, 1, 240*time.Millisecond))
+	eventually(t, "A's reply to play", func() bool { return r.sink.count() >= 2 })
+}
+
+func TestHooksAndEarcons(t *testing.T) {
+	dir := t.TempDir()
+	earcon := filepath.Join(dir, "beep.s16")
+	if err := audiotest.WriteRaw(earcon, audiotest.Tone(1500, 16000, 60*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "hook.txt")
+	r := newRig(t, Options{Mode: "manual", EarconStart: earcon,
+		Hooks: map[string]string{"text": `printf '%s|%s' "$AGENTHOST_EVENT" "$AGENTHOST_TEXT" > ` + out}})
+	r.c.Frame(voice.Frame{Type: voice.TypeText, Task: "t1", Payload: []byte("it is noon")})
+	eventually(t, "the text hook", func() bool {
+		b, _ := os.ReadFile(out)
+		return string(b) == "text|it is noon"
+	})
+	r.c.LinkUp()
+	if _, err := r.c.TalkStart(); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the earcon", func() bool {
+		for _, w := range r.sink.since(0) {
+			if f := audiotest.PeakFrequency(w, 16000, 500, 3000, 10); loud(w) && f > 1450 && f < 1550 {
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := New(Options{EarconEnd: filepath.Join(dir, "missing.wav")}, &sent{}); err == nil || !strings.Contains(err.Error(), "listen_end") {
+		t.Fatalf("a missing earcon: %v", err)
+	}
+}
