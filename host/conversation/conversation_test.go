@@ -58,7 +58,7 @@ func (t *tap) since(i int) [][]int16 {
 	return append([][]int16(nil), t.writes[i:]...)
 }
 
-func eventually(t *testing.T, what string, cond func() bool) {
+func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -78,7 +78,7 @@ type rig struct {
 
 // newRig runs a conversation with a looping silent microphone file and a
 // paced WAV speaker, both real audio backends.
-func newRig(t *testing.T, o Options) *rig {
+func newRig(t testing.TB, o Options) *rig {
 	t.Helper()
 	dir := t.TempDir()
 	mic := filepath.Join(dir, "mic.s16")

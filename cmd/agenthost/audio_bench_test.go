@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/control"
+	"github.com/agenthost/agenthost/proto/voice"
+	"github.com/agenthost/agenthost/proto/voice/voicetest"
+)
+
+// BenchmarkAudioStreaming runs the real host with the file audio backend in
+// push-to-talk mode and reports, for PCM and Opus uplink: the host's CPU
+// seconds per minute of streamed audio (and as % of one core), and the time
+// from `talk stop` on the control socket to END_FRAME arriving at the simulator.
+//
+//	go test -run='^$' -bench=AudioStreaming -benchtime=1x ./cmd/agenthost/
+func BenchmarkAudioStreaming(b *testing.B) {
+	clip := audiotest.Speech(b, "Hello speaker. This is a longer sentence so that there is speech to encode.")
+	var long []int16
+	for len(long) < 16000*14 {
+		long = append(long, clip.Samples...)
+	}
+	in := filepath.Join(b.TempDir(), "mic.s16")
+	if err := audiotest.WriteRaw(in, long); err != nil {
+		b.Fatal(err)
+	}
+	for _, codec := range []string{"pcm", "opus"} {
+		b.Run(codec, func(b *testing.B) {
+			sim, err := voicetest.NewServer(voicetest.Options{ReplyDuration: 60 * time.Millisecond, Faults: voicetest.Faults{WithholdReplies: true}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sim.Close()
+			d := startHost(b, sim, "log.level=warn", "audio.backend=file", "audio.input_file="+in,
+				"server.params.input_audio_format="+codec)
+			ctx := context.Background()
+			wctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+			defer cancel()
+			if err := sim.WaitFor(wctx, func() bool { return len(sim.Registers()) == 1 }); err != nil {
+				b.Fatal(err)
+			}
+			cl := control.NewClient(filepath.Join(d.dir, "run", "control.sock"))
+			talk := func(action string) string {
+				var out struct{ Task string }
+				if err := cl.Do(ctx, "POST /v1/talk", host.TalkRequest{Action: action}, &out); err != nil {
+					b.Fatal(err)
+				}
+				return out.Task
+			}
+			// CPU while streaming 10 s of audio.
+			pid := d.cmd.Process.Pid
+			talk("start")
+			time.Sleep(500 * time.Millisecond)
+			cpu0, t0 := cpuSeconds(b, pid), time.Now()
+			time.Sleep(10 * time.Second)
+			cpu1, wall := cpuSeconds(b, pid), time.Since(t0).Seconds()
+			task := talk("stop")
+			perMinute := (cpu1 - cpu0) / wall * 60
+			b.ReportMetric(perMinute, "cpu-s/min-audio")
+			b.ReportMetric(perMinute/60*100, "%-of-one-core")
+			waitEnd(b, sim, task)
+
+			// Turn end → END_FRAME on the wire.
+			var lat []time.Duration
+			for range 20 {
+				talk("start")
+				time.Sleep(100 * time.Millisecond)
+				start := time.Now()
+				task := talk("stop")
+				waitEnd(b, sim, task)
+				lat = append(lat, time.Since(start))
+			}
+			sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "talk-stop→END-p50-µs")
+			b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "talk-stop→END-max-µs")
+		})
+	}
+}
+
+func waitEnd(b *testing.B, sim *voicetest.Server, task string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := sim.WaitFor(ctx, func() bool {
+		for _, r := range sim.Received() {
+			if r.Frame.Type == voice.TypeEnd && r.Frame.Task == task {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}
+
+// cpuSeconds is the process's user+system CPU time from /proc/PID/stat.
+func cpuSeconds(b *testing.B, pid int) float64 {
+	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	f := strings.Fields(string(s[strings.LastIndexByte(string(s), ')')+2:]))
+	ut, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (ut + st) / 100 // USER_HZ
+}
