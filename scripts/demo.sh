@@ -2,8 +2,11 @@
 # The main job, on any Debian / Raspberry Pi OS machine: builds agenthost, the
 # simulator and the bundled plugins, starts the simulated voice server and the
 # host against it, and holds a conversation turn that uses a plugin.
+# Audio: without a sound card (the default, --audio file) a spoken question is read
+# from a WAV file in a loop and the replies are written to run/reply.wav; with
+# --audio portaudio the real microphone and speaker are used; --audio none: text only.
 # Runs until Ctrl-C (or for DEMO_SECONDS seconds).
-# Usage: scripts/demo.sh [extra `agenthost run` flags, e.g. --set audio.backend=portaudio]
+# Usage: scripts/demo.sh [--audio file|portaudio|none] [extra `agenthost run` flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -17,6 +20,19 @@ for p in plugins/*/; do
   go build -o "bin/plugins/.$name.tmp" "./$p" && mv "bin/plugins/.$name.tmp" "bin/plugins/$name"   # install = build, then rename
 done
 
+audio=file
+if [ "${1:-}" = "--audio" ]; then audio=$2; shift 2; fi
+case "$audio" in
+  file)
+    espeak-ng -w run/question-raw.wav "What time is it?"
+    sox run/question-raw.wav -r 16000 -c 1 -b 16 -e signed-integer run/question.wav pad 0.5 4
+    rm -f run/reply.wav
+    audio_flags=(--set audio.backend=file --set audio.input_file=run/question.wav --set audio.output_file=run/reply.wav --set server.params.mode=vad) ;;
+  portaudio) audio_flags=(--set audio.backend=portaudio --set server.params.mode=vad) ;;
+  none) audio_flags=() ;;
+  *) echo "demo: --audio takes file, portaudio or none" >&2; exit 2 ;;
+esac
+
 pids=()
 cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
 trap cleanup EXIT INT TERM
@@ -24,7 +40,7 @@ trap cleanup EXIT INT TERM
 tail -f /dev/null | bin/voicesim --listen 127.0.0.1:8009 2> >(sed -u 's/^/[voicesim] /' >&2) &
 pids+=($!)
 sleep 0.3
-bin/agenthost run --config examples/demo.yaml --set "plugins.config.files.root=$PWD/run/files" "$@" 2> >(sed -u 's/^/[agenthost] /' >&2) &
+bin/agenthost run --config examples/demo.yaml --set "plugins.config.files.root=$PWD/run/files" "${audio_flags[@]}" "$@" 2> >(sed -u 's/^/[agenthost] /' >&2) &
 pids+=($!)
 
 ah() { bin/agenthost "$1" --config examples/demo.yaml "${@:2}"; }
@@ -37,4 +53,10 @@ sleep 1.5
 echo "== a call through the same dispatch as the server's:"
 ah call get_current_time '{"format":"detailed"}' || true
 echo "== running; Ctrl-C stops both (try: bin/agenthost say --config examples/demo.yaml 'hello')"
+if [ "$audio" = file ]; then
+  echo "== voice turns: run/question.wav is the microphone (the simulator's VAD ends each turn); replies go to run/reply.wav"
+fi
 if [ -n "${DEMO_SECONDS:-}" ]; then sleep "$DEMO_SECONDS"; else wait "${pids[1]}"; fi
+if [ "$audio" = file ] && [ -f run/reply.wav ]; then
+  echo "== reply audio so far: about $(( ($(stat -c %s run/reply.wav) - 44) / 32000 )) s in run/reply.wav (16 kHz mono WAV)"
+fi
