@@ -34,7 +34,13 @@ case "$audio" in
 esac
 
 pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; }
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  if [ "$audio" = file ] && [ -f run/reply.wav ]; then
+    echo "== the spoken replies: $(soxi -D run/reply.wav 2>/dev/null || echo '?') s of audio in run/reply.wav"
+  fi
+}
 trap cleanup EXIT INT TERM
 
 tail -f /dev/null | bin/voicesim --listen 127.0.0.1:8009 2> >(sed -u 's/^/[voicesim] /' >&2) &
@@ -57,6 +63,4 @@ if [ "$audio" = file ]; then
   echo "== voice turns: run/question.wav is the microphone (the simulator's VAD ends each turn); replies go to run/reply.wav"
 fi
 if [ -n "${DEMO_SECONDS:-}" ]; then sleep "$DEMO_SECONDS"; else wait "${pids[1]}"; fi
-if [ "$audio" = file ] && [ -f run/reply.wav ]; then
-  echo "== reply audio so far: about $(( ($(stat -c %s run/reply.wav) - 44) / 32000 )) s in run/reply.wav (16 kHz mono WAV)"
-fi
+
