@@ -25,23 +25,11 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 // hostProc is a running `agenthost run` built with the testkit provider.
 type hostProc struct {
 	t      testing.TB
 	cmd    *exec.Cmd
-	log    *lockedBuffer
+	log    *testbin.Buffer
 	dir    string
 	sets   []string
 	exited chan error
@@ -66,7 +54,7 @@ func startHostEnv(t testing.TB, sim *voicetest.Server, env []string, sets ...str
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
-	d := &hostProc{t: t, log: &lockedBuffer{}, dir: dir, sets: sets, exited: make(chan error, 1)}
+	d := &hostProc{t: t, log: &testbin.Buffer{}, dir: dir, sets: sets, exited: make(chan error, 1)}
 	d.cmd = exec.Command(bin, args...)
 	d.cmd.Env = append(append(os.Environ(), "AGENTHOST_SERVER_TOKEN=e2e-secret-token"), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/agenthost/agenthost/internal/testbin"
 	"log/slog"
 	"net"
 	"strings"
@@ -67,24 +68,11 @@ func (r *recorder) wait(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// logBuffer collects log output for assertions.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-func (l *logBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }
-
 type fixture struct {
 	sim  *voicetest.Server
 	rec  *recorder
 	link *Link
-	logs *logBuffer
+	logs *testbin.Buffer
 	stop func()
 }
 
@@ -94,7 +82,7 @@ func run(t *testing.T, so voicetest.Options, lo Options) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &logBuffer{}
+	logs := &testbin.Buffer{}
 	lo.Address = sim.Addr()
 	if lo.Token == nil {
 		lo.Token = func() (string, error) { return "secret-token-123", nil }

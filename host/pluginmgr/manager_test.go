@@ -31,23 +31,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-type syncBuf struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 type mgr struct {
 	t      *testing.T
 	m      *pluginmgr.Manager
@@ -55,7 +38,7 @@ type mgr struct {
 	disp   *services.Dispatcher
 	dir    string
 	sock   string
-	log    *syncBuf
+	log    *testbin.Buffer
 	cancel context.CancelFunc
 	done   chan error
 }
@@ -94,7 +77,7 @@ func startManager(t *testing.T, fill func(dir string), opts pluginmgr.Options) *
 		fill(dir)
 	}
 	run := t.TempDir()
-	log := &syncBuf{}
+	log := &testbin.Buffer{}
 	opts.Dirs, opts.RuntimeDir, opts.Watch = []string{dir}, run, true
 	opts.Log = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := services.NewRegistry(services.RegistryOptions{})

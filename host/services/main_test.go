@@ -1,12 +1,11 @@
 package services_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/agenthost/agenthost/internal/testbin"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -53,26 +52,8 @@ func provider(id string, names ...string) *fake {
 	return f
 }
 
-// logBuffer collects log output from many goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
-func newLog() (*slog.Logger, *logBuffer) {
-	b := &logBuffer{}
+func newLog() (*slog.Logger, *testbin.Buffer) {
+	b := &testbin.Buffer{}
 	return slog.New(slog.NewTextHandler(b, &slog.HandlerOptions{Level: slog.LevelDebug})), b
 }
 

@@ -3,6 +3,7 @@ package services_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/agenthost/agenthost/internal/testbin"
 	"strings"
 	"testing"
 	"time"
@@ -94,7 +95,7 @@ func TestRemove(t *testing.T) {
 
 func TestFallbackOverride(t *testing.T) {
 	clock := func() *fake { return provider("plugin:clock", "get_current_time") }
-	check := func(t *testing.T, r *services.Registry, logs *logBuffer) {
+	check := func(t *testing.T, r *services.Registry, logs *testbin.Buffer) {
 		t.Helper()
 		if o := owner(t, r, "get_current_time"); o != "plugin:clock" {
 			t.Fatalf("get_current_time owned by %s, want plugin:clock", o)
