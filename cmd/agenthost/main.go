@@ -108,14 +108,24 @@ func (e *env) flags(name string) *flag.FlagSet {
 	return fs
 }
 
+// parse accepts flags before, between and after the positional arguments
+// (`agenthost talk start --config F`).
 func (e *env) parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return &exitError{2, err}
 		}
-		return &exitError{2, err}
+		args = fs.Args()
+		if len(args) == 0 {
+			break
+		}
+		positional, args = append(positional, args[0]), args[1:]
 	}
-	return nil
+	return fs.Parse(append([]string{"--"}, positional...))
 }
 
 // loadConfig loads the file named by --config; a missing default file is fine.
