@@ -51,7 +51,7 @@ func key(ctx context.Context, in *os.File, h Handler, log *slog.Logger, ready fu
 	}
 	mode := *old
 	mode.Lflag &^= unix.ICANON | unix.ECHO
-	mode.Lflag &^= unix.ISIG
+	mode.Lflag |= unix.ISIG
 	mode.Cc[unix.VMIN], mode.Cc[unix.VTIME] = 1, 0
 	if err := unix.IoctlSetTermios(fd, unix.TCSETS, &mode); err != nil {
 		return fmt.Errorf("key trigger: set the mode of terminal %s: %w", in.Name(), err)
