@@ -94,8 +94,8 @@ func listChips(dir string) []string {
 	return names
 }
 
-const gpioAccessHint = "the user running agenthost must be able to open it: " +
-	"on Raspberry Pi OS the chips belong to the group gpio (sudo usermod -aG gpio USER, then log in again; " +
+const gpioAccessHint = "that the user running agenthost may open it " +
+	"(on Raspberry Pi OS the chips belong to the group gpio: sudo usermod -aG gpio USER, then log in again; " +
 	"under systemd: SupplementaryGroups=gpio and DeviceAllow=char-gpiochip rw)"
 
 // chipError explains why the chip at path could not be opened; existing are
@@ -111,10 +111,10 @@ func chipError(chip, path string, err error, existing []string) error {
 			have = "the chips here are " + strings.Join(existing, ", ")
 		}
 		return fmt.Errorf("gpio: chip %q not found: %s does not exist; %s. "+
-			"Check the chip name (gpiodetect lists the chips with their labels) and that %s",
+			"Check the chip name (gpiodetect lists the chips with their labels) and %s",
 			chip, path, have, gpioAccessHint)
 	case errors.Is(err, fs.ErrPermission):
-		return fmt.Errorf("gpio: chip %q: %w: %s", chip, err, gpioAccessHint)
+		return fmt.Errorf("gpio: chip %q: %w: check %s", chip, err, gpioAccessHint)
 	default:
 		return fmt.Errorf("gpio: chip %q: %w", chip, err)
 	}

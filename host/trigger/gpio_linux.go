@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -61,8 +62,14 @@ func GPIO(ctx context.Context, o GPIOOptions, h Handler, log *slog.Logger) error
 	pull := map[string]gpio.Pull{BiasPullUp: gpio.PullUp, BiasPullDown: gpio.PullDown, BiasAsIs: gpio.PullNoChange}[o.Bias]
 	ls, err := chip.LineSet(gpioioctl.LineInput, gpio.BothEdges, pull, name)
 	if err != nil {
-		if errors.Is(err, unix.EBUSY) {
-			return fmt.Errorf("gpio: line %d (%s) of chip %s is in use by %q: stop that program, or choose another line", o.Line, name, o.Chip, line.Consumer())
+		// periph keeps the errno's text only.
+		if errors.Is(err, unix.EBUSY) || strings.Contains(err.Error(), unix.EBUSY.Error()) {
+			by := "another program"
+			if c := line.Consumer(); c != "" {
+				by = fmt.Sprintf("%q", c)
+			}
+			return fmt.Errorf("gpio: line %d (%s) of chip %s is in use by %s (gpioinfo %s shows which): stop it, or choose another line",
+				o.Line, name, o.Chip, by, o.Chip)
 		}
 		return fmt.Errorf("gpio: request line %d (%s) of chip %s: %w", o.Line, name, o.Chip, err)
 	}

@@ -19,14 +19,10 @@ import (
 // it); the terminal's mode is restored when ctx ends and when Key returns,
 // whatever the reason. A press still held when Key returns is released.
 //
-// If in is not a terminal, Key returns nil at once and does nothing. Key
-// returns nil when ctx ends or the terminal hangs up.
+// If in is not a terminal, or the process is a background job of it, Key
+// returns nil at once and does nothing. Key returns nil when ctx ends or the
+// terminal hangs up.
 func Key(ctx context.Context, in *os.File, h Handler, log *slog.Logger) error {
-	return key(ctx, in, h, log, nil)
-}
-
-// key is Key with a hook called once the terminal's mode is set (for tests).
-func key(ctx context.Context, in *os.File, h Handler, log *slog.Logger, ready func()) error {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -47,6 +43,13 @@ func key(ctx context.Context, in *os.File, h Handler, log *slog.Logger, ready fu
 	old, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 	if err != nil {
 		log.Debug("input is not a terminal: no key trigger", "file", in.Name())
+		return nil
+	}
+	// A background job that changed the terminal's mode would be stopped
+	// by SIGTTOU. (TIOCGPGRP fails for a terminal that is not the
+	// process's controlling one: there is no job control on it then.)
+	if pg, err := unix.IoctlGetInt(fd, unix.TIOCGPGRP); err == nil && pg != unix.Getpgrp() {
+		log.Info("running in the background of a terminal: no key trigger")
 		return nil
 	}
 	mode := *old
@@ -86,11 +89,9 @@ func key(ctx context.Context, in *os.File, h Handler, log *slog.Logger, ready fu
 	t := NewToggle(h)
 	defer t.Up()
 	log.Info("key trigger ready: space or Enter starts and stops talking")
-	if ready != nil {
-		ready()
-	}
 
 	buf := make([]byte, 64)
+	cr := false // the last byte read was a carriage return
 	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}, {Fd: int32(wake), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
@@ -115,13 +116,14 @@ func key(ctx context.Context, in *os.File, h Handler, log *slog.Logger, ready fu
 			log.Info("terminal closed: key trigger stops", "err", err)
 			return nil
 		}
-		for i, b := range buf[:n] {
+		for _, b := range buf[:n] {
 			switch {
-			case b == '\n' && i > 0 && buf[i-1] == '\r':
-				// one Enter sent as CR LF
+			case b == '\n' && cr:
+				// one Enter sent as CR LF (a terminal without ICRNL)
 			case b == ' ' || b == '\r' || b == '\n':
 				t.Tap()
 			}
+			cr = b == '\r'
 		}
 	}
 }
