@@ -30,6 +30,11 @@ const gpioWake = 250 * time.Millisecond
 // GPIO returns is released. A chip or line that is missing, busy or not
 // permitted is an error that says what to check. GPIO blocks until ctx ends,
 // and then returns nil.
+//
+// The debounce window is measured between the times edges are read: periph's
+// gpioioctl does not pass on the kernel's event timestamps. A stall of the
+// process longer than the window can therefore merge a short tap that was
+// queued meanwhile into a glitch, never the other way round.
 func GPIO(ctx context.Context, o GPIOOptions, h Handler, log *slog.Logger) error {
 	o, err := o.normalize()
 	if err != nil {
