@@ -3,8 +3,6 @@ package config
 import (
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
 )
 
@@ -16,9 +14,19 @@ const DefaultPath = "/etc/agenthost/agenthost.yaml"
 // AGENTHOST_SERVER_ADDRESS for server.address.
 const EnvPrefix = "AGENTHOST_"
 
-// EnvConfigPath is the one AGENTHOST_ variable that is not a config key: the
-// CLI may use it to name the config file. Load ignores it.
+// EnvConfigPath is an AGENTHOST_ variable that is not a config key: the CLI
+// may use it to name the config file. Load ignores it.
 const EnvConfigPath = "AGENTHOST_CONFIG"
+
+// EnvPluginPrefix starts AGENTHOST_ variables read by plugins (e.g.
+// AGENTHOST_PLUGIN_LOG_LEVEL, AGENTHOST_PLUGIN_DATA_DIR); they are not config
+// keys and Load ignores them. (Config keys under plugins. start with
+// AGENTHOST_PLUGINS_, with an S.)
+const EnvPluginPrefix = "AGENTHOST_PLUGIN_"
+
+// EnvAudioVerbose is read by the audio package (device-library diagnostics);
+// it is not a config key and Load ignores it.
+const EnvAudioVerbose = "AGENTHOST_AUDIO_VERBOSE"
 
 // Config is the whole effective configuration. Field tags give the YAML keys.
 type Config struct {
@@ -144,22 +152,6 @@ type Restart struct {
 	Window     Duration `yaml:"window"`
 }
 
-// RuntimeDirectory resolves plugins.runtime_dir: the configured value, else
-// $RUNTIME_DIRECTORY (set by systemd's RuntimeDirectory=; first entry), else
-// $XDG_RUNTIME_DIR/agenthost, else <os.TempDir()>/agenthost-<uid>.
-func (p Plugins) RuntimeDirectory() string {
-	if p.RuntimeDir != "" {
-		return p.RuntimeDir
-	}
-	if d := os.Getenv("RUNTIME_DIRECTORY"); d != "" {
-		return strings.SplitN(d, ":", 2)[0]
-	}
-	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
-		return filepath.Join(d, "agenthost")
-	}
-	return filepath.Join(os.TempDir(), "agenthost-"+strconv.Itoa(os.Getuid()))
-}
-
 // Audio configures capture and playback.
 type Audio struct {
 	Backend    string   `yaml:"backend"` // portaudio|file|none
@@ -171,8 +163,8 @@ type Audio struct {
 	Frame      Duration `yaml:"frame"`
 	// Pace makes capture and playback take real time; for devices that are
 	// not a clock (headless ALSA, files).
-	Pace bool `yaml:"pace"`
-	Retry      Backoff  `yaml:"retry"`
+	Pace  bool    `yaml:"pace"`
+	Retry Backoff `yaml:"retry"`
 }
 
 // Conversation configures turn-taking.
@@ -187,7 +179,6 @@ type Conversation struct {
 	Earcons       Earcons `yaml:"earcons"`
 	// Hooks maps an event name (see HookEvents) to a shell command.
 	Hooks map[string]string `yaml:"hooks"`
-	VAD   VAD               `yaml:"vad"`
 }
 
 // HookEvents are the event names accepted as keys of conversation.hooks.
@@ -205,14 +196,10 @@ type Earcons struct {
 	ListenEnd   string `yaml:"listen_end"`
 }
 
-// VAD configures the simple level-based voice activity detector.
-type VAD struct {
-	Threshold int      `yaml:"threshold"`
-	Hang      Duration `yaml:"hang"`
-}
-
 // MCP configures standard MCP servers used as providers, and serving our
-// services to MCP clients.
+// services to MCP clients. Neither is implemented yet: the keys are checked,
+// and a non-empty Servers or Serve.Enabled draws a warning that they are
+// ignored.
 type MCP struct {
 	Servers map[string]MCPServer `yaml:"servers"`
 	Serve   MCPServe             `yaml:"serve"`
@@ -238,15 +225,6 @@ type MCPServer struct {
 type MCPServe struct {
 	Enabled bool   `yaml:"enabled"`
 	Listen  string `yaml:"listen"`
-}
-
-// ControlSocketPath resolves conversation.control_socket: the configured
-// value, else <runtime dir>/control.sock.
-func (c *Config) ControlSocketPath() string {
-	if c.Conversation.ControlSocket != "" {
-		return c.Conversation.ControlSocket
-	}
-	return filepath.Join(c.Plugins.RuntimeDirectory(), "control.sock")
 }
 
 // Default returns the built-in defaults.
@@ -292,7 +270,6 @@ func Default() *Config {
 			PushToTalkKey: true,
 			GPIO:          GPIO{Line: -1},
 			Hooks:         map[string]string{},
-			VAD:           VAD{Threshold: 500, Hang: Duration(700e6)},
 		},
 		MCP: MCP{Servers: map[string]MCPServer{}},
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -275,7 +276,7 @@ log: {level: loud}
 func TestWarnings(t *testing.T) {
 	clearEnv(t)
 	c := mustLoad(t, writeConfig(t, "server:\n  keepalive: 5m\nmcpServers:\n  fs: {command: x, comand: y, type: stdio}\n"), nil)
-	if len(c.Warnings) != 2 {
+	if len(c.Warnings) != 3 {
 		t.Fatalf("warnings = %q", c.Warnings)
 	}
 	if !strings.Contains(c.Warnings[0], ":2: server.keepalive: 5m is not below 5m") {
@@ -283,6 +284,9 @@ func TestWarnings(t *testing.T) {
 	}
 	if !strings.Contains(c.Warnings[1], "mcp.servers.fs.comand: not a field of an MCP server and ignored; did you mean command?") {
 		t.Errorf("mcp warning = %q", c.Warnings[1])
+	}
+	if !strings.Contains(c.Warnings[2], ":3: mcp: mcpServers (fs) is not implemented yet in this version and is ignored") {
+		t.Errorf("mcp not-implemented warning = %q", c.Warnings[2])
 	}
 	// Warnings travel with the error too.
 	_, err := Load(writeConfig(t, "server:\n  keepalive: 10m\nlog: {level: x}\n"), nil)
@@ -449,7 +453,8 @@ mcpServers:
 	if web.URL != "https://mcp.example.com/mcp" || web.Headers["Authorization"] != "Bearer abc" || web.Prefix != "web_" || web.Timeout.D() != 30*time.Second {
 		t.Errorf("web = %+v", web)
 	}
-	if len(c.Warnings) != 0 {
+	// The only warning: the MCP bridge is not implemented yet.
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "mcp: mcpServers (fs, web) is not implemented yet") {
 		t.Errorf("warnings: %q", c.Warnings)
 	}
 }
@@ -618,6 +623,7 @@ mcp:
 	a := mustLoad(t, p, nil)
 	b := mustLoad(t, writeConfig(t, a.Redacted()), nil)
 	a.Path, b.Path = "", ""
+	a.Warnings, b.Warnings = nil, nil // they name the file
 	if !reflect.DeepEqual(a, b) {
 		t.Errorf("round trip differs:\n%s\n----\n%s", a.Redacted(), b.Redacted())
 	}
@@ -634,29 +640,303 @@ func TestParseSets(t *testing.T) {
 	if _, err := ParseSets([]string{"novalue"}); err == nil {
 		t.Error("want an error for a setting without =")
 	}
+	// ":" typed for "=": the error names the argument by position and never
+	// shows its text, which may hold a secret.
+	_, err = ParseSets([]string{"log.level=debug", "server.token:" + secret})
+	if err == nil || !strings.Contains(err.Error(), "--set argument 2 is not KEY=VALUE") {
+		t.Errorf("err = %v", err)
+	}
+	if err != nil && (strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "server.token")) {
+		t.Errorf("error shows the argument: %v", err)
+	}
+	_, err = ParseSets([]string{" =" + secret})
+	if err == nil || !strings.Contains(err.Error(), "--set argument 1 has no KEY") || strings.Contains(err.Error(), "s3cr3t") {
+		t.Errorf("empty key: err = %v", err)
+	}
+}
+
+// runtimeEnv gives each step of the runtime-folder search a value: a
+// configured folder is not set, $RUNTIME_DIRECTORY, /run/agenthost (moved to
+// a temporary folder that exists), $XDG_RUNTIME_DIR and the temp folder are.
+// It returns the stand-in for /run/agenthost and the temp folder.
+func runtimeEnv(t *testing.T) (system, tmp string) {
+	t.Helper()
+	base := t.TempDir()
+	system = filepath.Join(base, "run-agenthost")
+	if err := os.Mkdir(system, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	old := systemRuntimeDir
+	systemRuntimeDir = system
+	t.Cleanup(func() { systemRuntimeDir = old })
+	tmp = filepath.Join(base, "tmp")
+	if err := os.Mkdir(tmp, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv("RUNTIME_DIRECTORY", "/run/sd:/run/other")
+	t.Setenv("XDG_RUNTIME_DIR", "/run/user/1000")
+	return system, tmp
 }
 
 func TestRuntimeDirectory(t *testing.T) {
-	t.Setenv("RUNTIME_DIRECTORY", "/run/agenthost:/run/other")
-	t.Setenv("XDG_RUNTIME_DIR", "/run/user/1000")
+	system, tmp := runtimeEnv(t)
 	c := Default()
-	if got := c.Plugins.RuntimeDirectory(); got != "/run/agenthost" {
-		t.Errorf("RUNTIME_DIRECTORY: %q", got)
+	fallback := filepath.Join(tmp, "agenthost-"+strconv.Itoa(os.Getuid()))
+	steps := []struct {
+		name, want string
+		next       func() // removes this step's source
+	}{
+		{"plugins.runtime_dir", "/configured", func() { c.Plugins.RuntimeDir = "" }},
+		{"$RUNTIME_DIRECTORY (first entry)", "/run/sd", func() { os.Unsetenv("RUNTIME_DIRECTORY") }},
+		{"/run/agenthost if it exists", system, func() {
+			if err := os.Remove(system); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"$XDG_RUNTIME_DIR/agenthost", "/run/user/1000/agenthost", func() { os.Unsetenv("XDG_RUNTIME_DIR") }},
+		{"os.TempDir()/agenthost-<uid>", fallback, func() {}},
 	}
-	if got := c.ControlSocketPath(); got != "/run/agenthost/control.sock" {
-		t.Errorf("control socket: %q", got)
+	c.Plugins.RuntimeDir = "/configured"
+	for _, st := range steps {
+		if got := c.Plugins.RuntimeDirectory(); got != st.want {
+			t.Errorf("%s: RuntimeDirectory() = %q, want %q", st.name, got, st.want)
+		}
+		if got, want := c.ControlSocketPath(), filepath.Join(st.want, "control.sock"); got != want {
+			t.Errorf("%s: ControlSocketPath() = %q, want %q", st.name, got, want)
+		}
+		st.next()
 	}
-	os.Unsetenv("RUNTIME_DIRECTORY")
-	if got := c.Plugins.RuntimeDirectory(); got != "/run/user/1000/agenthost" {
-		t.Errorf("XDG_RUNTIME_DIR: %q", got)
-	}
-	os.Unsetenv("XDG_RUNTIME_DIR")
-	if got := c.Plugins.RuntimeDirectory(); !strings.HasPrefix(got, os.TempDir()) || !strings.Contains(got, "agenthost-") {
-		t.Errorf("fallback: %q", got)
-	}
-	c.Plugins.RuntimeDir = "/x"
 	c.Conversation.ControlSocket = "/y.sock"
-	if c.Plugins.RuntimeDirectory() != "/x" || c.ControlSocketPath() != "/y.sock" {
-		t.Errorf("configured values not used")
+	if c.ControlSocketPath() != "/y.sock" {
+		t.Errorf("configured control socket not used")
+	}
+
+	// /run/agenthost must be a folder, not just exist.
+	if err := os.WriteFile(system, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Plugins.RuntimeDirectory(); got != fallback {
+		t.Errorf("/run/agenthost is a file: RuntimeDirectory() = %q", got)
+	}
+}
+
+func TestEnsureRuntimeDirectory(t *testing.T) {
+	system, tmp := runtimeEnv(t)
+	os.Unsetenv("RUNTIME_DIRECTORY")
+	os.Unsetenv("XDG_RUNTIME_DIR")
+	if err := os.Remove(system); err != nil {
+		t.Fatal(err)
+	}
+	p := Default().Plugins
+	want := filepath.Join(tmp, "agenthost-"+strconv.Itoa(os.Getuid()))
+
+	// The temp fallback is created private, and accepted again as it is.
+	for i := 0; i < 2; i++ {
+		got, err := p.EnsureRuntimeDirectory()
+		if err != nil || got != want {
+			t.Fatalf("EnsureRuntimeDirectory() = %q, %v; want %q", got, err, want)
+		}
+		fi, err := os.Lstat(want)
+		if err != nil || !fi.IsDir() || fi.Mode().Perm() != 0o700 {
+			t.Fatalf("fallback folder: %v, %v", fi, err)
+		}
+	}
+
+	// One that group or others may write to is refused: someone else may
+	// have made it, or may put a socket in it.
+	if err := os.Chmod(want, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.EnsureRuntimeDirectory(); err == nil || !strings.Contains(err.Error(), "0777") ||
+		!strings.Contains(err.Error(), want) {
+		t.Errorf("mode 0777: err = %v", err)
+	}
+	if err := os.Chmod(want, 0o720); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.EnsureRuntimeDirectory(); err == nil {
+		t.Errorf("mode 0720: no error")
+	}
+	// One that another user owns is refused (only root can make one here).
+	if err := os.Chmod(want, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if os.Getuid() == 0 {
+		if err := os.Lchown(want, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.EnsureRuntimeDirectory(); err == nil || !strings.Contains(err.Error(), "belongs to user id 65534") {
+			t.Errorf("owned by 65534: err = %v", err)
+		}
+	}
+
+	// So is a symbolic link, even to a private folder of ours, and a file.
+	os.Remove(want)
+	if err := os.Symlink(t.TempDir(), want); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.EnsureRuntimeDirectory(); err == nil || !strings.Contains(err.Error(), "symbolic link") {
+		t.Errorf("symlink: err = %v", err)
+	}
+	os.Remove(want)
+	if err := os.WriteFile(want, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.EnsureRuntimeDirectory(); err == nil || !strings.Contains(err.Error(), "not a folder") {
+		t.Errorf("file: err = %v", err)
+	}
+
+	// Other places are created (0700, with parents) and not held to the
+	// ownership rule.
+	xdg := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(xdg, "missing"))
+	got, err := p.EnsureRuntimeDirectory()
+	if err != nil || got != filepath.Join(xdg, "missing", "agenthost") {
+		t.Fatalf("XDG: %q, %v", got, err)
+	}
+	if fi, err := os.Stat(got); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("XDG folder: %v, %v", fi, err)
+	}
+	p.RuntimeDir = filepath.Join(t.TempDir(), "shared")
+	if err := os.Mkdir(p.RuntimeDir, 0o770); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(p.RuntimeDir, 0o770)
+	if got, err := p.EnsureRuntimeDirectory(); err != nil || got != p.RuntimeDir {
+		t.Errorf("configured group-shared folder: %q, %v", got, err)
+	}
+	if os.Getuid() != 0 { // root may write anywhere
+		if err := os.Chmod(p.RuntimeDir, 0o500); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.EnsureRuntimeDirectory(); err == nil || !strings.Contains(err.Error(), "not writable") {
+			t.Errorf("read-only folder: err = %v", err)
+		}
+	}
+	p.RuntimeDir = want // the file made above
+	if _, err := p.EnsureRuntimeDirectory(); err == nil {
+		t.Errorf("configured path that is a file: no error")
+	}
+}
+
+func TestEnvNotConfigKeys(t *testing.T) {
+	clearEnv(t)
+	// Documented variables that are read elsewhere load fine.
+	t.Setenv("AGENTHOST_PLUGIN_LOG_LEVEL", "debug")
+	t.Setenv("AGENTHOST_PLUGIN_DATA_DIR", "/var/lib/x")
+	t.Setenv("AGENTHOST_AUDIO_VERBOSE", "1")
+	t.Setenv("AGENTHOST_CONFIG", "/elsewhere.yaml")
+	t.Setenv("AGENTHOST_PLUGINS_DEBOUNCE", "1s") // a real key beside them
+	c := mustLoad(t, "", nil)
+	if c.Plugins.Debounce.D() != time.Second || len(c.Warnings) != 0 {
+		t.Errorf("debounce %v, warnings %q", c.Plugins.Debounce, c.Warnings)
+	}
+	// A typo is still an error, with a suggestion.
+	t.Setenv("AGENTHOST_SERVER_ADRESS", "h:1")
+	_, err := Load("", nil)
+	ps := problems(t, err)
+	if len(ps) != 1 || !strings.Contains(ps[0], "environment AGENTHOST_SERVER_ADRESS: no config key has this name; did you mean AGENTHOST_SERVER_ADDRESS?") {
+		t.Errorf("problems = %q", ps)
+	}
+	// No config key may ever take one of these names.
+	for name := range envVars() {
+		if envIgnored(name) {
+			t.Errorf("config key variable %s is in the ignored set", name)
+		}
+	}
+}
+
+func TestOpusRateAndFrame(t *testing.T) {
+	clearEnv(t)
+	for _, ok := range []string{
+		"audio: {rate: 44100, frame: 30ms}\n", // PCM: anything positive
+		"server: {params: {format: opus}}\naudio: {rate: 48000, frame: 20ms}\n",
+		"server: {params: {input_audio_format: opus}}\naudio: {rate: 8000, frame: 2.5ms}\n",
+		"server: {params: {format: opus, input_audio_format: opus}}\n", // the defaults, 16000 Hz and 60ms
+	} {
+		if _, err := Load(writeConfig(t, ok), nil); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, rate := range []int{8000, 12000, 16000, 24000, 48000} {
+		for _, frame := range []string{"2.5ms", "5ms", "10ms", "20ms", "40ms", "60ms"} {
+			ov := map[string]any{"server.params.format": "opus", "audio.rate": rate, "audio.frame": frame}
+			if _, err := Load("", ov); err != nil {
+				t.Errorf("opus %d Hz %s: %v", rate, frame, err)
+			}
+		}
+	}
+
+	_, err := Load(writeConfig(t, "server:\n  params: {format: opus}\naudio:\n  rate: 44100\n  frame: 30ms\n"), nil)
+	ps := problems(t, err)
+	want := [][]string{
+		{":4: audio.rate: 44100 Hz is not a rate Opus supports (server.params.format is opus); use one of 8000, 12000, 16000, 24000, 48000"},
+		{":5: audio.frame: 30ms is not a frame length Opus supports (server.params.format is opus); use one of 2.5ms, 5ms, 10ms, 20ms, 40ms, 60ms"},
+	}
+	if len(ps) != len(want) {
+		t.Fatalf("problems = %q", ps)
+	}
+	for i, w := range want {
+		if !strings.Contains(ps[i], w[0]) {
+			t.Errorf("problem %d = %q, want %q", i, ps[i], w[0])
+		}
+	}
+	// The microphone direction alone triggers it too; a non-positive value
+	// gets only its usual error.
+	_, err = Load("", map[string]any{"server.params.input_audio_format": "opus", "audio.rate": 0, "audio.frame": "15ms"})
+	ps = problems(t, err)
+	if len(ps) != 2 || !strings.Contains(ps[0]+ps[1], "audio.rate: 0 must be more than 0") ||
+		!strings.Contains(ps[0]+ps[1], "audio.frame: 15ms is not a frame length Opus supports (server.params.input_audio_format is opus)") {
+		t.Errorf("problems = %q", ps)
+	}
+}
+
+func TestMCPNotImplementedWarns(t *testing.T) {
+	clearEnv(t)
+	c := mustLoad(t, writeConfig(t, "log: {}\nmcp:\n  servers:\n    fs: {command: x}\n    web: {url: https://h/mcp}\n  serve:\n    enabled: true\n"), nil)
+	want := []string{
+		":3: mcp: mcp.servers (fs, web) is not implemented yet in this version and is ignored",
+		":7: mcp: mcp.serve.enabled: true is not implemented yet in this version and is ignored",
+	}
+	if len(c.Warnings) != len(want) {
+		t.Fatalf("warnings = %q", c.Warnings)
+	}
+	for i, w := range want {
+		if !strings.Contains(c.Warnings[i], w) {
+			t.Errorf("warning %d = %q, want %q", i, c.Warnings[i], w)
+		}
+	}
+	// From an override: no file line.
+	c = mustLoad(t, "", map[string]any{"mcp.serve.enabled": "true"})
+	if len(c.Warnings) != 1 || !strings.HasPrefix(c.Warnings[0], "override: mcp: mcp.serve.enabled: true is not implemented yet") {
+		t.Errorf("override warnings = %q", c.Warnings)
+	}
+	// The empty defaults (as in the example file) say nothing.
+	c = mustLoad(t, writeConfig(t, "mcp:\n  servers: {}\n  serve: {enabled: false}\n"), nil)
+	if len(c.Warnings) != 0 {
+		t.Errorf("empty mcp: warnings = %q", c.Warnings)
+	}
+}
+
+func TestObsoleteVAD(t *testing.T) {
+	clearEnv(t)
+	// An old file with conversation.vad still loads, with a warning.
+	c := mustLoad(t, writeConfig(t, "conversation:\n  aec: true\n  vad:\n    threshold: 500\n    hang: 700ms\n"), nil)
+	if !c.Conversation.AEC {
+		t.Errorf("the rest of conversation was lost")
+	}
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], ":3: conversation.vad: obsolete and ignored") {
+		t.Errorf("warnings = %q", c.Warnings)
+	}
+	// Anything else under it is not checked (it is dropped as a whole).
+	c = mustLoad(t, writeConfig(t, "conversation:\n  vad: {threshold: loud}\n"), nil)
+	if len(c.Warnings) != 1 {
+		t.Errorf("warnings = %q", c.Warnings)
+	}
+	// It is no key any more: from an override it is unknown.
+	if _, err := Load("", map[string]any{"conversation.vad.threshold": "1"}); err == nil ||
+		!strings.Contains(err.Error(), "override: conversation.vad.threshold: unknown key") {
+		t.Errorf("override: err = %v", err)
 	}
 }

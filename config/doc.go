@@ -11,7 +11,9 @@
 //  3. environment variables AGENTHOST_<KEY>, where <KEY> is the dotted key
 //     upper-cased with dots as underscores (AGENTHOST_SERVER_TOKEN_FILE sets
 //     server.token_file); lists are comma-separated; entries of free-form
-//     maps cannot be set this way;
+//     maps cannot be set this way. EnvConfigPath, EnvPluginPrefix* and
+//     EnvAudioVerbose are read elsewhere and skipped; any other unknown
+//     AGENTHOST_ variable is an error;
 //  4. overrides: a map of dotted keys ("server.address") to values, built by
 //     the CLI (see ParseSets).
 //
@@ -24,7 +26,15 @@
 // known events) and unknown fields inside an mcp.servers entry.
 //
 // A top-level mcpServers key is accepted as an alias of mcp.servers, so an
-// MCP client's server list can be pasted in as is.
+// MCP client's server list can be pasted in as is. The MCP bridge is not
+// implemented yet: the mcp keys are checked, and servers or serve.enabled
+// draw a warning that they are ignored.
+//
+// Keys that earlier versions had and nothing reads any more (conversation.vad)
+// draw a warning in the file and are dropped, so an old file still loads.
+//
+// Opus limits audio.rate and audio.frame to OpusRates and OpusFrames when
+// either direction (server.params.format, input_audio_format) uses it.
 //
 // Secrets (server.token, the token file's contents, MCP header and env values)
 // never appear in error messages, warnings or Redacted output.

@@ -108,13 +108,20 @@ func Load(path string, overrides map[string]any) (*Config, error) {
 
 // ParseSets turns command-line settings of the form key=value (e.g.
 // "server.address=10.0.0.2:8009") into an overrides map for Load.
+//
+// A malformed setting is named by its position (1 = the first --set), never
+// by its text: "server.token:SECRET" (":" typed for "=") must not print the
+// secret.
 func ParseSets(sets []string) (map[string]any, error) {
 	out := make(map[string]any, len(sets))
-	for _, s := range sets {
+	for i, s := range sets {
 		k, v, ok := strings.Cut(s, "=")
 		k = strings.TrimSpace(k)
-		if !ok || k == "" {
-			return nil, fmt.Errorf("config: %q is not key=value (e.g. server.address=127.0.0.1:8009)", k)
+		if !ok {
+			return nil, fmt.Errorf("config: --set argument %d is not KEY=VALUE (e.g. server.address=127.0.0.1:8009)", i+1)
+		}
+		if k == "" {
+			return nil, fmt.Errorf("config: --set argument %d has no KEY before \"=\" (KEY=VALUE, e.g. server.address=127.0.0.1:8009)", i+1)
 		}
 		out[k] = v
 	}
@@ -134,6 +141,7 @@ type loader struct {
 	origin   map[string]string // path key -> "environment X" / "override"
 	problems []problem
 	warnings []string
+	mcpAlias bool // the file used the top-level mcpServers key
 
 	validating bool            // decoding is done; now checking values
 	failed     map[string]bool // path keys that failed to decode
@@ -222,6 +230,7 @@ func (l *loader) parseFile(b []byte) (map[string]any, error) {
 		m = map[string]any{}
 	}
 	if alias, ok := m["mcpServers"]; ok {
+		l.mcpAlias = true
 		delete(m, "mcpServers")
 		mcp, _ := m["mcp"].(map[string]any)
 		if mcp == nil {
@@ -234,8 +243,38 @@ func (l *loader) parseFile(b []byte) (map[string]any, error) {
 			mcp["servers"] = alias
 		}
 	}
+	l.dropObsolete(m)
 	dropNulls(m, reflect.TypeOf(Config{}))
 	return m, nil
+}
+
+// obsoleteKeys are keys that earlier versions had and nothing reads any
+// more: dotted key -> why. In the file they draw a warning and are dropped
+// (so an old file still loads); from the environment or an override they
+// are unknown keys like any other.
+var obsoleteKeys = map[string]string{
+	"conversation.vad": "the voice server detects speech itself",
+}
+
+// dropObsolete removes obsoleteKeys from the parsed file, with a warning each.
+func (l *loader) dropObsolete(m map[string]any) {
+	keys := make([]string, 0, len(obsoleteKeys))
+	for k := range obsoleteKeys {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, key := range keys {
+		p := path(key)
+		parent := m
+		for _, seg := range p[:len(p)-1] {
+			parent, _ = parent[seg].(map[string]any)
+		}
+		if _, ok := parent[p[len(p)-1]]; !ok {
+			continue
+		}
+		delete(parent, p[len(p)-1])
+		l.warnf(p, "obsolete and ignored (%s); remove it", obsoleteKeys[key])
+	}
 }
 
 func (l *loader) recordLines(n *yamlv3.Node, p []string) {
@@ -289,10 +328,11 @@ func toMap(c *Config) (map[string]any, error) {
 }
 
 // envKey maps an AGENTHOST_* variable to its config key (koanf env callback).
-// An unknown variable is a problem naming it and the closest valid one; its
-// value is never shown.
+// The variables that are documented but are not config keys (see
+// envIgnored) are skipped. Any other unknown variable is a problem naming it
+// and the closest valid one; its value is never shown.
 func (l *loader) envKey(name, value string) (string, any) {
-	if name == EnvConfigPath {
+	if envIgnored(name) {
 		return "", nil
 	}
 	vars := envVars()
@@ -318,6 +358,13 @@ func (l *loader) envKey(name, value string) (string, any) {
 	}
 	l.problems = append(l.problems, problem{0, msg})
 	return "", nil
+}
+
+// envIgnored reports whether name is an AGENTHOST_ variable that is not a
+// config key but is read elsewhere: EnvConfigPath (the CLI),
+// EnvPluginPrefix* (plugins) and EnvAudioVerbose (the audio package).
+func envIgnored(name string) bool {
+	return name == EnvConfigPath || name == EnvAudioVerbose || strings.HasPrefix(name, EnvPluginPrefix)
 }
 
 func envName(p []string) string { return EnvPrefix + strings.ToUpper(strings.Join(p, "_")) }

@@ -2,9 +2,11 @@ package config
 
 import (
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/url"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -58,6 +60,43 @@ func (l *loader) hostPort(key, v string) {
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
 		l.errorf(path(key), "port %q is not a number from 1 to 65535", port)
+	}
+}
+
+// OpusRates are the sample rates (Hz) an Opus encoder accepts.
+var OpusRates = []int{8000, 12000, 16000, 24000, 48000}
+
+// OpusFrames are the frame lengths an Opus encoder accepts.
+var OpusFrames = []time.Duration{2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	20 * time.Millisecond, 40 * time.Millisecond, 60 * time.Millisecond}
+
+// opus checks audio.rate and audio.frame against what Opus allows when either
+// direction uses Opus. Values that are not positive are reported elsewhere.
+func (l *loader) opus(p Params, a Audio) {
+	why := ""
+	switch {
+	case p.Format == "opus":
+		why = "server.params.format is opus"
+	case p.InputAudioFormat == "opus":
+		why = "server.params.input_audio_format is opus"
+	default:
+		return
+	}
+	if a.Rate > 0 && !slices.Contains(OpusRates, a.Rate) {
+		rates := make([]string, len(OpusRates))
+		for i, r := range OpusRates {
+			rates[i] = strconv.Itoa(r)
+		}
+		l.errorf(path("audio.rate"), "%d Hz is not a rate Opus supports (%s); use one of %s",
+			a.Rate, why, strings.Join(rates, ", "))
+	}
+	if a.Frame > 0 && !slices.Contains(OpusFrames, a.Frame.D()) {
+		frames := make([]string, len(OpusFrames))
+		for i, f := range OpusFrames {
+			frames[i] = f.String()
+		}
+		l.errorf(path("audio.frame"), "%s is not a frame length Opus supports (%s); use one of %s",
+			a.Frame, why, strings.Join(frames, ", "))
 	}
 }
 
@@ -152,6 +191,7 @@ func (l *loader) validate(c *Config) {
 		l.errorf(path("audio.rate"), "%d must be more than 0 (Hz), like 16000", a.Rate)
 	}
 	l.positive("audio.frame", a.Frame)
+	l.opus(s.Params, a)
 	l.backoff("audio.retry", a.Retry)
 
 	cv := c.Conversation
@@ -172,10 +212,6 @@ func (l *loader) validate(c *Config) {
 			l.errorf(p, "the command is empty; give a shell command or remove the line")
 		}
 	}
-	if cv.VAD.Threshold <= 0 {
-		l.errorf(path("conversation.vad.threshold"), "%d must be more than 0", cv.VAD.Threshold)
-	}
-	l.positive("conversation.vad.hang", cv.VAD.Hang)
 
 	names := make([]string, 0, len(c.MCP.Servers))
 	for n := range c.MCP.Servers {
@@ -216,6 +252,29 @@ func (l *loader) validate(c *Config) {
 			}
 		}
 	}
+	// Nothing reads the mcp section yet: say so rather than accept a
+	// setting that does nothing.
+	if len(names) > 0 {
+		key := "mcp.servers"
+		if l.mcpAlias {
+			key = "mcpServers"
+		}
+		l.mcpNotImplemented(path("mcp.servers"), fmt.Sprintf("%s (%s)", key, strings.Join(names, ", ")),
+			"no MCP server is started and their tools are not offered")
+	}
+	if c.MCP.Serve.Enabled {
+		l.mcpNotImplemented(path("mcp.serve.enabled"), "mcp.serve.enabled: true", "nothing is served to MCP clients")
+	}
+}
+
+// mcpNotImplemented warns that what (set at key p) is accepted but does nothing
+// in this version.
+func (l *loader) mcpNotImplemented(p []string, what, effect string) {
+	msg := fmt.Sprintf("mcp: %s is not implemented yet in this version and is ignored; %s", what, effect)
+	if w, _ := l.where(p); w != "" {
+		msg = w + ": " + msg
+	}
+	l.warnings = append(l.warnings, msg)
 }
 
 func contains(list []string, v string) bool {

@@ -229,6 +229,50 @@ func TestCallOutcomes(t *testing.T) {
 	wantCallError(t, "typed schema", err, pluginv1.ErrorKind_ERROR_KIND_INVALID_PARAMS, `at "n"`)
 }
 
+// A plugin without Configure that is handed a config warns, naming only the
+// top-level keys: the values may be API keys.
+func TestConfigureIgnoredLogsKeysOnly(t *testing.T) {
+	var buf bytes.Buffer
+	old := slog.Default()
+	defer slog.SetDefault(old)
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	c, err := Local(validPlugin())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const cfg = `{"zone":"eu","api_key":"sk-s3cr3t","auth":{"password":"hunter2-s3cr3t"}}`
+	if err := c.Configure(ctx, json.RawMessage(cfg)); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	if strings.Contains(out, "s3cr3t") || strings.Contains(out, "eu") {
+		t.Errorf("the warning shows config values:\n%s", out)
+	}
+	if !strings.Contains(out, "level=WARN") || !strings.Contains(out, "takes no configuration") ||
+		!strings.Contains(out, "keys=\"[api_key auth zone]\"") {
+		t.Errorf("want a warning naming the sorted keys, got:\n%s", out)
+	}
+
+	for _, quiet := range []string{"", "null", "{}", " { } "} {
+		buf.Reset()
+		if err := c.Configure(ctx, json.RawMessage(quiet)); err != nil {
+			t.Fatal(err)
+		}
+		if buf.Len() != 0 {
+			t.Errorf("config %q logged:\n%s", quiet, buf.String())
+		}
+	}
+
+	buf.Reset()
+	if err := c.Configure(ctx, json.RawMessage(`["sk-s3cr3t"]`)); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); strings.Contains(out, "s3cr3t") || !strings.Contains(out, "not a JSON object") {
+		t.Errorf("non-object config: %s", out)
+	}
+}
+
 func TestConfigureLifecycle(t *testing.T) {
 	var applied string
 	p := validPlugin()

@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"log/slog"
 	"regexp"
 	"runtime/debug"
+	"sort"
 	"sync"
 
 	"google.golang.org/grpc/status"
@@ -130,9 +132,7 @@ func (s *server) Describe(context.Context) (*pluginv1.Description, error) {
 
 func (s *server) Configure(_ context.Context, config json.RawMessage) error {
 	if s.p.Configure == nil {
-		if len(config) > 0 && string(config) != "{}" && string(config) != "null" {
-			slog.Warn("plugin takes no configuration; ignoring it", "config", string(config))
-		}
+		warnIgnoredConfig(config)
 		return nil
 	}
 	if len(config) == 0 || string(config) == "null" {
@@ -151,6 +151,30 @@ func (s *server) Configure(_ context.Context, config json.RawMessage) error {
 		s.configureErr = err
 	}
 	return &pluginv1.ConfigError{Message: err.Error()}
+}
+
+// warnIgnoredConfig warns that a plugin without a Configure function got a
+// non-empty config. The config may hold API keys, so only its top-level key
+// names (sorted) are logged, never its values.
+func warnIgnoredConfig(config json.RawMessage) {
+	trimmed := bytes.TrimSpace(config)
+	if len(trimmed) == 0 || string(trimmed) == "null" {
+		return
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &obj); err != nil {
+		slog.Warn("plugin takes no configuration; ignoring it (it is not a JSON object)")
+		return
+	}
+	if len(obj) == 0 {
+		return
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	slog.Warn("plugin takes no configuration; ignoring it", "keys", keys)
 }
 
 func (s *server) configure(config json.RawMessage) (err error) {

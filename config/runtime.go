@@ -1,0 +1,116 @@
+package config
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// systemRuntimeDir is the runtime folder systemd makes for the service
+// (RuntimeDirectory=agenthost). A variable so tests can move it.
+var systemRuntimeDir = "/run/agenthost"
+
+// RuntimeDirectory resolves plugins.runtime_dir, for display and for finding
+// the daemon's sockets; it creates and checks nothing (see
+// EnsureRuntimeDirectory). In order:
+//
+//  1. plugins.runtime_dir, if set;
+//  2. $RUNTIME_DIRECTORY (set by systemd's RuntimeDirectory=; first entry);
+//  3. /run/agenthost, if that folder exists, so that the CLI run from a
+//     shell (which has no $RUNTIME_DIRECTORY) finds the folder the service
+//     uses;
+//  4. $XDG_RUNTIME_DIR/agenthost;
+//  5. <os.TempDir()>/agenthost-<uid>.
+func (p Plugins) RuntimeDirectory() string {
+	d, _ := p.runtimeDirectory()
+	return d
+}
+
+// runtimeDirectory is RuntimeDirectory, and whether the result is the
+// shared-temp fallback (step 5).
+func (p Plugins) runtimeDirectory() (dir string, shared bool) {
+	if p.RuntimeDir != "" {
+		return p.RuntimeDir, false
+	}
+	if d := os.Getenv("RUNTIME_DIRECTORY"); d != "" {
+		return strings.SplitN(d, ":", 2)[0], false
+	}
+	if fi, err := os.Stat(systemRuntimeDir); err == nil && fi.IsDir() {
+		return systemRuntimeDir, false
+	}
+	if d := os.Getenv("XDG_RUNTIME_DIR"); d != "" {
+		return filepath.Join(d, "agenthost"), false
+	}
+	return filepath.Join(os.TempDir(), "agenthost-"+strconv.Itoa(os.Getuid())), true
+}
+
+// EnsureRuntimeDirectory resolves the runtime folder as RuntimeDirectory
+// does, creates it (mode 0700, with missing parents) if it does not exist,
+// and returns it. The daemon must call this, not RuntimeDirectory, before it
+// puts sockets there.
+//
+// The fallback under os.TempDir() lives in a folder anyone may write to, so
+// another user could have made it first: when that fallback is used, the
+// folder must be a real directory (not a symlink) owned by this user with
+// no write permission for group or others, or an error says what is wrong
+// and how to fix it. Other locations are only required to be directories
+// (they live under a parent the system or the user controls; a
+// systemd RuntimeDirectoryMode= that shares the folder with a group is kept).
+func (p Plugins) EnsureRuntimeDirectory() (string, error) {
+	dir, shared := p.runtimeDirectory()
+	if shared {
+		if err := os.Mkdir(dir, 0o700); err != nil && !os.IsExist(err) {
+			return "", fmt.Errorf("runtime folder %s: %w", dir, err)
+		}
+		fi, err := os.Lstat(dir)
+		if err != nil {
+			return "", fmt.Errorf("runtime folder %s: %w", dir, err)
+		}
+		if err := checkPrivateDir(dir, fi); err != nil {
+			return "", err
+		}
+		return dir, nil
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("runtime folder %s: %w (set plugins.runtime_dir to a folder this user may write)", dir, err)
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return "", fmt.Errorf("runtime folder %s: %w", dir, err)
+	}
+	if !fi.IsDir() {
+		return "", fmt.Errorf("runtime folder %s is not a folder", dir)
+	}
+	if !writable(dir) {
+		return "", fmt.Errorf("runtime folder %s is not writable by this user (is it the service's?); run as the service's user, or set plugins.runtime_dir", dir)
+	}
+	return dir, nil
+}
+
+// checkPrivateDir checks the Lstat result fi of dir: a directory, not a
+// symlink, owned by this user with no group or other write bits (the last
+// two where the system has such permissions; see privateProblem).
+func checkPrivateDir(dir string, fi os.FileInfo) error {
+	const fix = "remove it, or set plugins.runtime_dir or $XDG_RUNTIME_DIR to a private folder"
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		return fmt.Errorf("runtime folder %s is a symbolic link, not a folder made by this user; %s", dir, fix)
+	case !fi.IsDir():
+		return fmt.Errorf("runtime folder %s is not a folder; %s", dir, fix)
+	}
+	if p := privateProblem(fi); p != "" {
+		return fmt.Errorf("runtime folder %s %s; %s", dir, p, fix)
+	}
+	return nil
+}
+
+// ControlSocketPath resolves conversation.control_socket: the configured
+// value, else <runtime dir>/control.sock (see Plugins.RuntimeDirectory).
+func (c *Config) ControlSocketPath() string {
+	if c.Conversation.ControlSocket != "" {
+		return c.Conversation.ControlSocket
+	}
+	return filepath.Join(c.Plugins.RuntimeDirectory(), "control.sock")
+}
