@@ -2,8 +2,6 @@ package host
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"strconv"
@@ -81,7 +79,7 @@ func (h *Host) SayText(text string) (string, error) {
 	if text == "" {
 		return "", errors.New("nothing to say: the text is empty")
 	}
-	task := NewTaskID()
+	task := voice.NewTaskID()
 	if h.conv != nil {
 		h.conv.ExpectReply(task)
 	}
@@ -93,11 +91,4 @@ func (h *Host) SayText(text string) (string, error) {
 	}
 	h.log.Info("text turn sent", "task", task, "text", text)
 	return task, nil
-}
-
-// NewTaskID returns a fresh 8-character task id.
-func NewTaskID() string {
-	var b [4]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }

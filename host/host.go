@@ -47,13 +47,19 @@ type Host struct {
 	plugins    *pluginmgr.Manager
 	conv       *conversation.Conversation
 	calls      sync.WaitGroup
+	callCtx    context.Context // ends at shutdown: results could no longer be sent
+	stopCalls  context.CancelFunc
 	components []Component
 	frames     []func(voice.Frame) // conversation taps
 }
 
 // New builds a host from a loaded configuration.
 func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
+	if _, err := cfg.Plugins.EnsureRuntimeDirectory(); err != nil {
+		return nil, err
+	}
 	h := &Host{cfg: cfg, log: log}
+	h.callCtx, h.stopCalls = context.WithCancel(context.Background())
 	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: cfg.Services.Prefixes, Log: log.With("component", "registry")})
 	timeouts := map[string]time.Duration{}
 	for name, d := range cfg.Services.Timeouts {
@@ -148,10 +154,12 @@ func (h *Host) Run(ctx context.Context) error {
 		}
 	}()
 	h.log.Info("agenthost started", "server", h.cfg.Server.Address, "services", len(h.reg.Entries()))
+	linkCtx, stopLink := context.WithCancel(ctx)
+	defer stopLink()
 	linkDone := make(chan struct{})
 	go func() {
 		defer close(linkDone)
-		h.link.Run(ctx)
+		h.link.Run(linkCtx)
 	}()
 	var err error
 	select {
@@ -159,7 +167,9 @@ func (h *Host) Run(ctx context.Context) error {
 	case err = <-errc:
 		h.log.Error("a component failed; shutting down", "err", err)
 	}
-	<-linkDone // after ctx ends, the link says DISCONNECT and returns
+	stopLink()
+	<-linkDone // the link says DISCONNECT and returns
+	h.stopCalls()
 	h.calls.Wait()
 	cancel()
 	wg.Wait()
@@ -170,13 +180,9 @@ func (h *Host) Run(ctx context.Context) error {
 // sendRegister sends the whole service set on the current connection unless
 // that connection already has exactly this set. conn 0 means "whatever is up".
 func (h *Host) sendRegister(conn int) {
-	payload, err := voice.MarshalMCP(voice.MCPRegister, h.reg.Register())
-	if err != nil {
-		h.log.Error("cannot encode the register message", "err", err)
-		return
-	}
-	h.mu.Lock()
+	h.mu.Lock() // held while reading the set, so an older set never overtakes a newer one
 	defer h.mu.Unlock()
+	payload := h.reg.Canonical()
 	if conn == 0 {
 		conn = h.conn
 	}
@@ -189,13 +195,13 @@ func (h *Host) sendRegister(conn int) {
 	}
 	h.registered = payload
 	h.registers++
-	h.log.Info("registered services with the voice server", "conn", conn, "services", len(h.reg.Register().Services))
+	h.log.Info("registered services with the voice server", "conn", conn, "services", len(h.reg.Names()))
 }
 
 // handleCall runs one MCP call and answers it with exactly one result.
 func (h *Host) handleCall(conn int, c voice.Call) {
 	start := time.Now()
-	out := h.disp.Dispatch(context.Background(), c)
+	out := h.disp.Dispatch(h.callCtx, c)
 	h.answer(conn, c, out)
 	h.log.Info("call answered", "method", c.Method, "call_id", c.CallID, "success", out.Success, "took", time.Since(start).Round(time.Microsecond))
 }
@@ -336,13 +342,19 @@ func (h *Host) startComponents(ctx context.Context, wg *sync.WaitGroup, errc cha
 			defer wg.Done()
 			if err := c.Run(ctx, func() { once.Do(func() { close(ready) }) }); err != nil {
 				errc <- fmt.Errorf("%s: %w", c.Name(), err)
+				return
 			}
-			once.Do(func() { close(ready) })
+			once.Do(func() { close(ready) }) // ended cleanly without saying ready
 		}()
 		select {
-		case <-ready:
 		case err := <-errc:
 			return err
+		case <-ready:
+			select { // a component may fail right after saying ready
+			case err := <-errc:
+				return err
+			default:
+			}
 		}
 	}
 	return nil

@@ -122,7 +122,7 @@ func TestSayTextRefusesEmptyAndStripsMarkers(t *testing.T) {
 	if _, err := h.SayText("hi"); err == nil {
 		t.Fatal("a text turn without a connection succeeded")
 	}
-	if id := NewTaskID(); len(id) != voice.TaskLen {
+	if id := voice.NewTaskID(); len(id) != voice.TaskLen {
 		t.Fatalf("task id %q", id)
 	}
 }

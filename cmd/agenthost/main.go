@@ -30,6 +30,9 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.err.Error() }
 
+// errHelpShown ends a command after its -h output, with status 0.
+var errHelpShown = errors.New("help shown")
+
 func usageErr(format string, a ...any) error {
 	return &exitError{2, fmt.Errorf(format, a...)}
 }
@@ -78,7 +81,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		printUsage(stderr)
 		return usageErr("unknown command %q", args[0])
 	}
-	return cmd.run(&env{stdin: stdin, stdout: stdout, stderr: stderr}, args[1:])
+	err := cmd.run(&env{stdin: stdin, stdout: stdout, stderr: stderr}, args[1:])
+	if errors.Is(err, errHelpShown) {
+		return nil
+	}
+	return err
 }
 
 func printUsage(w io.Writer) {
@@ -115,7 +122,7 @@ func (e *env) parse(fs *flag.FlagSet, args []string) error {
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
-				return nil
+				return errHelpShown
 			}
 			return &exitError{2, err}
 		}

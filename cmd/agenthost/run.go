@@ -39,6 +39,9 @@ func cmdRun(e *env, args []string) error {
 	}
 	h.Add(h.Plugins(true))
 	h.Add(conv)
+	for _, t := range h.Triggers(conv) {
+		h.Add(t)
+	}
 	h.Add(h.ControlServer())
 	h.Add(systemdNotifier{})
 	ctx, stop := signalContext()

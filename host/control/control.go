@@ -105,7 +105,7 @@ var ErrNotRunning = errors.New("no agenthost daemon is running")
 
 // NewClient returns a client for the socket at path.
 func NewClient(path string) *Client {
-	return &Client{path: path, http: &http.Client{Transport: &http.Transport{
+	return &Client{path: path, http: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", path)

@@ -8,8 +8,6 @@ package conversation
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -121,7 +119,9 @@ func (c *Conversation) Run(ctx context.Context, ready func()) error {
 				}
 			} else {
 				defer sink.Close()
+				c.play.mu.Lock()
 				c.play.sink = sink
+				c.play.mu.Unlock()
 			}
 		}
 		c.play.run(ctx)
@@ -186,13 +186,11 @@ func (c *Conversation) capture(ctx context.Context) {
 			c.log.Warn("could not encode audio", "err", err)
 			continue
 		}
-		if err := c.out.Send(voice.Frame{Type: voice.TypeAudio, Task: task, Seq: seq, Payload: payload}); err != nil && !errors.Is(err, errDown) {
+		if err := c.out.Send(voice.Frame{Type: voice.TypeAudio, Task: task, Seq: seq, Payload: payload}); err != nil {
 			c.log.Debug("audio frame not sent", "err", err)
 		}
 	}
 }
-
-var errDown = errors.New("down")
 
 func (c *Conversation) encode(pcm []int16) ([]byte, error) {
 	if c.enc != nil {
@@ -225,7 +223,7 @@ func (c *Conversation) LinkDown() {
 
 // listen starts a LISTEN cycle on a new task.
 func (c *Conversation) listen() {
-	task := newTask()
+	task := voice.NewTaskID()
 	c.mu.Lock()
 	c.task, c.seq, c.talking, c.waitReply = task, 0, true, false
 	c.mu.Unlock()
@@ -249,7 +247,7 @@ func (c *Conversation) TalkStart() (string, error) {
 	if !c.hasMic() {
 		return "", errors.New("no microphone (audio.backend is none, or the device is not open yet)")
 	}
-	task := newTask()
+	task := voice.NewTaskID()
 	c.mu.Lock()
 	if !c.up {
 		c.mu.Unlock()
@@ -379,12 +377,6 @@ func (c *Conversation) decode(p []byte) ([]int16, error) {
 		pcm[i] = int16(uint16(p[2*i]) | uint16(p[2*i+1])<<8)
 	}
 	return pcm, nil
-}
-
-func newTask() string {
-	var b [4]byte
-	rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // loadEarcon reads a whole WAV or raw file as mono samples at rate; "" is none.

@@ -2,8 +2,8 @@ package conversation
 
 import (
 	"context"
+	"github.com/agenthost/agenthost/internal/childenv"
 	"log/slog"
-	"os"
 	"os/exec"
 	"strings"
 	"time"
@@ -24,7 +24,7 @@ func (h *hooks) run(event string, fields map[string]string) {
 	if cmd == "" {
 		return
 	}
-	env := append(os.Environ(), "AGENTHOST_EVENT="+event)
+	env := append(childenv.Environ(), "AGENTHOST_EVENT="+event)
 	for k, v := range fields {
 		env = append(env, "AGENTHOST_"+strings.ToUpper(k)+"="+v)
 	}

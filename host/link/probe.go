@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/agenthost/agenthost/proto/voice"
@@ -47,6 +48,10 @@ func Probe(ctx context.Context, o Options) ([]string, error) {
 			}
 			if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
 				return said, fmt.Errorf("authentication failed: the server closed the connection right after AUTH; check the token and the AUTH parameters")
+			}
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				return said, fmt.Errorf("the connection failed right after AUTH: %w", err)
 			}
 			break // the deadline: nothing went wrong within AuthTimeout
 		}

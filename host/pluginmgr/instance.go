@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/agenthost/agenthost/internal/childenv"
 	"io"
 	"os"
 	"os/exec"
@@ -59,7 +60,7 @@ func fileHash(path string) (string, error) {
 // author can act on.
 func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance, error) {
 	cmd := exec.Command(path)
-	cmd.Env = append(os.Environ(), "PLUGIN_UNIX_SOCKET_DIR="+m.socketDir)
+	cmd.Env = append(childenv.Environ(), "PLUGIN_UNIX_SOCKET_DIR="+m.socketDir)
 	if m.o.DataDir != "" {
 		cmd.Env = append(cmd.Env, pluginv1.EnvDataDir+"="+m.o.DataDir+"/"+name)
 	}
@@ -214,6 +215,11 @@ func (p provider) Call(ctx context.Context, method string, params json.RawMessag
 	if !i.acquire() {
 		if i.hasCrashed() || i.exited() {
 			return nil, fmt.Errorf("plugin %s crashed and is being restarted; try again in a moment", i.name)
+		}
+		// The call looked this instance up just before a hot reload swapped
+		// it out: run it on the instance that replaced it.
+		if cur := p.m.current(i.name); cur != nil && cur != i {
+			return provider{m: p.m, inst: cur}.Call(ctx, method, params)
 		}
 		return nil, fmt.Errorf("plugin %s is being replaced; try again", i.name)
 	}

@@ -1,6 +1,7 @@
 package pluginmgr
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -87,22 +88,22 @@ func (p *managed) loop() {
 
 // reload starts the binary now in the folder and swaps it in; a binary that
 // does not work leaves the running instance serving.
-func (p *managed) reload() {
+func (p *managed) reload() error {
 	hash, err := fileHash(p.path)
 	if err != nil {
 		p.fail(fmt.Errorf("cannot read %s: %w", p.path, err))
-		return
+		return errors.New(p.lastError())
 	}
 	p.mu.Lock()
 	cur, state := p.inst, p.state
 	p.mu.Unlock()
 	if cur != nil && cur.hash == hash && !cur.exited() {
 		p.m.log.Debug("plugin binary touched but unchanged; nothing to do", "plugin", p.name)
-		return
+		return nil
 	}
 	if pin := p.m.o.SHA256[p.name]; pin != "" && !strings.EqualFold(pin, hash) {
 		p.fail(fmt.Errorf("binary sha256 %s does not match plugins.sha256.%s (%s); refusing to start it (install the pinned build or update the pin)", hash, p.name, pin))
-		return
+		return errors.New(p.lastError())
 	}
 	if state == stateParked {
 		p.m.log.Info("parked plugin's binary changed; trying it again", "plugin", p.name)
@@ -122,10 +123,10 @@ func (p *managed) reload() {
 		if cur != nil && !cur.exited() {
 			p.m.log.Error("the new binary of a plugin does not work; the old instance keeps serving", "plugin", p.name, "err", err)
 			p.setErr(err)
-			return
+			return nil
 		}
 		p.fail(err)
-		return
+		return err
 	}
 	names := make([]string, 0, len(inst.desc.Services))
 	for _, s := range inst.desc.Services {
@@ -140,13 +141,18 @@ func (p *managed) reload() {
 	}
 	p.m.log.Info("plugin "+verb, "plugin", p.name, "version", inst.desc.Version, "pid", inst.pid, "services", strings.Join(names, ","), "took", time.Since(start).Round(time.Millisecond))
 	if cur != nil {
-		go cur.retire(p.m.o.StopGrace)
+		p.m.wg.Add(1)
+		go func() {
+			defer p.m.wg.Done()
+			cur.retire(p.m.o.StopGrace)
+		}()
 	}
 	p.m.wg.Add(1)
 	go func() {
 		defer p.m.wg.Done()
 		p.watchExit(inst)
 	}()
+	return nil
 }
 
 // watchExit reports an instance that exits on its own. go-plugin offers no
@@ -176,6 +182,15 @@ func (p *managed) crash(i *instance) {
 		p.mu.Unlock()
 		return // an old instance, or already handled
 	}
+	p.mu.Unlock()
+	i.retire(0)
+	p.crashLoop("the process exited unexpectedly")
+}
+
+// crashLoop counts a crash (or a failed restart) and either schedules a
+// restart with backoff or, after MaxCrashes within CrashWindow, parks the plugin.
+func (p *managed) crashLoop(why string) {
+	p.mu.Lock()
 	now := time.Now()
 	p.crashes = append(p.crashes, now)
 	for len(p.crashes) > 0 && now.Sub(p.crashes[0]) > p.m.o.CrashWindow {
@@ -183,13 +198,11 @@ func (p *managed) crash(i *instance) {
 	}
 	n := len(p.crashes)
 	p.mu.Unlock()
-	i.markCrashed()
-	i.retire(0)
 	if n >= p.m.o.MaxCrashes {
 		p.m.reg.Remove("plugin:" + p.name)
 		p.mu.Lock()
 		p.inst, p.state = nil, stateParked
-		p.lastErr = fmt.Sprintf("crashed %d times within %s", n, p.m.o.CrashWindow)
+		p.lastErr = fmt.Sprintf("crashed %d times within %s (last: %s)", n, p.m.o.CrashWindow, why)
 		p.mu.Unlock()
 		p.m.log.Error("plugin keeps crashing; parked and its services removed. Fix it and install the binary again (or `touch` it) to retry",
 			"plugin", p.name, "crashes", n, "window", p.m.o.CrashWindow)
@@ -202,10 +215,10 @@ func (p *managed) crash(i *instance) {
 	wait = jitter(wait)
 	p.mu.Lock()
 	p.state = stateRestarting
-	p.lastErr = "the process exited unexpectedly"
+	p.lastErr = why
 	p.retry = time.AfterFunc(wait, func() { p.send(event{kind: evRestart}) })
 	p.mu.Unlock()
-	p.m.log.Warn("plugin crashed; restarting it", "plugin", p.name, "in", wait.Round(time.Millisecond), "crashes", n)
+	p.m.log.Warn("plugin crashed; restarting it", "plugin", p.name, "in", wait.Round(time.Millisecond), "crashes", n, "why", why)
 }
 
 func (p *managed) restart() {
@@ -217,7 +230,9 @@ func (p *managed) restart() {
 	p.restarts++
 	p.inst = nil // a crashed instance never serves again
 	p.mu.Unlock()
-	p.reload()
+	if err := p.reload(); err != nil {
+		p.crashLoop("restart failed: " + err.Error()) // e.g. a slow start on a busy Pi: try again later
+	}
 }
 
 func (p *managed) remove() {
@@ -270,6 +285,12 @@ func (p *managed) fail(err error) {
 		p.m.reg.Remove("plugin:" + p.name)
 	}
 	p.m.log.Error("plugin cannot run; install a working binary to retry", "plugin", p.name, "path", p.path, "err", err)
+}
+
+func (p *managed) lastError() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lastErr
 }
 
 func (p *managed) setErr(err error) {

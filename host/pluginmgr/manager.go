@@ -232,6 +232,19 @@ func (m *Manager) changed(path string) {
 	p.send(event{kind: evChanged})
 }
 
+// current returns the instance serving a plugin now, if any.
+func (m *Manager) current(name string) *instance {
+	m.mu.Lock()
+	p := m.plugins[name]
+	m.mu.Unlock()
+	if p == nil {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.inst
+}
+
 // crashed is called when a call finds its instance gone.
 func (m *Manager) crashed(i *instance) {
 	m.mu.Lock()

@@ -5,6 +5,8 @@
 package voice
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"fmt"
 	"strconv"
 	"unicode/utf8"
@@ -92,4 +94,11 @@ func (f Frame) String() string {
 		s = s[:max] + "…"
 	}
 	return head + " " + strconv.Quote(s)
+}
+
+// NewTaskID returns a fresh random task id of TaskLen hex characters.
+func NewTaskID() string {
+	var b [TaskLen / 2]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

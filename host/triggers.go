@@ -1,0 +1,62 @@
+package host
+
+import (
+	"context"
+	"os"
+
+	"github.com/agenthost/agenthost/host/conversation"
+	"github.com/agenthost/agenthost/host/trigger"
+)
+
+// Triggers returns the push-to-talk components the configuration asks for: the
+// space bar when stdin is a terminal (conversation.push_to_talk_key) and a GPIO
+// button (conversation.gpio). Both drive the conversation's TalkStart/TalkStop.
+func (h *Host) Triggers(conv *conversation.Conversation) []Component {
+	var out []Component
+	talk := talkHandler{conv: conv, h: h}
+	if h.cfg.Conversation.PushToTalkKey && h.cfg.Server.Params.Mode == "manual" {
+		out = append(out, componentFunc{"push-to-talk key", func(ctx context.Context) error {
+			return trigger.Key(ctx, os.Stdin, talk, h.log)
+		}})
+	}
+	if g := h.cfg.Conversation.GPIO; g.Chip != "" && g.Line >= 0 {
+		out = append(out, componentFunc{"push-to-talk button", func(ctx context.Context) error {
+			return trigger.GPIO(ctx, trigger.GPIOOptions{Chip: g.Chip, Line: g.Line}, talk, h.log)
+		}})
+	}
+	return out
+}
+
+type talkHandler struct {
+	conv *conversation.Conversation
+	h    *Host
+}
+
+func (t talkHandler) Press() {
+	if _, err := t.conv.TalkStart(); err != nil {
+		t.h.log.Warn("push-to-talk: cannot start a turn", "err", err)
+	}
+}
+
+func (t talkHandler) Release() {
+	if _, err := t.conv.TalkStop(); err != nil {
+		t.h.log.Warn("push-to-talk: cannot end the turn", "err", err)
+	}
+}
+
+// componentFunc runs f as a component that is ready at once.
+type componentFunc struct {
+	name string
+	run  func(ctx context.Context) error
+}
+
+func (c componentFunc) Name() string { return c.name }
+
+func (c componentFunc) Run(ctx context.Context, ready func()) error {
+	ready()
+	if err := c.run(ctx); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	return nil
+}
