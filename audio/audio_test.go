@@ -469,3 +469,15 @@ func TestReadFull(t *testing.T) {
 		t.Errorf("third: %d %v", n, err)
 	}
 }
+
+func TestFileSourceRefusesUnusableWAVFormats(t *testing.T) {
+	for _, f := range []Format{{Rate: 10, Channels: 1}, {Rate: 16000, Channels: 60000}} {
+		path := filepath.Join(t.TempDir(), "odd.wav")
+		if err := os.WriteFile(path, append(wavHeader(f.Rate, f.Channels, 4), 0, 0, 0, 0), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := OpenFileSource(path, Options{}); err == nil || !strings.Contains(err.Error(), "unusable format") {
+			t.Errorf("%v: got %v", f, err)
+		}
+	}
+}

@@ -107,8 +107,8 @@ func (s *FileSource) parseWAV() error {
 				return fmt.Errorf("WAV format tag %d with %d bits per sample; only 16-bit PCM is supported", tag, bits)
 			}
 			s.format = Format{Rate: int(binary.LittleEndian.Uint32(b[4:])), Channels: int(binary.LittleEndian.Uint16(b[2:]))}
-			if s.format.Rate <= 0 || s.format.Channels <= 0 {
-				return fmt.Errorf("WAV with invalid format %v", s.format)
+			if s.format.Rate < 1000 || s.format.Rate > 384000 || s.format.Channels <= 0 || s.format.Channels > 32 {
+				return fmt.Errorf("WAV with an unusable format %v (rate 1000–384000 Hz, 1–32 channels)", s.format)
 			}
 			haveFmt = true
 		case "data":

@@ -9,6 +9,9 @@ import (
 	"github.com/agenthost/agenthost/audio"
 )
 
+// maxBuffered bounds the reply audio held ahead of the speaker.
+const maxBuffered = 60 * time.Second
+
 // player is the jitter buffer in front of the speaker. It plays only the
 // current task, starts after a lead, pads underruns with silence and drops
 // everything at once on flush.
@@ -16,17 +19,34 @@ type player struct {
 	sink  audio.Sink
 	frame int // samples per write
 	lead  int // samples buffered before playback starts
+	max   int // samples the buffer may hold
 	log   *slog.Logger
 	done  func(task string)
 
-	mu      sync.Mutex
-	wake    chan struct{}
-	task    string // the task allowed to play ("" = the first that arrives)
-	buf     []int16
-	started bool
-	ended   bool
-	gen     int // bumped by flush
-	cues    [][]int16
+	mu       sync.Mutex
+	wake     chan struct{}
+	task     string // the task allowed to play ("" = the first that arrives)
+	buf      []int16
+	off      int // buf[off:] is still to play
+	started  bool
+	ended    bool
+	cues     [][]int16
+	overflow bool // warned about a full buffer for this reply
+}
+
+func newPlayer(rate int, frame, lead time.Duration, log *slog.Logger, done func(string)) *player {
+	if lead <= 0 {
+		lead = 120 * time.Millisecond
+	}
+	return &player{frame: int(frame.Seconds() * float64(rate)), lead: int(lead.Seconds() * float64(rate)),
+		max: int(maxBuffered.Seconds() * float64(rate)), log: log, done: done, wake: make(chan struct{}, 1)}
+}
+
+func (p *player) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }
 
 // cue plays pcm (an earcon) at the next write, ahead of any reply audio.
@@ -40,29 +60,13 @@ func (p *player) cue(pcm []int16) {
 	p.signal()
 }
 
-func newPlayer(rate int, frame, lead time.Duration, log *slog.Logger, done func(string)) *player {
-	if lead <= 0 {
-		lead = 120 * time.Millisecond
-	}
-	return &player{frame: int(frame.Seconds() * float64(rate)), lead: int(lead.Seconds() * float64(rate)),
-		log: log, done: done, wake: make(chan struct{}, 1)}
-}
-
-func (p *player) signal() {
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
-}
-
 // flush drops what is buffered and makes task the one that plays.
 func (p *player) flush(task string) {
 	p.mu.Lock()
-	if len(p.buf) > 0 {
-		p.log.Info("playback flushed (barge-in)", "task", p.task, "dropped_samples", len(p.buf))
+	if n := len(p.buf) - p.off; n > 0 {
+		p.log.Info("playback flushed (barge-in)", "task", p.task, "dropped_samples", n)
 	}
-	p.task, p.buf, p.started, p.ended = task, p.buf[:0], false, false
-	p.gen++
+	p.task, p.buf, p.off, p.started, p.ended, p.overflow = task, p.buf[:0], 0, false, false, false
 	p.mu.Unlock()
 	p.signal()
 }
@@ -75,6 +79,17 @@ func (p *player) push(task string, pcm []int16) {
 	}
 	if task != p.task {
 		return // a stale task: its turn was interrupted
+	}
+	if len(p.buf)-p.off+len(pcm) > p.max {
+		if !p.overflow {
+			p.log.Warn("reply audio arrives faster than it plays; dropping the excess", "task", task, "buffered", maxBuffered)
+			p.overflow = true
+		}
+		return
+	}
+	if p.off > 0 && p.off >= len(p.buf)/2 {
+		p.buf = p.buf[:copy(p.buf, p.buf[p.off:])]
+		p.off = 0
 	}
 	p.buf = append(p.buf, pcm...)
 	p.signal()
@@ -89,40 +104,56 @@ func (p *player) end(task string) {
 	p.signal()
 }
 
+// What next decided.
+const (
+	idle     = iota // nothing to play: wait
+	play            // write out
+	pad             // write out, which is silence: the reply is late
+	finished        // the reply of task has played out
+)
+
+// next decides the next write: a cue, a chunk of the reply, silence during
+// an underrun, nothing, or the end of a reply. chunk and silence are
+// frame-sized buffers it may return.
+func (p *player) next(chunk, silence []int16) (kind int, out []int16, task string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	queued := len(p.buf) - p.off
+	switch {
+	case len(p.cues) > 0:
+		out, p.cues = p.cues[0], p.cues[1:]
+		return play, out, ""
+	case queued >= p.lead || (queued > 0 && (p.started || p.ended)):
+		p.started = true
+		n := copy(chunk, p.buf[p.off:])
+		p.off += n
+		return play, chunk[:n], ""
+	case p.started && !p.ended:
+		return pad, silence, ""
+	case p.started && p.ended:
+		task = p.task
+		p.started, p.ended, p.task = false, false, ""
+		return finished, nil, task
+	}
+	return idle, nil, ""
+}
+
 // run writes to the sink until ctx ends.
 func (p *player) run(ctx context.Context) {
 	silence := make([]int16, p.frame)
 	chunk := make([]int16, p.frame)
-	for {
-		p.mu.Lock()
-		ready := len(p.buf) >= p.lead || (p.ended && len(p.buf) > 0) || (p.started && len(p.buf) > 0)
-		playing := p.started && !p.ended
-		var out []int16
-		var finished string
+	for ctx.Err() == nil {
+		kind, out, task := p.next(chunk, silence)
 		switch {
-		case len(p.cues) > 0:
-			out, p.cues = p.cues[0], p.cues[1:]
-		case ready:
-			p.started = true
-			n := copy(chunk, p.buf)
-			p.buf = p.buf[:copy(p.buf, p.buf[n:])]
-			out = chunk[:n]
-		case playing:
-			out = silence // an underrun in the middle of a reply
-		case p.started && p.ended:
-			finished = p.task
-			p.started, p.ended, p.task = false, false, ""
-		}
-		p.mu.Unlock()
-		if finished != "" {
-			p.done(finished)
+		case kind == finished:
+			p.done(task)
 			continue
-		}
-		if out == nil || p.sink == nil {
+		case kind == play && p.sink == nil:
+			continue // no speaker: drop it at once
+		case kind == idle || p.sink == nil:
 			select {
 			case <-p.wake:
 			case <-ctx.Done():
-				return
 			case <-time.After(time.Second):
 			}
 			continue
@@ -131,12 +162,8 @@ func (p *player) run(ctx context.Context) {
 			p.log.Warn("the speaker failed", "err", err)
 			select {
 			case <-ctx.Done():
-				return
 			case <-time.After(time.Second):
 			}
-		}
-		if ctx.Err() != nil {
-			return
 		}
 	}
 }

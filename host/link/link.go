@@ -125,7 +125,7 @@ func (l *Link) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if time.Since(start) > l.o.AuthTimeout+l.o.ReconnectBase {
+		if time.Since(start) > max(30*time.Second, l.o.AuthTimeout+l.o.ReconnectBase) {
 			failures = 0 // the connection was good for a while: start the backoff over
 		}
 		failures++

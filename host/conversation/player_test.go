@@ -1,0 +1,88 @@
+package conversation
+
+import (
+	"log/slog"
+	"testing"
+	"time"
+)
+
+func testPlayer() (*player, []int16, []int16) {
+	p := newPlayer(16000, 60*time.Millisecond, 120*time.Millisecond, slog.New(slog.DiscardHandler), func(string) {})
+	return p, make([]int16, p.frame), make([]int16, p.frame)
+}
+
+func frameOf(v int16) []int16 {
+	f := make([]int16, 960)
+	for i := range f {
+		f[i] = v
+	}
+	return f
+}
+
+func TestPlayerWaitsForTheLeadThenPadsUnderruns(t *testing.T) {
+	p, chunk, silence := testPlayer()
+	p.push("t1", frameOf(1))
+	if k, _, _ := p.next(chunk, silence); k != idle {
+		t.Fatalf("played with 60 ms buffered and a 120 ms lead: kind %d", k)
+	}
+	p.push("t1", frameOf(2))
+	for _, want := range []int16{1, 2} {
+		if k, out, _ := p.next(chunk, silence); k != play || out[0] != want || len(out) != 960 {
+			t.Fatalf("kind %d first sample %d, want frame %d", k, out[0], want)
+		}
+	}
+	if k, out, _ := p.next(chunk, silence); k != pad || out[0] != 0 {
+		t.Fatalf("an underrun mid-reply gave kind %d", k)
+	}
+	p.push("t1", frameOf(3)) // once started, one frame is enough
+	if k, out, _ := p.next(chunk, silence); k != play || out[0] != 3 {
+		t.Fatalf("kind %d", k)
+	}
+	p.end("t1")
+	if k, _, task := p.next(chunk, silence); k != finished || task != "t1" {
+		t.Fatalf("kind %d task %q", k, task)
+	}
+	if k, _, _ := p.next(chunk, silence); k != idle {
+		t.Fatalf("kind %d after the end", k)
+	}
+}
+
+func TestPlayerFlushDropsTheOldTask(t *testing.T) {
+	p, chunk, silence := testPlayer()
+	p.flush("a")
+	for range 10 {
+		p.push("a", frameOf(1))
+	}
+	p.next(chunk, silence)
+	p.flush("b")
+	p.push("a", frameOf(1)) // late frame of the interrupted turn
+	p.push("b", frameOf(7))
+	p.push("b", frameOf(7))
+	if k, out, _ := p.next(chunk, silence); k != play || out[0] != 7 {
+		t.Fatalf("after the flush: kind %d sample %d, want the new task's audio", k, out[0])
+	}
+}
+
+func TestPlayerShortReplyPlaysBelowTheLead(t *testing.T) {
+	p, chunk, silence := testPlayer()
+	p.push("t1", frameOf(5)[:100])
+	p.end("t1")
+	if k, out, _ := p.next(chunk, silence); k != play || len(out) != 100 {
+		t.Fatalf("kind %d len %d", k, len(out))
+	}
+}
+
+func TestPlayerBoundsTheBufferAndCuesGoFirst(t *testing.T) {
+	p, chunk, silence := testPlayer()
+	p.max = 3 * 960
+	for range 5 {
+		p.push("t1", frameOf(1))
+	}
+	if n := len(p.buf) - p.off; n != 3*960 {
+		t.Fatalf("buffered %d samples past a %d bound", n, p.max)
+	}
+	p.cue(frameOf(9)[:10])
+	if k, out, _ := p.next(chunk, silence); k != play || out[0] != 9 {
+		t.Fatal("the earcon did not come first")
+	}
+}
