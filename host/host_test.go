@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -124,5 +125,44 @@ func TestSayTextRefusesEmptyAndStripsMarkers(t *testing.T) {
 	}
 	if id := voice.NewTaskID(); len(id) != voice.TaskLen {
 		t.Fatalf("task id %q", id)
+	}
+}
+
+// failing is a component that fails, before or after saying it is ready.
+type failing struct{ afterReady bool }
+
+func (failing) Name() string { return "failing" }
+func (f failing) Run(ctx context.Context, ready func()) error {
+	if f.afterReady {
+		ready()
+	}
+	return errors.New("deliberate failure")
+}
+
+func TestAComponentFailureEndsRun(t *testing.T) {
+	for _, after := range []bool{false, true} {
+		sim, err := voicetest.NewServer(voicetest.Options{DisconnectDelay: time.Millisecond})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := config.Default()
+		cfg.Server.Address, cfg.Server.Token = sim.Addr(), "tok"
+		cfg.Plugins.RuntimeDir = t.TempDir()
+		h, err := New(cfg, slog.New(slog.DiscardHandler))
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Add(failing{afterReady: after})
+		done := make(chan error, 1)
+		go func() { done <- h.Run(context.Background()) }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), "failing: deliberate failure") {
+				t.Fatalf("after ready=%v: Run returned %v", after, err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatalf("after ready=%v: Run did not return after its component failed", after)
+		}
+		sim.Close()
 	}
 }
