@@ -7,12 +7,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"github.com/agenthost/agenthost/internal/testbin"
 	"io"
 	"os"
 	"os/exec"
-	"path"
 	"path/filepath"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,68 +22,23 @@ import (
 	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
 )
 
-var (
-	buildMu    sync.Mutex
-	buildCache = map[string]string{}
-	buildDir   string
-)
-
 // Build compiles the main package pkg (an import path, or a path relative to
 // the test's package folder starting with "./") once per test binary and
 // returns the executable's path.
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if bin, ok := buildCache[pkg]; ok {
-		return bin
-	}
-	if buildDir == "" {
-		// Not t.TempDir: the binary outlives the first test that builds it.
-		d, err := os.MkdirTemp("", "plugintest-bin-")
+	if strings.HasPrefix(pkg, "./") {
+		abs, err := filepath.Abs(pkg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		buildDir = d
+		pkg = abs
 	}
-	bin := filepath.Join(buildDir, path.Base(filepath.ToSlash(pkg)))
-	if _, err := os.Stat(bin); err == nil {
-		bin += "-" + time.Now().Format("150405.000000000")
-	}
-	cmd := exec.Command(goTool(), "build", "-o", bin, pkg)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-	}
-	buildCache[pkg] = bin
-	return bin
+	return testbin.Build(t, pkg)
 }
 
 // Cleanup removes the binaries Build made; call it from TestMain after m.Run.
-func Cleanup() {
-	buildMu.Lock()
-	defer buildMu.Unlock()
-	if buildDir != "" {
-		os.RemoveAll(buildDir)
-	}
-}
-
-func goTool() string {
-	if goroot := os.Getenv("GOROOT"); goroot != "" {
-		if p := filepath.Join(goroot, "bin", "go"); fileExists(p) {
-			return p
-		}
-	}
-	if p, err := exec.LookPath("go"); err == nil {
-		return p
-	}
-	return "go"
-}
-
-func fileExists(p string) bool {
-	_, err := os.Stat(p)
-	return err == nil
-}
+func Cleanup() { testbin.Cleanup() }
 
 // Options tune Start.
 type Options struct {
@@ -100,7 +55,7 @@ type Options struct {
 type Plugin struct {
 	pluginv1.Client
 	GoPlugin *plugin.Client
-	logs     *syncBuffer
+	logs     *testbin.Buffer
 }
 
 // Logs returns what the host-side go-plugin logger wrote so far: the plugin's
@@ -121,7 +76,7 @@ func Start(t testing.TB, bin string, opts Options) *Plugin {
 // StartErr is Start that returns the start-up error instead of failing.
 func StartErr(t testing.TB, bin string, opts Options) (*Plugin, error) {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &testbin.Buffer{}
 	cmd := exec.Command(bin, opts.Args...)
 	// go-plugin v1.8.0 ignores ClientConfig.UnixSocketConfig.TempDir unless
 	// a RunnerFunc is set; the plugin reads the socket folder from its env.
@@ -187,23 +142,6 @@ func Configured(t testing.TB, bin, config string, opts Options) *Plugin {
 		t.Fatalf("configure %s with %s: %v", filepath.Base(bin), config, err)
 	}
 	return p
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type prefixWriter struct {
