@@ -40,8 +40,6 @@ type conn struct {
 	enc       *voice.Encoder
 }
 
-var errClosed = errors.New("link: connection closed")
-
 func newConn(id int, nc net.Conn, keep time.Duration, log *slog.Logger) *conn {
 	now := time.Now()
 	return &conn{id: id, nc: nc, log: log, keep: keep,

@@ -61,10 +61,9 @@ type Link struct {
 	h   Handler
 	log *slog.Logger
 
-	mu   sync.Mutex
-	cur  *conn
-	seq  int
-	last error
+	mu  sync.Mutex
+	cur *conn
+	seq int
 }
 
 // New returns a link; Run connects it.

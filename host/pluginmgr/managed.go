@@ -183,6 +183,7 @@ func (p *managed) crash(i *instance) {
 		return // an old instance, or already handled
 	}
 	p.mu.Unlock()
+	i.markCrashed()
 	i.retire(0)
 	p.crashLoop("the process exited unexpectedly")
 }

@@ -39,7 +39,6 @@ type session struct {
 	reply    context.CancelFunc // the reply streaming now
 	replyFor string
 	received int
-	closing  bool
 }
 
 func newSession(s *Server, id int, conn net.Conn) *session {
