@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The test command: installs what the tests need, then vets, runs every test
-# with the race detector, and gives each fuzz target a short run.
+# The test command: installs what the tests need, then runs go vet and
+# staticcheck, checks the systemd unit's exposure, runs every test with the
+# race detector, and gives each fuzz target a short run.
 # Usage: scripts/test.sh [go test flags...]   e.g. scripts/test.sh -run TestLink
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +9,10 @@ source scripts/env.sh
 
 echo "== go vet"
 go vet ./...
+echo "== staticcheck"
+staticcheck="$(go env GOPATH)/bin/staticcheck"
+[ -x "$staticcheck" ] || go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
+"$staticcheck" ./...
 if command -v systemd-analyze >/dev/null; then
   echo "== systemd unit: exposure must stay at or under 2.0"
   systemd-analyze security --offline=true --threshold=20 systemd/agenthost.service | tail -1

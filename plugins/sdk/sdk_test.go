@@ -72,7 +72,7 @@ type greet struct {
 	When   time.Time         `json:"when,omitzero"`
 	Any    any               `json:"any,omitempty"`
 	Skip   string            `json:"-"`
-	hidden string
+	hidden string            //lint:ignore U1000 the schema generator must skip unexported fields
 	Inner  struct {
 		X float32 `json:"x" enum:"1,2.5"`
 	} `json:"inner,omitempty"`
