@@ -58,28 +58,48 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // underlying device is not a clock (headless ALSA, files). Close stops a
 // pending wait and closes src.
 func Paced(src Source, rate int) Source {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &pacedSource{src: src, p: newPacer(rate), ctx: ctx, cancel: cancel}
+	return &pacedSource{src: src, gate: newGate(rate)}
 }
 
-type pacedSource struct {
-	src    Source
+// PacedSink wraps sink so that Write accepts samples no faster than rate per
+// second of wall time, the way a real sound card would.
+func PacedSink(sink Sink, rate int) Sink {
+	return &pacedSink{sink: sink, gate: newGate(rate)}
+}
+
+// gate serialises a stream's calls and holds each one until its samples are
+// due; Close ends a pending wait.
+type gate struct {
 	p      *pacer
 	mu     sync.Mutex
 	ctx    context.Context
 	cancel context.CancelFunc
 }
 
-func (s *pacedSource) Read(p []int16) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, err := s.src.Read(p)
+func newGate(rate int) *gate {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &gate{p: newPacer(rate), ctx: ctx, cancel: cancel}
+}
+
+// pass runs io, then waits until the samples it moved are due. A wait cut
+// short by Close still reports them; the next call reports the close.
+func (g *gate) pass(io func() (int, error)) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	n, err := io()
 	if n > 0 {
-		// A wait cut short by Close still delivered n samples; the next
-		// call reports the close.
-		_ = s.p.wait(s.ctx, n)
+		_ = g.p.wait(g.ctx, n)
 	}
 	return n, err
+}
+
+type pacedSource struct {
+	src Source
+	*gate
+}
+
+func (s *pacedSource) Read(p []int16) (int, error) {
+	return s.pass(func() (int, error) { return s.src.Read(p) })
 }
 
 func (s *pacedSource) Close() error {
@@ -87,31 +107,13 @@ func (s *pacedSource) Close() error {
 	return s.src.Close()
 }
 
-// PacedSink wraps sink so that Write accepts samples no faster than rate per
-// second of wall time, the way a real sound card would.
-func PacedSink(sink Sink, rate int) Sink {
-	ctx, cancel := context.WithCancel(context.Background())
-	return &pacedSink{sink: sink, p: newPacer(rate), ctx: ctx, cancel: cancel}
-}
-
 type pacedSink struct {
-	sink   Sink
-	p      *pacer
-	mu     sync.Mutex
-	ctx    context.Context
-	cancel context.CancelFunc
+	sink Sink
+	*gate
 }
 
 func (s *pacedSink) Write(p []int16) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n, err := s.sink.Write(p)
-	if n > 0 {
-		// A wait cut short by Close still delivered n samples; the next
-		// call reports the close.
-		_ = s.p.wait(s.ctx, n)
-	}
-	return n, err
+	return s.pass(func() (int, error) { return s.sink.Write(p) })
 }
 
 func (s *pacedSink) Close() error {
