@@ -6,7 +6,10 @@
 // Names are relative to that folder; absolute paths, ".." and symbolic links
 // that lead outside it are refused (os.Root enforces the last). Files are
 // never overwritten unless overwrite is true, and neither writing nor
-// reading goes beyond max_bytes (1 MiB by default).
+// reading goes beyond max_bytes (1 MiB by default). A replacement is
+// written to a temporary file, synced and renamed over the old one, so a
+// full disk cannot leave a file empty. The folder has a quota
+// (max_total_bytes, max_files) so a model cannot fill the SD card.
 package main
 
 import (
@@ -16,11 +19,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"unicode/utf8"
@@ -32,6 +37,14 @@ const version = "1.0.0"
 
 // DefaultMaxBytes is the default size limit for writing and reading a file.
 const DefaultMaxBytes = 1 << 20
+
+// DefaultMaxTotalBytes is the default quota for all files in the folder
+// together: 32 MiB, well under 1% of the smallest SD card Raspberry Pi OS
+// runs from (8 GB); see README.md.
+const DefaultMaxTotalBytes = 32 << 20
+
+// DefaultMaxFiles is the default quota for the number of files and folders.
+const DefaultMaxFiles = 1000
 
 // maxListEntries bounds a list_files answer.
 const maxListEntries = 200
@@ -81,19 +94,28 @@ type Config struct {
 	Root string `json:"root"`
 	// MaxBytes limits the size of a file written or read; default 1 MiB.
 	MaxBytes int64 `json:"max_bytes"`
+	// MaxTotalBytes limits the bytes of all files in the folder together;
+	// default DefaultMaxTotalBytes.
+	MaxTotalBytes int64 `json:"max_total_bytes"`
+	// MaxFiles limits the number of files, folders and links in the folder;
+	// default DefaultMaxFiles.
+	MaxFiles int64 `json:"max_files"`
 	// Overwrite allows create_file to replace an existing file.
 	Overwrite bool `json:"overwrite"`
 }
 
 type settings struct {
-	root      string
-	maxBytes  int64
-	overwrite bool
+	root          string
+	maxBytes      int64
+	maxTotalBytes int64
+	maxFiles      int64
+	overwrite     bool
 }
 
 type files struct {
 	cfg     atomic.Pointer[settings]
 	dataDir string
+	mu      sync.Mutex // serializes create_file
 }
 
 func (f *files) plugin() sdk.Plugin {
@@ -114,7 +136,7 @@ func (f *files) configure(raw json.RawMessage) error {
 	if err := sdk.DecodeConfig(raw, &cfg); err != nil {
 		return err
 	}
-	s := settings{root: cfg.Root, maxBytes: cfg.MaxBytes, overwrite: cfg.Overwrite}
+	s := settings{root: cfg.Root, maxBytes: cfg.MaxBytes, maxTotalBytes: cfg.MaxTotalBytes, maxFiles: cfg.MaxFiles, overwrite: cfg.Overwrite}
 	if s.root == "" {
 		if f.dataDir == "" {
 			return errors.New("root is not set and the host gave the plugin no data folder; set plugins.config.files.root to an absolute path")
@@ -130,6 +152,18 @@ func (f *files) configure(raw json.RawMessage) error {
 	}
 	if s.maxBytes == 0 {
 		s.maxBytes = DefaultMaxBytes
+	}
+	if s.maxTotalBytes < 0 {
+		return fmt.Errorf("max_total_bytes %d must not be negative", s.maxTotalBytes)
+	}
+	if s.maxTotalBytes == 0 {
+		s.maxTotalBytes = DefaultMaxTotalBytes
+	}
+	if s.maxFiles < 0 {
+		return fmt.Errorf("max_files %d must not be negative", s.maxFiles)
+	}
+	if s.maxFiles == 0 {
+		s.maxFiles = DefaultMaxFiles
 	}
 	if err := os.MkdirAll(s.root, 0o750); err != nil {
 		return fmt.Errorf("root %q: %v", s.root, err)
@@ -216,52 +250,202 @@ func (f *files) createFile(_ context.Context, p sdk.Params) (any, error) {
 	if int64(len(content)) > s.maxBytes {
 		return nil, fmt.Errorf("the content is %d bytes; the limit is %d bytes", len(content), s.maxBytes)
 	}
+	// One create at a time, so that two calls cannot both pass the quota.
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	old, err := existing(root, name, s.overwrite)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkQuota(root, s, name, old, int64(len(content))); err != nil {
+		return nil, err
+	}
 	if dir := path.Dir(name); dir != "." {
 		if err := root.MkdirAll(dir, 0o750); err != nil {
 			return nil, explain(dir, err)
 		}
 	}
-	flags := os.O_WRONLY | os.O_CREATE | syscall.O_NONBLOCK
-	existed := false
 	if s.overwrite {
-		if _, err := root.Stat(name); err == nil {
-			existed = true
-		}
+		err = replace(root, name, content, old)
 	} else {
-		flags |= os.O_EXCL
+		err = writeNew(root, name, content)
 	}
-	fh, err := root.OpenFile(name, flags, 0o640)
 	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			if st, serr := root.Lstat(name); serr == nil && st.IsDir() {
-				return nil, fmt.Errorf("%q is a folder", name)
-			}
-			return nil, fmt.Errorf("%q already exists, and overwriting files is turned off", name)
-		}
-		var errno syscall.Errno
-		if errors.As(err, &errno) && errno == syscall.EISDIR {
-			return nil, fmt.Errorf("%q is a folder", name)
-		}
-		return nil, explain(name, err)
+		return nil, err
 	}
-	defer fh.Close()
-	if st, err := fh.Stat(); err != nil || !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%q is not a regular file", name)
-	}
-	if err := fh.Truncate(0); err != nil {
-		return nil, explain(name, err)
-	}
-	if _, err := io.WriteString(fh, content); err != nil {
-		return nil, explain(name, err)
-	}
-	if err := fh.Close(); err != nil {
-		return nil, explain(name, err)
-	}
+	syncDir(root, path.Dir(name))
 	verb := "Created"
-	if existed {
+	if old != nil {
 		verb = "Replaced"
 	}
 	return fmt.Sprintf("%s %s (%d bytes)", verb, name, len(content)), nil
+}
+
+// existing returns the regular file create_file would replace, nil if there
+// is none, or an error if name may not be written.
+func existing(root *os.Root, name string, overwrite bool) (fs.FileInfo, error) {
+	st, err := root.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, nil
+	case err != nil:
+		return nil, explain(name, err)
+	case st.IsDir():
+		return nil, fmt.Errorf("%q is a folder", name)
+	case !overwrite:
+		return nil, fmt.Errorf("%q already exists, and overwriting files is turned off", name)
+	case st.Mode()&fs.ModeSymlink != 0:
+		if _, err := root.Stat(name); err != nil {
+			return nil, explain(name, err)
+		}
+		return nil, fmt.Errorf("%q is a symbolic link; create_file does not replace links", name)
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%q is not a regular file", name)
+	}
+	return st, nil
+}
+
+// writeNew creates name, which must not exist, with content. A failed write
+// removes the partial file.
+func writeNew(root *os.Root, name, content string) error {
+	fh, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%q already exists, and overwriting files is turned off", name)
+		}
+		return explain(name, err)
+	}
+	if err := writeSync(fh, content); err != nil {
+		root.Remove(name)
+		return explain(name, err)
+	}
+	return nil
+}
+
+// replace writes content to a temporary file next to name, syncs it and
+// renames it over name, so a failure (a full disk) leaves the old file as
+// it was and no temporary file behind. old is the file replaced, or nil.
+func replace(root *os.Root, name, content string, old fs.FileInfo) error {
+	var tmp string
+	var fh *os.File
+	for range 10 {
+		tmp = fmt.Sprintf("%s.create_file-%08x.tmp", path.Dir(name)+"/", rand.Uint32())
+		var err error
+		fh, err = root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o640)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return explain(name, err)
+		}
+	}
+	if fh == nil {
+		return fmt.Errorf("%q: could not pick a name for a temporary file", name)
+	}
+	var err error
+	if old != nil {
+		err = fh.Chmod(old.Mode().Perm()) // the replacement keeps the old file's mode
+	}
+	if err == nil {
+		err = writeSync(fh, content)
+	} else {
+		fh.Close()
+	}
+	if err == nil {
+		err = root.Rename(tmp, name)
+	}
+	if err != nil {
+		root.Remove(tmp)
+		return explain(name, err)
+	}
+	return nil
+}
+
+// writeSync writes content to fh, syncs and closes it.
+func writeSync(fh *os.File, content string) error {
+	_, err := io.WriteString(fh, content)
+	if err == nil {
+		err = fh.Sync()
+	}
+	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDir makes a new or renamed entry in dir durable. It is best effort:
+// the file is written by then, and some file systems cannot sync a folder.
+func syncDir(root *os.Root, dir string) {
+	if d, err := root.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+}
+
+// checkQuota refuses a write that would take the folder over max_files or
+// max_total_bytes. old is the file being replaced, or nil.
+func checkQuota(root *os.Root, s *settings, name string, old fs.FileInfo, size int64) error {
+	entries, total, err := usage(root, s.maxFiles)
+	if err != nil {
+		return err
+	}
+	added := int64(0) // entries this call adds: the file and missing folders
+	if old == nil {
+		added = 1
+		for dir := path.Dir(name); dir != "."; dir = path.Dir(dir) {
+			if _, err := root.Lstat(dir); err == nil {
+				break
+			}
+			added++
+		}
+	}
+	if entries+added > s.maxFiles {
+		return fmt.Errorf("the files folder holds %d files and folders and this file needs %d more, over the limit of %d; "+
+			"the owner can raise plugins.config.files.max_files in the host's config", entries, added, s.maxFiles)
+	}
+	after := total + size
+	if old != nil {
+		after -= old.Size()
+	}
+	if after > s.maxTotalBytes && after > total {
+		return fmt.Errorf("the files folder holds %d bytes and this file would take it to %d, over the limit of %d bytes; "+
+			"the owner can raise plugins.config.files.max_total_bytes in the host's config", total, after, s.maxTotalBytes)
+	}
+	return nil
+}
+
+// usage counts the entries below root (files, folders, links; root itself
+// not) and the bytes of its regular files. It stops counting once entries
+// pass limit, which is then over the quota anyway.
+func usage(root *os.Root, limit int64) (entries, bytes int64, err error) {
+	errStop := errors.New("stop")
+	err = fs.WalkDir(root.FS(), ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == "." {
+			return nil
+		}
+		if entries++; entries > limit {
+			return errStop
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			bytes += info.Size()
+		}
+		return nil
+	})
+	if err != nil && err != errStop {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			return 0, 0, fmt.Errorf("cannot measure the files folder for its quota: %v", explain(pe.Path, pe.Err))
+		}
+		return 0, 0, fmt.Errorf("cannot measure the files folder for its quota: %v", err)
+	}
+	return entries, bytes, nil
 }
 
 func (f *files) readFile(_ context.Context, p sdk.Params) (any, error) {

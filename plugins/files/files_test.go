@@ -99,6 +99,15 @@ func TestNoOverwriteUnlessConfigured(t *testing.T) {
 	if b, _ := os.ReadFile(filepath.Join(root2, "a.txt")); string(b) != "two" {
 		t.Errorf("after overwrite: %q", b)
 	}
+	// A replacement keeps the old file's mode.
+	os.Chmod(filepath.Join(root2, "a.txt"), 0o604)
+	mustOK(t, g.createFile, `{"filename":"a.txt","content":"three"}`)
+	if st, err := os.Stat(filepath.Join(root2, "a.txt")); err != nil || st.Mode().Perm() != 0o604 {
+		t.Errorf("mode after overwrite: %v %v, want 0604", st.Mode(), err)
+	}
+	if fifo := filepath.Join(root2, "fifo"); syscall.Mkfifo(fifo, 0o600) == nil {
+		wantErr(t, g.createFile, `{"filename":"fifo","content":"x"}`, `"fifo" is not a regular file`)
+	}
 	os.Mkdir(filepath.Join(root2, "dir"), 0o755)
 	wantErr(t, g.createFile, `{"filename":"dir","content":"x"}`, `"dir" is a folder`)
 }
@@ -139,6 +148,7 @@ func TestConfinement(t *testing.T) {
 	if got := mustOK(t, f.readFile, `{"filename":"goodlink"}`); got != "fine" {
 		t.Errorf("link inside: %v", got)
 	}
+	wantErr(t, f.createFile, `{"filename":"goodlink","content":"x"}`, `"goodlink" is a symbolic link; create_file does not replace links`)
 	if _, err := os.Stat(filepath.Join(outside, "new.txt")); err == nil {
 		t.Error("a file was created outside the root")
 	}
@@ -170,6 +180,40 @@ func TestSizeLimits(t *testing.T) {
 	if s := d.cfg.Load(); s.maxBytes != DefaultMaxBytes || DefaultMaxBytes != 1<<20 {
 		t.Errorf("default max_bytes = %d", s.maxBytes)
 	}
+	if s := d.cfg.Load(); s.maxTotalBytes != 32<<20 || s.maxFiles != 1000 {
+		t.Errorf("default quota = %d bytes, %d files; the README says 32 MiB and 1000", s.maxTotalBytes, s.maxFiles)
+	}
+}
+
+func TestQuota(t *testing.T) {
+	f, root := newTestFiles(t, `{"max_files":3,"max_total_bytes":10,"overwrite":true}`)
+	mustOK(t, f.createFile, `{"filename":"a.txt","content":"12345"}`)
+	wantErr(t, f.createFile, `{"filename":"b.txt","content":"123456"}`,
+		"the files folder holds 5 bytes and this file would take it to 11, over the limit of 10 bytes; the owner can raise plugins.config.files.max_total_bytes in the host's config")
+	if _, err := os.Stat(filepath.Join(root, "b.txt")); err == nil {
+		t.Error("a file over the byte quota was created")
+	}
+	// A replacement counts the bytes it frees.
+	mustOK(t, f.createFile, `{"filename":"a.txt","content":"1234567890"}`)
+	// The file and each missing folder count.
+	wantErr(t, f.createFile, `{"filename":"d/e/f.txt","content":""}`,
+		"the files folder holds 1 files and folders and this file needs 3 more, over the limit of 3; the owner can raise plugins.config.files.max_files in the host's config")
+	if _, err := os.Stat(filepath.Join(root, "d")); err == nil {
+		t.Error("a folder was created for a file over the quota")
+	}
+	mustOK(t, f.createFile, `{"filename":"d/e.txt","content":""}`)
+	wantErr(t, f.createFile, `{"filename":"d/g.txt","content":""}`, "holds 3 files and folders and this file needs 1 more, over the limit of 3")
+	// At the limits, replacing an existing file still works, and so does
+	// shrinking one when the folder is over a lowered quota.
+	mustOK(t, f.createFile, `{"filename":"d/e.txt","content":""}`)
+	f.cfg.Load().maxTotalBytes = 4
+	wantErr(t, f.createFile, `{"filename":"a.txt","content":"12345678901"}`, "over the limit of 4 bytes")
+	mustOK(t, f.createFile, `{"filename":"a.txt","content":"12"}`)
+	// Files put there by other means count too, links and all.
+	g, root2 := newTestFiles(t, `{"max_files":2}`)
+	os.WriteFile(filepath.Join(root2, "x"), nil, 0o600)
+	os.Symlink("x", filepath.Join(root2, "y"))
+	wantErr(t, g.createFile, `{"filename":"z","content":""}`, "holds 2 files and folders")
 }
 
 func TestList(t *testing.T) {
@@ -215,6 +259,10 @@ func TestConfigure(t *testing.T) {
 	for cfg, want := range map[string]string{
 		`{"root":"relative/dir"}`: `root "relative/dir" must be an absolute path`,
 		`{"max_bytes":-1}`:        "max_bytes -1 must not be negative",
+		`{"max_total_bytes":-1}`:  "max_total_bytes -1 must not be negative",
+		`{"max_files":-5}`:        "max_files -5 must not be negative",
+		`{"max_file":5}`:          `unknown option "max_file"`,
+		`{"max_files":"many"}`:    `option "max_files": want int64, got string`,
 		`{"roots":"/x"}`:          `unknown option "roots"`,
 		`{"overwrite":"yes"}`:     `option "overwrite": want bool, got string`,
 	} {
