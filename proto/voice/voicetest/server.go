@@ -89,6 +89,12 @@ type Faults struct {
 	Unknown bool
 	// WithholdReplies accepts turns but never answers them.
 	WithholdReplies bool
+	// FailReplies answers every turn with this STATUS on the turn's task
+	// (e.g. "##ERROR:TTS_FAILED") instead of a reply.
+	FailReplies string
+	// DropEnd streams replies without their END_FRAME, as a server that
+	// loses the end of a turn.
+	DropEnd bool
 	// WithholdAuthAck never acknowledges AUTH.
 	WithholdAuthAck bool
 	// DropAfter closes a connection after receiving this many frames (0 = never).

@@ -298,7 +298,11 @@ func (c *session) endTurn(task string) {
 	delete(c.turnPCM, task)
 	delete(c.vad, task)
 	c.mu.Unlock()
-	if c.s.opts.Faults.WithholdReplies {
+	switch f := c.s.opts.Faults; {
+	case f.WithholdReplies:
+		return
+	case f.FailReplies != "":
+		c.send(voice.Frame{Type: voice.TypeStatus, Task: task, Payload: []byte(f.FailReplies)})
 		return
 	}
 	c.startReply(task, func() string { return c.answer(text, samples) })
@@ -479,7 +483,9 @@ func (c *session) streamReply(ctx context.Context, task, text string) {
 			}
 		}
 	}
-	c.send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: seq})
+	if !o.Faults.DropEnd {
+		c.send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: seq})
+	}
 	c.unknownNoise()
 }
 
