@@ -2,7 +2,8 @@
 // "builtin" that is a fallback, so any plugin or MCP server offering the same
 // name replaces it (and it comes back when that provider leaves).
 //
-// It offers get_current_time exactly as the MCP seed documents define it.
+// It offers get_current_time exactly as the MCP seed documents define it,
+// with the answers of internal/timefmt (the same as the clock plugin's).
 package builtin
 
 import (
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/internal/timefmt"
 )
 
 // ID is the provider ID of the built-ins.
@@ -19,28 +21,8 @@ const ID = "builtin"
 
 // Names of the built-in services.
 const (
-	GetCurrentTime = "get_current_time"
+	GetCurrentTime = timefmt.Name
 )
-
-// Layouts of get_current_time's two formats.
-const (
-	// SimpleLayout gives "2025-01-22 14:30:25", as in the seeds' example.
-	SimpleLayout = "2006-01-02 15:04:05"
-	// DetailedLayout gives "Wednesday, 22 January 2025, 14:30:25 CET (UTC+01:00)".
-	DetailedLayout = "Monday, 2 January 2006, 15:04:05 MST (UTC-07:00)"
-)
-
-// getCurrentTimeParams is the seeds' schema, verbatim.
-const getCurrentTimeParams = `{
-  "type": "object",
-  "properties": {
-    "format": {
-      "type": "string",
-      "enum": ["simple", "detailed"],
-      "description": "simple = short, detailed = full info"
-    }
-  }
-}`
 
 // Provider is the built-in provider.
 type Provider struct {
@@ -68,8 +50,8 @@ func (*Provider) Fallback() bool { return true }
 func (*Provider) Services() []services.Service {
 	return []services.Service{{
 		Name:        GetCurrentTime,
-		Description: "Retrieve current date and time",
-		Parameters:  json.RawMessage(getCurrentTimeParams),
+		Description: timefmt.Description,
+		Parameters:  json.RawMessage(timefmt.Schema),
 	}}
 }
 
@@ -94,15 +76,9 @@ func (p *Provider) currentTime(params json.RawMessage) (json.RawMessage, error) 
 			return nil, fmt.Errorf("get_current_time: %w", err)
 		}
 	}
-	t := p.now()
-	var s string
-	switch args.Format {
-	case "", "simple":
-		s = t.Format(SimpleLayout)
-	case "detailed":
-		s = t.Format(DetailedLayout)
-	default:
-		return nil, fmt.Errorf("get_current_time: format must be \"simple\" or \"detailed\" (got %q)", args.Format)
+	s, err := timefmt.Format(p.now(), args.Format)
+	if err != nil {
+		return nil, fmt.Errorf("get_current_time: %w", err)
 	}
 	return json.Marshal(s)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agenthost/agenthost/host/builtin"
 	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/internal/timefmt"
 )
 
 func TestMain(m *testing.M) {
@@ -56,7 +57,7 @@ func TestGetCurrentTime(t *testing.T) {
 		{``, "2025-01-22 14:30:25"},
 		{`{}`, "2025-01-22 14:30:25"},
 		{`{"format":"simple"}`, "2025-01-22 14:30:25"},
-		{`{"format":"detailed"}`, "Wednesday, 22 January 2025, 14:30:25 CET (UTC+01:00)"},
+		{`{"format":"detailed"}`, "Wednesday, 22 January 2025, 14:30:25 CET (UTC+01:00), ISO week 4"},
 	}
 	for _, c := range cases {
 		data, err := p.Call(context.Background(), "get_current_time", json.RawMessage(c.params))
@@ -69,8 +70,9 @@ func TestGetCurrentTime(t *testing.T) {
 			t.Errorf("%s: data %s, want %q", c.params, data, c.want)
 		}
 	}
-	if _, err := p.Call(context.Background(), "get_current_time", json.RawMessage(`{"format":"fancy"}`)); err == nil {
-		t.Error("unknown format accepted")
+	if _, err := p.Call(context.Background(), "get_current_time", json.RawMessage(`{"format":"fancy"}`)); err == nil ||
+		err.Error() != `get_current_time: format must be "simple" or "detailed" (got "fancy")` {
+		t.Errorf("unknown format: %v", err)
 	}
 	if _, err := p.Call(context.Background(), "nope", nil); err == nil || !strings.Contains(err.Error(), `"nope"`) {
 		t.Errorf("unknown service: %v", err)
@@ -83,7 +85,7 @@ func TestDefaultClock(t *testing.T) {
 	if err != nil || json.Unmarshal(data, &s) != nil {
 		t.Fatalf("%s %v", data, err)
 	}
-	if _, err := time.ParseInLocation(builtin.SimpleLayout, s, time.Local); err != nil {
+	if _, err := time.ParseInLocation(timefmt.SimpleLayout, s, time.Local); err != nil {
 		t.Errorf("%q: %v", s, err)
 	}
 }
