@@ -170,8 +170,12 @@ type Audio struct {
 // Conversation configures turn-taking.
 type Conversation struct {
 	// AEC: in VAD mode keep listening while the reply plays.
-	AEC           bool     `yaml:"aec"`
-	JitterLead    Duration `yaml:"jitter_lead"`
+	AEC        bool     `yaml:"aec"`
+	JitterLead Duration `yaml:"jitter_lead"`
+	// ReplyTimeout: with the microphone paused for a reply (VAD without
+	// AEC), listening resumes when the server has sent nothing for the turn
+	// for this long.
+	ReplyTimeout  Duration `yaml:"reply_timeout"`
 	ControlSocket string   `yaml:"control_socket"`
 	// PushToTalkKey: use a key on stdin for push-to-talk when it is a terminal.
 	PushToTalkKey bool    `yaml:"push_to_talk_key"`
@@ -267,6 +271,7 @@ func Default() *Config {
 		},
 		Conversation: Conversation{
 			JitterLead:    Duration(120e6),
+			ReplyTimeout:  Duration(30e9),
 			PushToTalkKey: true,
 			GPIO:          GPIO{Line: -1},
 			Hooks:         map[string]string{},

@@ -198,6 +198,7 @@ func (l *loader) validate(c *Config) {
 	if cv.JitterLead < 0 {
 		l.errorf(path("conversation.jitter_lead"), "%s must not be negative", cv.JitterLead)
 	}
+	l.positive("conversation.reply_timeout", cv.ReplyTimeout)
 	if cv.GPIO.Line < -1 {
 		l.errorf(path("conversation.gpio.line"), "%d is not a line number; use 0 or more, or -1 for none", cv.GPIO.Line)
 	}

@@ -18,7 +18,7 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 	a, p := h.cfg.Audio, h.cfg.Server.Params
 	o := conversation.Options{
 		Mode: p.Mode, AEC: h.cfg.Conversation.AEC, Rate: a.Rate, Frame: a.Frame.D(),
-		JitterLead: h.cfg.Conversation.JitterLead.D(), InputOpus: p.InputAudioFormat == "opus", OutputOpus: p.Format == "opus",
+		JitterLead: h.cfg.Conversation.JitterLead.D(), ReplyTimeout: h.cfg.Conversation.ReplyTimeout.D(), InputOpus: p.InputAudioFormat == "opus", OutputOpus: p.Format == "opus",
 		Hooks: h.cfg.Conversation.Hooks, Log: h.log,
 		EarconStart: h.cfg.Conversation.Earcons.ListenStart, EarconEnd: h.cfg.Conversation.Earcons.ListenEnd,
 	}

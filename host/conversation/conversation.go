@@ -31,10 +31,13 @@ type Options struct {
 	Rate       int    // wire rate, default 16000
 	Frame      time.Duration
 	JitterLead time.Duration
-	InputOpus  bool // send Opus (input_audio_format:opus)
-	OutputOpus bool // the server sends Opus (format:opus)
-	Hooks      map[string]string
-	Log        *slog.Logger
+	// ReplyTimeout: while the microphone waits for a reply (VAD without
+	// AEC), listening resumes after this long without a frame of the turn.
+	ReplyTimeout time.Duration
+	InputOpus    bool // send Opus (input_audio_format:opus)
+	OutputOpus   bool // the server sends Opus (format:opus)
+	Hooks        map[string]string
+	Log          *slog.Logger
 	// OpenSource and OpenSink open the microphone and the speaker; either may
 	// be nil. They may block (retrying a missing device) until ctx ends.
 	OpenSource func(ctx context.Context) (audio.Source, error)
@@ -64,6 +67,8 @@ type Conversation struct {
 	seq       int
 	replyTask string // the task whose reply plays
 	waitReply bool   // VAD without AEC: the mic pauses until the reply ends
+	waitGen   int    // counts waits, so a stale reply timer does nothing
+	waitTimer *time.Timer
 }
 
 // New returns a conversation that sends on out.
@@ -73,6 +78,9 @@ func New(o Options, out Sender) (*Conversation, error) {
 	}
 	if o.Frame <= 0 {
 		o.Frame = 60 * time.Millisecond
+	}
+	if o.ReplyTimeout <= 0 {
+		o.ReplyTimeout = 30 * time.Second
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -150,6 +158,9 @@ func (c *Conversation) Run(ctx context.Context, ready func()) error {
 	}
 	<-ctx.Done()
 	wg.Wait()
+	c.mu.Lock()
+	c.stopWaitLocked()
+	c.mu.Unlock()
 	return nil
 }
 
@@ -216,7 +227,8 @@ func (c *Conversation) LinkUp() {
 
 func (c *Conversation) LinkDown() {
 	c.mu.Lock()
-	c.up, c.talking, c.waitReply, c.task, c.replyTask = false, false, false, "", ""
+	c.stopWaitLocked()
+	c.up, c.talking, c.task, c.replyTask = false, false, "", ""
 	c.mu.Unlock()
 	c.play.flush("")
 }
@@ -225,10 +237,11 @@ func (c *Conversation) LinkDown() {
 func (c *Conversation) listen() {
 	task := voice.NewTaskID()
 	c.mu.Lock()
-	c.task, c.seq, c.talking, c.waitReply = task, 0, true, false
+	c.stopWaitLocked()
+	c.task, c.seq, c.talking = task, 0, true
 	c.mu.Unlock()
 	c.out.Send(voice.ListenFrame(task, voice.ListenStart, ""))
-	c.log.Debug("listening", "task", task)
+	c.log.Info("listening", "task", task)
 	c.listenStarted(task)
 }
 
@@ -288,6 +301,11 @@ func (c *Conversation) ExpectReply(task string) {
 
 // Frame takes a frame from the server.
 func (c *Conversation) Frame(f voice.Frame) {
+	c.mu.Lock()
+	if c.waitReply && f.Task == c.replyTask {
+		c.armWaitLocked() // the reply is coming: give it the full time again
+	}
+	c.mu.Unlock()
 	switch f.Type {
 	case voice.TypeAudio:
 		pcm, err := c.decode(f.Payload)
@@ -297,8 +315,18 @@ func (c *Conversation) Frame(f voice.Frame) {
 		}
 		c.play.push(f.Task, pcm)
 	case voice.TypeEnd:
-		c.play.end(f.Task)
+		c.log.Info("reply ended", "task", f.Task)
+		if !c.play.end(f.Task) {
+			c.replyDone(f.Task) // a reply without audio is over now
+		}
 		c.hook.run("turn_end", map[string]string{"TASK": f.Task})
+	case voice.TypeStatus:
+		if voice.ClassifyStatus(f.Payload) == voice.StatusKindError {
+			c.log.Warn("the server reports an error for a turn; the turn is over", "task", f.Task, "status", string(f.Payload))
+			if !c.play.end(f.Task) {
+				c.replyDone(f.Task)
+			}
+		}
 	case voice.TypeText:
 		c.hook.run("text", map[string]string{"TASK": f.Task, "TEXT": string(f.Payload)})
 	case voice.TypeEmoji:
@@ -353,17 +381,57 @@ func (c *Conversation) listenEvent(f voice.Frame) {
 			return
 		}
 		c.talking, c.waitReply = false, true
+		c.armWaitLocked()
 		c.mu.Unlock()
 		c.listenStopped(task)
 	}
 }
 
-// replyDone is called by the player when a reply finished playing.
+// armWaitLocked (re)starts the reply timer of the current wait; c.mu held.
+func (c *Conversation) armWaitLocked() {
+	if c.waitTimer != nil {
+		c.waitTimer.Stop()
+	}
+	c.waitGen++
+	gen, task := c.waitGen, c.replyTask
+	c.waitTimer = time.AfterFunc(c.o.ReplyTimeout, func() { c.replyTimedOut(gen, task) })
+}
+
+// stopWaitLocked ends the wait for a reply; c.mu held.
+func (c *Conversation) stopWaitLocked() {
+	if c.waitTimer != nil {
+		c.waitTimer.Stop()
+		c.waitTimer = nil
+	}
+	c.waitGen++
+	c.waitReply = false
+}
+
+// replyTimedOut ends a wait that heard nothing of its turn for ReplyTimeout:
+// no reply at all, or one whose END_FRAME never came.
+func (c *Conversation) replyTimedOut(gen int, task string) {
+	c.mu.Lock()
+	current := c.waitReply && c.waitGen == gen
+	c.mu.Unlock()
+	if !current {
+		return
+	}
+	c.log.Info("the server sent nothing more for the turn; listening again", "task", task, "reply_timeout", c.o.ReplyTimeout)
+	if !c.play.end(task) {
+		c.replyDone(task)
+	}
+}
+
+// replyDone is called when a reply is over: played out, ended without
+// audio, failed, or given up on. Any reply that ends frees the speaker, so
+// a microphone waiting for one listens again, even when the reply that
+// ended was on another task than the turn's.
 func (c *Conversation) replyDone(task string) {
 	c.mu.Lock()
-	next := c.vad() && !c.o.AEC && c.waitReply && c.up && c.replyTask == task
+	next := c.vad() && !c.o.AEC && c.waitReply && c.up
 	c.mu.Unlock()
 	if next {
+		c.log.Debug("reply over; listening again", "task", task)
 		c.listen()
 	}
 }

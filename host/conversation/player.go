@@ -95,13 +95,18 @@ func (p *player) push(task string, pcm []int16) {
 	p.signal()
 }
 
-func (p *player) end(task string) {
+// end marks the reply of task as complete. It reports whether that reply
+// still has audio to play out, in which case done is called when it has; a
+// reply that never brought audio (a text-only answer) is over at once.
+func (p *player) end(task string) (playing bool) {
 	p.mu.Lock()
-	if task == p.task {
+	playing = task == p.task && (p.started || len(p.buf) > p.off)
+	if playing {
 		p.ended = true
 	}
 	p.mu.Unlock()
 	p.signal()
+	return playing
 }
 
 // What next decided.
