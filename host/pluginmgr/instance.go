@@ -77,8 +77,8 @@ func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance
 		AutoMTLS:         m.o.AutoMTLS,
 		StartTimeout:     m.o.StartTimeout,
 		Logger:           hclogToSlog(m.log, name),
-		SyncStdout:       &lineLogger{log: m.log.With("plugin", name, "stream", "stdout")},
-		SyncStderr:       &lineLogger{log: m.log.With("plugin", name, "stream", "stderr")},
+		SyncStdout:       outputLogger(m.log.With("plugin", name, "stream", "stdout")),
+		SyncStderr:       outputLogger(m.log.With("plugin", name, "stream", "stderr")),
 	})
 	// Pdeathsig fires when the forking OS thread exits, and Go retires a
 	// thread when a goroutine locked to it ends. So the process is started
