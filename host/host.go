@@ -136,9 +136,13 @@ func (h *Host) Run(ctx context.Context) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	errc := make(chan error, len(h.components)+1)
-	if err := h.startComponents(runCtx, &wg, errc); err != nil {
+	if err := h.startComponents(ctx, runCtx, &wg, errc); err != nil {
 		cancel()
 		wg.Wait()
+		if ctx.Err() != nil {
+			h.log.Info("agenthost stopped during start-up")
+			return nil
+		}
 		return err
 	}
 	wg.Add(1)
@@ -324,23 +328,24 @@ func (h *Host) RunProviders(ctx context.Context, f func(ctx context.Context)) er
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	if err := h.startComponents(ctx, &wg, make(chan error, len(h.components))); err != nil {
+	if err := h.startComponents(ctx, ctx, &wg, make(chan error, len(h.components))); err != nil {
 		return err
 	}
 	f(ctx)
 	return nil
 }
 
-// startComponents starts each component in order, waiting until it is ready.
-// Errors of components that fail later arrive on errc.
-func (h *Host) startComponents(ctx context.Context, wg *sync.WaitGroup, errc chan error) error {
+// startComponents starts each component in order on runCtx, waiting until
+// it is ready, unless ctx (the stop signal) ends first. Errors of components
+// that fail later arrive on errc.
+func (h *Host) startComponents(ctx, runCtx context.Context, wg *sync.WaitGroup, errc chan error) error {
 	for _, c := range h.components {
 		ready := make(chan struct{})
 		var once sync.Once
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := c.Run(ctx, func() { once.Do(func() { close(ready) }) }); err != nil {
+			if err := c.Run(runCtx, func() { once.Do(func() { close(ready) }) }); err != nil {
 				errc <- fmt.Errorf("%s: %w", c.Name(), err)
 				return
 			}
@@ -349,6 +354,8 @@ func (h *Host) startComponents(ctx context.Context, wg *sync.WaitGroup, errc cha
 		select {
 		case err := <-errc:
 			return err
+		case <-ctx.Done():
+			return ctx.Err()
 		case <-ready:
 			select { // a component may fail right after saying ready
 			case err := <-errc:

@@ -37,6 +37,7 @@ type instance struct {
 	retiring bool
 	idle     chan struct{} // closed when retiring and calls reach 0
 	thread   chan struct{} // closing it releases the OS thread that started the process
+	stopProc context.CancelFunc
 	stopped  bool
 	crashed  bool // retired because it died, not because it was replaced
 }
@@ -59,7 +60,11 @@ func fileHash(path string) (string, error) {
 // failure kills the process and says what went wrong in words a plugin
 // author can act on.
 func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance, error) {
-	cmd := exec.Command(path)
+	// The process lives until stopProc: at once when the host stops during
+	// the start (go-plugin's Kill waits for a start in progress), else after
+	// go-plugin's own graceful Kill.
+	procCtx, stopProc := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(procCtx, path)
 	cmd.Env = append(childenv.Environ(), "PLUGIN_UNIX_SOCKET_DIR="+m.socketDir)
 	if m.o.DataDir != "" {
 		cmd.Env = append(cmd.Env, pluginv1.EnvDataDir+"="+m.o.DataDir+"/"+name)
@@ -98,10 +103,18 @@ func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance
 	}()
 	fail := func(format string, a ...any) (*instance, error) {
 		client.Kill()
+		stopProc()
 		close(thread)
 		return nil, fmt.Errorf(format, a...)
 	}
-	r := <-res
+	var r started
+	select {
+	case r = <-res:
+	case <-ctx.Done():
+		stopProc()
+		<-res
+		return fail("the host is stopping")
+	}
 	rpc, err := r.rpc, r.err
 	if err != nil {
 		return fail("it did not start as an agenthost plugin: %v (is it built with plugins/sdk, and does it print nothing to stdout?)", err)
@@ -122,7 +135,7 @@ func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance
 	if err := rpc.Configure(cctx, conf); err != nil {
 		return fail("it rejected its configuration (plugins.config.%s): %v", name, err)
 	}
-	inst := &instance{name: name, hash: hash, client: client, rpc: rpc, desc: desc, idle: make(chan struct{}), thread: thread}
+	inst := &instance{name: name, hash: hash, client: client, rpc: rpc, desc: desc, idle: make(chan struct{}), thread: thread, stopProc: stopProc}
 	if rc := client.ReattachConfig(); rc != nil {
 		inst.pid = rc.Pid
 	}
@@ -169,6 +182,7 @@ func (i *instance) retire(grace time.Duration) {
 	case <-time.After(grace):
 	}
 	i.client.Kill()
+	i.stopProc()
 	close(i.thread)
 }
 
