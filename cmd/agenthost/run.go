@@ -1,11 +1,6 @@
 package main
 
 import (
-	"context"
-	"time"
-
-	"github.com/coreos/go-systemd/v22/daemon"
-
 	"github.com/agenthost/agenthost/host"
 )
 
@@ -43,7 +38,7 @@ func cmdRun(e *env, args []string) error {
 		h.Add(t)
 	}
 	h.Add(h.ControlServer())
-	h.Add(systemdNotifier{})
+	h.Add(h.SystemdNotifier())
 	ctx, stop := signalContext()
 	defer stop()
 	return h.Run(ctx)
@@ -51,31 +46,3 @@ func cmdRun(e *env, args []string) error {
 
 // addTestProviders is replaced in binaries built with -tags testkit.
 var addTestProviders = func(*host.Host) error { return nil }
-
-// systemdNotifier tells systemd the daemon is ready and feeds its watchdog;
-// without systemd (no NOTIFY_SOCKET) it does nothing.
-type systemdNotifier struct{}
-
-func (systemdNotifier) Name() string { return "systemd notifier" }
-
-func (systemdNotifier) Run(ctx context.Context, ready func()) error {
-	daemon.SdNotify(false, daemon.SdNotifyReady)
-	ready()
-	interval, err := daemon.SdWatchdogEnabled(false)
-	if err != nil || interval == 0 {
-		<-ctx.Done()
-	} else {
-		t := time.NewTicker(interval / 3)
-		defer t.Stop()
-		for done := false; !done; {
-			select {
-			case <-t.C:
-				daemon.SdNotify(false, daemon.SdNotifyWatchdog)
-			case <-ctx.Done():
-				done = true
-			}
-		}
-	}
-	daemon.SdNotify(false, daemon.SdNotifyStopping)
-	return nil
-}
