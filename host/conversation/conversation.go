@@ -16,6 +16,7 @@ import (
 
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/audio/opus"
+	"github.com/agenthost/agenthost/internal/stall"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -106,6 +107,19 @@ func New(o Options, out Sender) (*Conversation, error) {
 	}
 	c.play = newPlayer(o.Rate, o.Frame, o.JitterLead, c.log, c.replyDone)
 	return c, nil
+}
+
+// Check reports whether the conversation makes progress (neither its lock
+// nor its player's is held for good), for the watchdog. Device I/O is not
+// watched: waiting for an unplugged microphone is not a fault of the host.
+func (c *Conversation) Check(ctx context.Context) error {
+	if err := stall.Lock(ctx, &c.mu); err != nil {
+		return fmt.Errorf("the conversation: %w", err)
+	}
+	if err := stall.Lock(ctx, &c.play.mu); err != nil {
+		return fmt.Errorf("the player: %w", err)
+	}
+	return nil
 }
 
 func (c *Conversation) vad() bool { return c.o.Mode == "vad" || c.o.Mode == "auto" }

@@ -291,3 +291,24 @@ func TestHooksAndEarcons(t *testing.T) {
 		t.Fatalf("a missing earcon: %v", err)
 	}
 }
+
+// TestCheckFindsAHeldLock: the watchdog's check fails while the
+// conversation's or the player's lock is never released.
+func TestCheckFindsAHeldLock(t *testing.T) {
+	c, err := New(Options{}, &sent{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mu := range []*sync.Mutex{&c.mu, &c.play.mu} {
+		mu.Lock()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+		if err := c.Check(ctx); err == nil {
+			t.Fatal("check passed with a lock held")
+		}
+		cancel()
+		mu.Unlock()
+		if err := c.Check(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -15,8 +15,10 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/stall"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -64,6 +66,10 @@ type Link struct {
 	mu  sync.Mutex
 	cur *conn
 	seq int
+
+	running  atomic.Bool
+	probe    chan chan struct{} // answered by Run's loop, for Check
+	handling stall.Section      // around the Handler's calls from the read loop
 }
 
 // New returns a link; Run connects it.
@@ -86,7 +92,27 @@ func New(o Options, h Handler) *Link {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Link{o: o, h: h, log: log.With("component", "link", "server", o.Address)}
+	return &Link{o: o, h: h, log: log.With("component", "link", "server", o.Address), probe: make(chan chan struct{})}
+}
+
+// Check reports whether the link makes progress, for the watchdog: Run's
+// loop answers before ctx ends, and no Handler call from the read loop has
+// lasted since the previous Check.
+func (l *Link) Check(ctx context.Context) error {
+	if !l.running.Load() {
+		return nil
+	}
+	if l.handling.Stuck() {
+		return errors.New("the link's read loop is stuck in a frame handler (a consumer of the server's frames does not return)")
+	}
+	r := make(chan struct{})
+	select {
+	case l.probe <- r:
+		<-r
+		return nil
+	case <-ctx.Done():
+		return errors.New("the link's connection loop does not answer")
+	}
 }
 
 // Send queues a frame on the current connection. Audio frames jump ahead of
@@ -117,6 +143,8 @@ func (l *Link) Up() (bool, int) {
 // Run connects, and reconnects with exponential backoff and jitter, until ctx
 // ends; then it says ##DISCONNECT, waits briefly for the answer, and returns nil.
 func (l *Link) Run(ctx context.Context) error {
+	l.running.Store(true)
+	defer l.running.Store(false)
 	failures := 0
 	for {
 		start := time.Now()
@@ -130,10 +158,24 @@ func (l *Link) Run(ctx context.Context) error {
 		failures++
 		wait := backoff(l.o.ReconnectBase, l.o.ReconnectCap, failures)
 		l.log.Warn("disconnected from the voice server; reconnecting", "err", err, "retry_in", wait.Round(time.Millisecond), "attempt", failures)
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
+		t := time.NewTimer(wait)
+		if !l.await(ctx, t.C) {
+			t.Stop()
 			return nil
+		}
+	}
+}
+
+// await waits for ch, answering Check's probes meanwhile; false means ctx ended.
+func (l *Link) await(ctx context.Context, ch <-chan time.Time) bool {
+	for {
+		select {
+		case <-ch:
+			return true
+		case r := <-l.probe:
+			close(r)
+		case <-ctx.Done():
+			return false
 		}
 	}
 }
@@ -182,14 +224,24 @@ func (l *Link) session(ctx context.Context) error {
 	l.mu.Lock()
 	l.cur = c
 	l.mu.Unlock()
+	l.handling.Enter()
 	l.h.Up(c.id)
+	l.handling.Leave()
 	go func() { defer wg.Done(); readErr <- l.readLoop(c, authAt) }()
 
-	select {
-	case err = <-readErr:
-	case err = <-c.writeErr:
-	case <-ctx.Done():
-		err = l.disconnect(c, readErr)
+wait:
+	for {
+		select {
+		case err = <-readErr:
+			break wait
+		case err = <-c.writeErr:
+			break wait
+		case r := <-l.probe:
+			close(r)
+		case <-ctx.Done():
+			err = l.disconnect(c, readErr)
+			break wait
+		}
 	}
 	l.mu.Lock()
 	l.cur = nil
@@ -256,7 +308,9 @@ func (l *Link) readLoop(c *conn, authAt time.Time) error {
 			l.log.Debug("ignored a frame of unknown type", "conn", c.id, "frame", f.String())
 			continue
 		}
+		l.handling.Enter()
 		l.h.Frame(c.id, f)
+		l.handling.Leave()
 	}
 }
 

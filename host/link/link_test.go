@@ -298,3 +298,57 @@ func TestBackoffGrowsToTheCap(t *testing.T) {
 		}
 	}
 }
+
+// blockingHandler is a Handler whose Frame blocks until released: a consumer
+// of the server's frames that got stuck.
+type blockingHandler struct {
+	*recorder
+	release chan struct{}
+}
+
+func (b blockingHandler) Frame(conn int, f voice.Frame) { <-b.release }
+
+func TestCheckNamesAStuckFrameHandler(t *testing.T) {
+	sim, err := voicetest.NewServer(voicetest.Options{DisconnectDelay: time.Millisecond, ReplyDuration: 60 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sim.Close()
+	h := blockingHandler{newRecorder(), make(chan struct{})}
+	l := New(Options{Address: sim.Addr(), Token: func() (string, error) { return "t", nil }}, h)
+	if err := l.Check(ctx10(t)); err != nil {
+		t.Fatalf("a link that does not run: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	h.wait(t, "up", func() bool { return len(h.ups) == 1 })
+	if err := sim.WaitFor(ctx10(t), func() bool { return len(sim.Auths()) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 3 {
+		if err := l.Check(ctx10(t)); err != nil {
+			t.Fatalf("check %d of a healthy link: %v", i, err)
+		}
+	}
+	if _, err := sim.Say("hello"); err != nil {
+		t.Fatal(err)
+	}
+	var err2 error
+	for err2 == nil { // the first check sees the call inside the handler, the second that it is still there
+		time.Sleep(5 * time.Millisecond)
+		err2 = l.Check(ctx10(t))
+	}
+	if !strings.Contains(err2.Error(), "stuck in a frame handler") {
+		t.Fatalf("check: %v", err2)
+	}
+	close(h.release)
+	deadline := time.Now().Add(10 * time.Second)
+	for l.Check(ctx10(t)) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the check still fails after the handler returned")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

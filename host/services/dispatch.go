@@ -14,6 +14,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/agenthost/agenthost/internal/stall"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -84,6 +85,15 @@ func NewDispatcher(r *Registry, opts DispatchOptions) *Dispatcher {
 		log:  log,
 		ids:  make(map[string]struct{}),
 	}
+}
+
+// Check reports whether the dispatcher makes progress (its lock is not held
+// for good), for the watchdog.
+func (d *Dispatcher) Check(ctx context.Context) error {
+	if err := stall.Lock(ctx, &d.mu); err != nil {
+		return fmt.Errorf("the dispatcher: %w", err)
+	}
+	return nil
 }
 
 // InFlight returns the number of calls running now. A call counts from the

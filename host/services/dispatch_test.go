@@ -102,7 +102,7 @@ func TestValidParams(t *testing.T) {
 		{"null params", "get_current_time", `null`, `"2025-01-22 14:30:25"`},
 		{"absent params", "get_current_time", ``, `"2025-01-22 14:30:25"`},
 		{"simple", "get_current_time", `{"format":"simple"}`, `"2025-01-22 14:30:25"`},
-		{"detailed", "get_current_time", `{"format":"detailed"}`, `"Wednesday, 22 January 2025, 14:30:25 UTC (UTC+00:00)"`},
+		{"detailed", "get_current_time", `{"format":"detailed"}`, `"Wednesday, 22 January 2025, 14:30:25 UTC (UTC+00:00), ISO week 4"`},
 		{"all keywords", "tool", `{"filename":"notes","count":3,"volume":100,"format":"simple","tags":["a"],"opts":{"level":1}}`,
 			`{"filename":"notes","count":3,"volume":100,"format":"simple","tags":["a"],"opts":{"level":1}}`},
 	}
