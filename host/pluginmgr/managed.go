@@ -62,7 +62,6 @@ func (m *Manager) newManaged(name, path string) *managed {
 }
 
 func (p *managed) send(e event) {
-	defer func() { recover() }() // the loop has shut down: nothing to do
 	p.events <- e
 }
 
