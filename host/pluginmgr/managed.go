@@ -33,11 +33,17 @@ const (
 
 // managed is one plugin (one binary name). Its goroutine handles its events
 // one at a time, so a slow start never blocks the other plugins.
+//
+// Ownership: events is never closed. The loop alone closes done when it
+// ends (after a removal, or when quit is closed); the manager alone closes
+// quit, once, at shutdown. A send after the loop ended is dropped.
 type managed struct {
 	m       *Manager
 	name    string
 	path    string
 	events  chan event
+	quit    chan struct{}
+	done    chan struct{}
 	settled chan struct{} // closed after the first start attempt
 
 	mu       sync.Mutex
@@ -51,7 +57,8 @@ type managed struct {
 
 // newManaged adds a plugin and starts its goroutine; m.mu must be held.
 func (m *Manager) newManaged(name, path string) *managed {
-	p := &managed{m: m, name: name, path: path, events: make(chan event, 16), settled: make(chan struct{}), state: stateStarting}
+	p := &managed{m: m, name: name, path: path, events: make(chan event, 16), quit: make(chan struct{}), done: make(chan struct{}),
+		settled: make(chan struct{}), state: stateStarting}
 	m.plugins[name] = p
 	m.wg.Add(1)
 	go func() {
@@ -61,20 +68,36 @@ func (m *Manager) newManaged(name, path string) *managed {
 	return p
 }
 
-func (p *managed) send(e event) {
-	p.events <- e
+// send hands the loop an event; it reports false, dropping the event, when
+// the loop has ended.
+func (p *managed) send(e event) bool {
+	select {
+	case p.events <- e:
+		return true
+	case <-p.done:
+		return false
+	}
 }
 
 func (p *managed) loop() {
+	defer close(p.done)
 	var once sync.Once
 	settle := func() { once.Do(func() { close(p.settled) }) }
 	defer settle()
-	for e := range p.events {
+	for {
+		var e event
+		select {
+		case e = <-p.events:
+		case <-p.quit:
+			p.stop()
+			return
+		}
 		switch e.kind {
 		case evChanged:
 			p.reload()
 		case evRemoved:
 			p.remove()
+			return
 		case evCrashed:
 			p.crash(e.inst)
 		case evRestart:
@@ -82,7 +105,6 @@ func (p *managed) loop() {
 		}
 		settle()
 	}
-	p.stop()
 }
 
 // reload starts the binary now in the folder and swaps it in; a binary that
@@ -251,7 +273,6 @@ func (p *managed) remove() {
 	p.m.mu.Lock()
 	if p.m.plugins[p.name] == p {
 		delete(p.m.plugins, p.name)
-		close(p.events)
 	}
 	p.m.mu.Unlock()
 	p.m.log.Info("plugin removed; its services are gone", "plugin", p.name)

@@ -58,6 +58,7 @@ type Manager struct {
 	ctx     context.Context
 	mu      sync.Mutex
 	plugins map[string]*managed // by name
+	stopped bool                // Run is ending: no new plugin loops
 	wg      sync.WaitGroup
 }
 
@@ -140,8 +141,9 @@ func (m *Manager) Run(ctx context.Context, ready func()) error {
 	}
 	m.mu.Lock()
 	for _, p := range m.plugins {
-		close(p.events)
+		close(p.quit)
 	}
+	m.stopped = true
 	m.mu.Unlock()
 	m.wg.Wait()
 	return nil
@@ -209,27 +211,39 @@ func (m *Manager) changed(path string) {
 		m.log.Debug("not a plugin (not an executable file); ignored", "path", path)
 		gone = true
 	}
-	m.mu.Lock()
-	p := m.plugins[base]
-	if p == nil {
-		if gone {
-			m.mu.Unlock()
+	for {
+		m.mu.Lock()
+		p := m.plugins[base]
+		if p == nil {
+			if gone || m.stopped {
+				m.mu.Unlock()
+				return
+			}
+			p = m.newManaged(base, path)
+		}
+		m.mu.Unlock()
+		if p.path != path {
+			if !gone {
+				m.log.Warn("two plugin folders hold a plugin of the same name; the first one found is used", "plugin", base, "used", p.path, "ignored", path)
+			}
 			return
 		}
-		p = m.newManaged(base, path)
-	}
-	m.mu.Unlock()
-	if gone {
-		if p.path == path {
-			p.send(event{kind: evRemoved})
+		ev := event{kind: evChanged}
+		if gone {
+			ev.kind = evRemoved
 		}
-		return
+		if p.send(ev) {
+			return
+		}
+		// That plugin's loop ended: it was just removed (look again), or the
+		// manager is stopping.
+		m.mu.Lock()
+		stopped := m.stopped
+		m.mu.Unlock()
+		if stopped {
+			return
+		}
 	}
-	if p.path != path {
-		m.log.Warn("two plugin folders hold a plugin of the same name; the first one found is used", "plugin", base, "used", p.path, "ignored", path)
-		return
-	}
-	p.send(event{kind: evChanged})
 }
 
 // current returns the instance serving a plugin now, if any.
