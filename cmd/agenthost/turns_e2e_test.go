@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -90,4 +91,34 @@ func listens(sim *voicetest.Server, state string, conn int) []string {
 		}
 	}
 	return tasks
+}
+
+// TestConversationContentStaysOutOfTheInfoLog: at log level info the
+// journal shows that turns happen, never what was said by either side.
+func TestConversationContentStaysOutOfTheInfoLog(t *testing.T) {
+	sim := newSim(t, voicetest.Options{})
+	d := startHost(t, sim, "log.level=info")
+	ready(t, sim, 1)
+	out, err := d.cli("say", "remind me of my aunt's birthday")
+	if err != nil {
+		t.Fatalf("say: %v %s", err, out)
+	}
+	task := strings.TrimSpace(strings.TrimPrefix(out, "sent on task"))
+	waitFor(t, sim, "the reply's END_FRAME", func() bool {
+		for _, r := range sim.Sent() {
+			if r.Frame.Type == voice.TypeEnd && r.Frame.Task == task {
+				return true
+			}
+		}
+		return false
+	})
+	d.logShows("reply ended")
+	for _, said := range []string{"aunt", "You said"} {
+		if strings.Contains(d.log.String(), said) {
+			t.Errorf("the info log holds what was said (%q)", said)
+		}
+	}
+	if !strings.Contains(d.log.String(), "text turn sent") {
+		t.Error("the info log does not show the turn")
+	}
 }
