@@ -89,6 +89,7 @@ func (h *Host) SayText(text string) (string, error) {
 	if err := h.link.Send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 1}); err != nil {
 		return "", err
 	}
-	h.log.Info("text turn sent", "task", task, "text", text)
+	h.log.Info("text turn sent", "task", task)
+	h.log.Debug("text turn", "task", task, "text", text)
 	return task, nil
 }

@@ -257,11 +257,11 @@ func (lh *linkHandler) Frame(conn int, f voice.Frame) {
 		h.mcp(conn, f)
 		return
 	}
+	// What was said is the user's: debug only. Turn boundaries are logged
+	// at info by the conversation.
 	switch f.Type {
 	case voice.TypeText:
-		h.log.Info("server text", "task", f.Task, "text", string(f.Payload))
-	case voice.TypeEnd:
-		h.log.Debug("reply finished", "task", f.Task)
+		h.log.Debug("server text", "task", f.Task, "text", string(f.Payload))
 	case voice.TypeEmoji:
 		h.log.Debug("emoji", "task", f.Task, "payload", string(f.Payload))
 	}

@@ -346,7 +346,7 @@ func (c *Conversation) Frame(f voice.Frame) {
 	case voice.TypeEmoji:
 		e, err := voice.ParseEmoji(f.Payload)
 		if err == nil {
-			c.log.Info("emoji", "task", f.Task, "emoji", e.Emoji)
+			c.log.Debug("emoji", "task", f.Task, "emoji", e.Emoji)
 			c.hook.run("emoji", map[string]string{"TASK": f.Task, "EMOJI": e.Emoji})
 		}
 	case voice.TypeSpeak:
