@@ -30,3 +30,38 @@ func TestSIGTERMDuringAPluginStart(t *testing.T) {
 		t.Fatalf("the starting plugin outlived the host (pids %s)", out)
 	}
 }
+
+// TestPluginFoldersWritableByOthersAreRefused: a plugin folder, or a plugin
+// binary, that users other than its owner may write would let any of them
+// run code as the host. It is refused at start-up and on reload with the
+// command that fixes it, and the host serves the plugins of other folders.
+func TestPluginFoldersWritableByOthersAreRefused(t *testing.T) {
+	sim := newSim(t, voicetest.Options{})
+	base := t.TempDir()
+	open, safe := filepath.Join(base, "open"), filepath.Join(base, "safe")
+	for _, dir := range []string{open, safe} {
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Chmod(open, 0o777)
+	copyExec(t, bundled(t, "clock"), filepath.Join(open, "clock"))
+	copyExec(t, bundled(t, "sysinfo"), filepath.Join(safe, "sysinfo"))
+	d := startHost(t, sim, "plugins.dirs="+open+","+safe, "services.builtins=false")
+	pluginsReady(t, sim)
+	d.logLine("plugin folder", open, "chmod go-w")
+	if _, ok := sim.Services()["get_current_time"]; ok {
+		t.Fatal("the clock plugin in a world-writable folder was started")
+	}
+	if _, ok := sim.Services()["get_system_info"]; !ok {
+		t.Fatalf("the plugin of the safe folder is missing: %v", sim.Services())
+	}
+	// On reload: a binary that others may write is refused too.
+	copyExec(t, bundled(t, "clock"), filepath.Join(base, "clock"))
+	os.Chmod(filepath.Join(base, "clock"), 0o777)
+	sh(t, "mv", filepath.Join(base, "clock"), filepath.Join(safe, "clock"))
+	d.logLine("plugin", filepath.Join(safe, "clock"), "chmod go-w")
+	if _, ok := sim.Services()["get_current_time"]; ok {
+		t.Fatal("a world-writable plugin binary was started")
+	}
+}
