@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/agenthost/agenthost/internal/fsperm"
 )
 
 // systemRuntimeDir is the runtime folder systemd makes for the service
@@ -91,7 +93,7 @@ func (p Plugins) EnsureRuntimeDirectory() (string, error) {
 
 // checkPrivateDir checks the Lstat result fi of dir: a directory, not a
 // symlink, owned by this user with no group or other write bits (the last
-// two where the system has such permissions; see privateProblem).
+// two where the system has such permissions; see fsperm.Problem).
 func checkPrivateDir(dir string, fi os.FileInfo) error {
 	const fix = "remove it, or set plugins.runtime_dir or $XDG_RUNTIME_DIR to a private folder"
 	switch {
@@ -100,7 +102,7 @@ func checkPrivateDir(dir string, fi os.FileInfo) error {
 	case !fi.IsDir():
 		return fmt.Errorf("runtime folder %s is not a folder; %s", dir, fix)
 	}
-	if p := privateProblem(fi); p != "" {
+	if p := fsperm.Problem(fi, "chmod 700 it if it is yours", os.Getuid()); p != "" {
 		return fmt.Errorf("runtime folder %s %s; %s", dir, p, fix)
 	}
 	return nil

@@ -64,4 +64,10 @@ func TestPluginFoldersWritableByOthersAreRefused(t *testing.T) {
 	if _, ok := sim.Services()["get_current_time"]; ok {
 		t.Fatal("a world-writable plugin binary was started")
 	}
+	// The fix applies without a restart.
+	os.Chmod(open, 0o755)
+	waitFor(t, sim, "the clock plugin once its folder is fixed", func() bool {
+		_, ok := sim.Services()["get_current_time"]
+		return ok
+	})
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/internal/fsperm"
 )
 
 // Registry is where plugins' services go.
@@ -111,14 +112,7 @@ func (m *Manager) Run(ctx context.Context, ready func()) error {
 				m.log.Warn("cannot watch a plugin folder; plugins added there later need a restart", "dir", dir, "err", err)
 			}
 		}
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			m.log.Warn("cannot read a plugin folder", "dir", dir, "err", err)
-			continue
-		}
-		for _, e := range entries {
-			m.changed(filepath.Join(dir, e.Name()))
-		}
+		m.scan(dir)
 	}
 	// Wait for the first start of every plugin found, so the first register is whole.
 	m.mu.Lock()
@@ -147,6 +141,29 @@ func (m *Manager) Run(ctx context.Context, ready func()) error {
 	m.mu.Unlock()
 	m.wg.Wait()
 	return nil
+}
+
+// scan looks at every file of a plugin folder.
+func (m *Manager) scan(dir string) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		m.log.Warn("cannot read a plugin folder", "dir", dir, "err", err)
+		return
+	}
+	for _, e := range entries {
+		m.changed(filepath.Join(dir, e.Name()))
+	}
+}
+
+// untrusted says why a plugin folder or binary must not be run: a user
+// other than root and the host's own may change it, and so run code as the
+// host. "" means it may be run.
+func untrusted(path string) string {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return ""
+	}
+	return fsperm.Problem(fi, "fix: chmod go-w "+path, 0, os.Getuid())
 }
 
 // watch turns folder events into debounced per-file checks.
@@ -182,6 +199,10 @@ func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher) {
 			})
 		case path := <-due:
 			delete(timers, path)
+			if slices.Contains(m.o.Dirs, path) {
+				m.scan(path) // the folder itself changed (its mode, say)
+				continue
+			}
 			m.changed(path)
 		case err, ok := <-w.Errors:
 			if !ok {
@@ -210,6 +231,15 @@ func (m *Manager) changed(path string) {
 	if !gone && (!fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0) {
 		m.log.Debug("not a plugin (not an executable file); ignored", "path", path)
 		gone = true
+	}
+	if !gone {
+		if problem := untrusted(filepath.Dir(path)); problem != "" {
+			m.log.Error("plugin folder refused: other users could change what agenthost runs", "dir", filepath.Dir(path), "plugin", base, "problem", problem)
+			gone = true
+		} else if problem := untrusted(path); problem != "" {
+			m.log.Error("plugin binary refused: other users could change what agenthost runs", "plugin", base, "path", path, "problem", problem)
+			gone = true
+		}
 	}
 	for {
 		m.mu.Lock()
