@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio/resample"
+	"github.com/agenthost/agenthost/internal/backoff"
 )
 
 // WireRate is the default sample rate of the samples Sources deliver and
@@ -59,34 +60,6 @@ func (f Format) String() string { return fmt.Sprintf("%d Hz × %d ch", f.Rate, f
 // ErrClosed is returned by a Source or Sink used after Close.
 var ErrClosed = errors.New("audio: closed")
 
-// Backoff is the delay schedule for reopening a device: Base, doubled on
-// every failed attempt, at most Cap.
-type Backoff struct {
-	Base time.Duration
-	Cap  time.Duration
-}
-
-// Default backoff when Options.Retry is zero.
-const (
-	DefaultRetryBase = 500 * time.Millisecond
-	DefaultRetryCap  = 30 * time.Second
-)
-
-func (b Backoff) delay(attempt int) time.Duration {
-	base, cap := b.Base, b.Cap
-	if base <= 0 {
-		base = DefaultRetryBase
-	}
-	if cap <= 0 {
-		cap = DefaultRetryCap
-	}
-	d := base
-	for i := 1; i < attempt && d < cap; i++ {
-		d *= 2
-	}
-	return min(d, cap)
-}
-
 // Options configure sources and sinks. The zero value opens the default
 // device at 16 kHz.
 type Options struct {
@@ -116,8 +89,9 @@ type Options struct {
 	// with devices that are not a clock (headless ALSA, files).
 	Pace bool
 
-	// Retry is the backoff for opening a missing or failed device.
-	Retry Backoff
+	// Retry is the backoff for opening a missing or failed device; a zero
+	// Base means no retry (as FailFast).
+	Retry backoff.Backoff
 	// FailFast returns the first open error instead of retrying.
 	FailFast bool
 	// OnRetry, if set, is called after each failed open attempt (1-based)

@@ -14,22 +14,10 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/internal/backoff"
 )
 
 var quiet = slog.New(slog.DiscardHandler)
-
-func TestBackoff(t *testing.T) {
-	b := Backoff{Base: 100 * time.Millisecond, Cap: time.Second}
-	want := []time.Duration{100, 200, 400, 800, 1000, 1000}
-	for i, w := range want {
-		if got := b.delay(i + 1); got != w*time.Millisecond {
-			t.Errorf("attempt %d: %v, want %v", i+1, got, w*time.Millisecond)
-		}
-	}
-	if got := (Backoff{}).delay(100); got != DefaultRetryCap {
-		t.Errorf("default cap: %v", got)
-	}
-}
 
 func TestCandidates(t *testing.T) {
 	o := Options{}.withDefaults()
@@ -240,7 +228,7 @@ func TestSourceReopensLostDevice(t *testing.T) {
 		opened = append(opened, d)
 		return d, nil
 	}
-	o := Options{Retry: Backoff{Base: time.Microsecond, Cap: time.Microsecond}, Logger: quiet}.withDefaults()
+	o := Options{Retry: backoff.Backoff{Base: time.Microsecond, Cap: time.Microsecond}, Logger: quiet}.withDefaults()
 	src, err := newSource(t.Context(), o, open)
 	if err != nil {
 		t.Fatal(err)

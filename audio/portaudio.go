@@ -331,13 +331,13 @@ func retryOpen[T any](ctx context.Context, o Options, what string, open func() (
 			}
 			return v, nil
 		}
-		if o.FailFast {
+		if o.FailFast || o.Retry.Base <= 0 {
 			return zero, err
 		}
 		if o.OnRetry != nil {
 			o.OnRetry(attempt, err)
 		}
-		d := o.Retry.delay(attempt)
+		d := o.Retry.Delay(attempt)
 		o.Logger.Warn("audio device unavailable; retrying", "dir", what, "attempt", attempt, "retry_in", d, "err", err)
 		if serr := sleepCtx(ctx, d); serr != nil {
 			return zero, fmt.Errorf("%w (gave up after %d attempts: %w)", err, attempt, serr)

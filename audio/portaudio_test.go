@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/internal/backoff"
 )
 
 // Every test here that touches PortAudio runs in a child process of its own
@@ -313,7 +314,7 @@ func TestMissingDeviceRetriesUntilCancel(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	attempts := 0
-	o := Options{Device: "usb mic", Retry: Backoff{Base: time.Millisecond, Cap: 2 * time.Millisecond}}
+	o := Options{Device: "usb mic", Retry: backoff.Backoff{Base: time.Millisecond, Cap: 2 * time.Millisecond}}
 	o.OnRetry = func(n int, err error) {
 		attempts = n
 		if !errors.Is(err, ErrDeviceNotFound) {
@@ -349,7 +350,7 @@ func TestDeviceAppearsLater(t *testing.T) {
 		return
 	}
 	tone := audiotest.Tone(440, 16000, 100*time.Millisecond)
-	o := Options{Device: "latemic", DeviceRate: 16000, DeviceChannels: 1, Retry: Backoff{Base: time.Millisecond, Cap: time.Millisecond}}
+	o := Options{Device: "latemic", DeviceRate: 16000, DeviceChannels: 1, Retry: backoff.Backoff{Base: time.Millisecond, Cap: time.Millisecond}}
 	o.OnRetry = func(n int, err error) {
 		if n == 3 {
 			mustRaw(t, os.Getenv("LATE"), tone)

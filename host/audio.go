@@ -6,6 +6,7 @@ import (
 
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/host/conversation"
+	"github.com/agenthost/agenthost/internal/backoff"
 )
 
 // Conversation returns the conversation built from the configuration: the
@@ -22,7 +23,7 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 		Hooks: h.cfg.Conversation.Hooks, Log: h.log,
 		EarconStart: h.cfg.Conversation.Earcons.ListenStart, EarconEnd: h.cfg.Conversation.Earcons.ListenEnd,
 	}
-	ao := audio.Options{Rate: a.Rate, Retry: audio.Backoff{Base: a.Retry.Base.D(), Cap: a.Retry.Cap.D()}, Logger: h.log}
+	ao := audio.Options{Rate: a.Rate, Retry: backoff.Backoff{Base: a.Retry.Base.D(), Cap: a.Retry.Cap.D()}, Logger: h.log}
 	switch a.Backend {
 	case "portaudio":
 		o.OpenSource = func(ctx context.Context) (audio.Source, error) {

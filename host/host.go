@@ -74,16 +74,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 			return nil, fmt.Errorf("built-in services: %w", err)
 		}
 	}
-	var params []voice.Param
-	for _, kv := range cfg.Server.Params.Pairs() {
-		params = append(params, voice.Param{Key: kv[0], Value: kv[1]})
-	}
-	h.link = link.New(link.Options{
-		Address: cfg.Server.Address, TLS: cfg.Server.TLS, Token: cfg.Token, Params: params,
-		DialTimeout: cfg.Server.DialTimeout.D(), AuthTimeout: cfg.Server.AuthTimeout.D(), Keepalive: cfg.Server.Keepalive.D(),
-		ReconnectBase: cfg.Server.Reconnect.Base.D(), ReconnectCap: cfg.Server.Reconnect.Cap.D(), MaxFrame: int(cfg.Server.MaxFrame),
-		Log: log,
-	}, (*linkHandler)(h))
+	h.link = link.New(link.Options{Server: cfg.Server, Token: cfg.Token, Log: log}, (*linkHandler)(h))
 	return h, nil
 }
 
@@ -96,12 +87,7 @@ func (h *Host) Plugins(watch bool) *pluginmgr.Manager {
 		if data != "" {
 			data = filepath.Join(data, "plugins")
 		}
-		h.plugins = pluginmgr.New(pluginmgr.Options{
-			Dirs: p.Dirs, RuntimeDir: p.RuntimeDirectory(), DataDir: data, AutoMTLS: p.AutoMTLS,
-			StartTimeout: p.StartTimeout.D(), Debounce: p.Debounce.D(), StopGrace: p.StopGrace.D(),
-			SHA256: p.SHA256, Config: p.Config, RestartBase: p.Restart.Base.D(), RestartCap: p.Restart.Cap.D(),
-			MaxCrashes: p.Restart.MaxCrashes, CrashWindow: p.Restart.Window.D(), Watch: watch, Log: h.log,
-		}, h.reg)
+		h.plugins = pluginmgr.New(pluginmgr.Options{Plugins: p, RuntimeDir: p.RuntimeDirectory(), DataDir: data, Watch: watch, Log: h.log}, h.reg)
 	}
 	return h.plugins
 }

@@ -46,14 +46,9 @@ func cmdCheck(e *env, args []string) error {
 	if *offline {
 		return nil
 	}
-	var params []voice.Param
-	for _, kv := range cfg.Server.Params.Pairs() {
-		params = append(params, voice.Param{Key: kv[0], Value: kv[1]})
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.Server.DialTimeout.D()+cfg.Server.AuthTimeout.D()+2*time.Second)
 	defer cancel()
-	said, err := link.Probe(ctx, link.Options{Address: cfg.Server.Address, TLS: cfg.Server.TLS, Token: cfg.Token, Params: params,
-		DialTimeout: cfg.Server.DialTimeout.D(), AuthTimeout: cfg.Server.AuthTimeout.D(), MaxFrame: int(cfg.Server.MaxFrame)})
+	said, err := link.Probe(ctx, link.Options{Server: cfg.Server, Token: cfg.Token})
 	for _, s := range said {
 		fmt.Fprintf(e.stdout, "server said: %s\n", s)
 	}

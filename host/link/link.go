@@ -11,36 +11,55 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math/rand/v2"
 	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/internal/backoff"
 	"github.com/agenthost/agenthost/internal/stall"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
 // Options configure a Link.
 type Options struct {
-	Address string
-	TLS     bool
+	// Server is the server section of the configuration: address, TLS, AUTH
+	// parameters, timeouts, keepalive, reconnect backoff and frame bound
+	// (config.Default has the defaults; a link has none of its own).
+	Server config.Server
 	// Token returns the AUTH token; it is called before every connection so a
 	// refreshed token file is picked up.
-	Token  func() (string, error)
-	Params []voice.Param
+	Token func() (string, error)
+	Log   *slog.Logger
+}
 
-	DialTimeout   time.Duration // default 5 s
-	AuthTimeout   time.Duration // an error STATUS or close this soon after AUTH is an auth failure; default 3 s
-	Keepalive     time.Duration // PING after this long without traffic; default 4 min
-	ReconnectBase time.Duration // default 500 ms
-	ReconnectCap  time.Duration // default 30 s
-	MaxFrame      int           // default voice.DefaultMaxFrame
-	// DisconnectWait bounds the wait for the server's answer to ##DISCONNECT; default 2 s.
-	DisconnectWait time.Duration
+// disconnectWait bounds the wait for the server's answer to ##DISCONNECT.
+const disconnectWait = 2 * time.Second
 
-	Log *slog.Logger
+// settings are Options resolved for use.
+type settings struct {
+	address     string
+	tls         bool
+	token       func() (string, error)
+	params      []voice.Param
+	dialTimeout time.Duration
+	authTimeout time.Duration // an error STATUS or close this soon after AUTH is an auth failure
+	keepalive   time.Duration // PING after this long without traffic
+	reconnect   backoff.Backoff
+	maxFrame    int
+}
+
+func resolve(o Options) settings {
+	s := o.Server
+	out := settings{address: s.Address, tls: s.TLS, token: o.Token,
+		dialTimeout: s.DialTimeout.D(), authTimeout: s.AuthTimeout.D(), keepalive: s.Keepalive.D(),
+		reconnect: backoff.Backoff{Base: s.Reconnect.Base.D(), Cap: s.Reconnect.Cap.D()}, maxFrame: int(s.MaxFrame)}
+	for _, kv := range s.Params.Pairs() {
+		out.params = append(out.params, voice.Param{Key: kv[0], Value: kv[1]})
+	}
+	return out
 }
 
 // Handler receives the link's events. Calls come from the link's goroutines;
@@ -59,7 +78,7 @@ var ErrDown = errors.New("link: not connected to the voice server")
 
 // Link keeps one connection to the voice server alive.
 type Link struct {
-	o   Options
+	o   settings
 	h   Handler
 	log *slog.Logger
 
@@ -74,25 +93,11 @@ type Link struct {
 
 // New returns a link; Run connects it.
 func New(o Options, h Handler) *Link {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.DialTimeout, 5*time.Second)
-	def(&o.AuthTimeout, 3*time.Second)
-	def(&o.Keepalive, 4*time.Minute)
-	def(&o.ReconnectBase, 500*time.Millisecond)
-	def(&o.ReconnectCap, 30*time.Second)
-	def(&o.DisconnectWait, 2*time.Second)
-	if o.MaxFrame <= 0 {
-		o.MaxFrame = voice.DefaultMaxFrame
-	}
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Link{o: o, h: h, log: log.With("component", "link", "server", o.Address), probe: make(chan chan struct{})}
+	return &Link{o: resolve(o), h: h, log: log.With("component", "link", "server", o.Server.Address), probe: make(chan chan struct{})}
 }
 
 // Check reports whether the link makes progress, for the watchdog: Run's
@@ -152,11 +157,11 @@ func (l *Link) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if time.Since(start) > max(30*time.Second, l.o.AuthTimeout+l.o.ReconnectBase) {
+		if time.Since(start) > max(30*time.Second, l.o.authTimeout+l.o.reconnect.Base) {
 			failures = 0 // the connection was good for a while: start the backoff over
 		}
 		failures++
-		wait := backoff(l.o.ReconnectBase, l.o.ReconnectCap, failures)
+		wait := l.o.reconnect.Delay(failures)
 		l.log.Warn("disconnected from the voice server; reconnecting", "err", err, "retry_in", wait.Round(time.Millisecond), "attempt", failures)
 		t := time.NewTimer(wait)
 		if !l.await(ctx, t.C) {
@@ -180,35 +185,25 @@ func (l *Link) await(ctx context.Context, ch <-chan time.Time) bool {
 	}
 }
 
-// backoff is base·2^(n-1) capped, with ±20% jitter.
-func backoff(base, cap time.Duration, n int) time.Duration {
-	d := base
-	for i := 1; i < n && d < cap; i++ {
-		d *= 2
-	}
-	d = min(d, cap)
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
-}
-
 // session runs one connection from dial to close.
 func (l *Link) session(ctx context.Context) error {
 	nc, err := l.dial(ctx)
 	if err != nil {
 		return err
 	}
-	token, err := l.o.Token()
+	token, err := l.o.token()
 	if err != nil {
 		nc.Close()
 		return fmt.Errorf("reading the token: %w", err)
 	}
-	auth, err := voice.Auth{Token: token, Params: l.o.Params}.Marshal()
+	auth, err := voice.Auth{Token: token, Params: l.o.params}.Marshal()
 	if err != nil {
 		nc.Close()
 		return err
 	}
 	l.mu.Lock()
 	l.seq++
-	c := newConn(l.seq, nc, l.o.Keepalive, l.log)
+	c := newConn(l.seq, nc, l.o.keepalive, l.log)
 	l.mu.Unlock()
 	defer c.close()
 
@@ -216,7 +211,7 @@ func (l *Link) session(ctx context.Context) error {
 	if err := c.writeNow(voice.Frame{Type: voice.TypeAuth, Task: voice.SystemTask, Payload: auth}); err != nil {
 		return fmt.Errorf("sending AUTH: %w", err)
 	}
-	l.log.Info("connected; AUTH sent", "conn", c.id, "params", paramList(l.o.Params))
+	l.log.Info("connected; AUTH sent", "conn", c.id, "params", paramList(l.o.params))
 	var wg sync.WaitGroup
 	readErr := make(chan error, 1)
 	wg.Add(2)
@@ -253,19 +248,19 @@ wait:
 }
 
 func (l *Link) dial(ctx context.Context) (net.Conn, error) {
-	d := &net.Dialer{Timeout: l.o.DialTimeout, KeepAlive: 30 * time.Second}
-	if l.o.TLS {
-		host, _, _ := net.SplitHostPort(l.o.Address)
+	d := &net.Dialer{Timeout: l.o.dialTimeout, KeepAlive: 30 * time.Second}
+	if l.o.tls {
+		host, _, _ := net.SplitHostPort(l.o.address)
 		td := &tls.Dialer{NetDialer: d, Config: &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}}
-		nc, err := td.DialContext(ctx, "tcp", l.o.Address)
+		nc, err := td.DialContext(ctx, "tcp", l.o.address)
 		if err != nil {
-			return nil, fmt.Errorf("TLS connection to %s failed: %w (check server.address and server.tls)", l.o.Address, err)
+			return nil, fmt.Errorf("TLS connection to %s failed: %w (check server.address and server.tls)", l.o.address, err)
 		}
 		return nc, nil
 	}
-	nc, err := d.DialContext(ctx, "tcp", l.o.Address)
+	nc, err := d.DialContext(ctx, "tcp", l.o.address)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the voice server at %s: %w (check server.address and the network)", l.o.Address, err)
+		return nil, fmt.Errorf("cannot reach the voice server at %s: %w (check server.address and the network)", l.o.address, err)
 	}
 	return nc, nil
 }
@@ -274,8 +269,8 @@ func (l *Link) dial(ctx context.Context) (net.Conn, error) {
 // catches a server that went silent: a PING goes out after Keepalive without
 // traffic, so a healthy server always answers within Keepalive plus a grace.
 func (l *Link) readLoop(c *conn, authAt time.Time) error {
-	dec := voice.NewDecoder(c.nc, voice.WithMaxFrame(l.o.MaxFrame))
-	grace := l.o.Keepalive + max(30*time.Second, l.o.Keepalive/2)
+	dec := voice.NewDecoder(c.nc, voice.WithMaxFrame(l.o.maxFrame))
+	grace := l.o.keepalive + max(30*time.Second, l.o.keepalive/2)
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(grace))
 		f, err := dec.Decode()
@@ -288,7 +283,7 @@ func (l *Link) readLoop(c *conn, authAt time.Time) error {
 				l.log.Warn("dropped a malformed frame from the server", "conn", c.id, "err", err)
 				continue
 			}
-			if !c.closing.Load() && time.Since(authAt) < l.o.AuthTimeout && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			if !c.closing.Load() && time.Since(authAt) < l.o.authTimeout && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF)) {
 				return l.authFailed(c, "the server closed the connection right after AUTH")
 			}
 			var ne net.Error
@@ -325,7 +320,7 @@ func (l *Link) status(c *conn, f voice.Frame, authAt time.Time) error {
 		l.log.Info("the server is closing the connection", "conn", c.id, "status", text)
 		c.gotDisconnectAck()
 	case voice.StatusKindError:
-		if time.Since(authAt) < l.o.AuthTimeout {
+		if time.Since(authAt) < l.o.authTimeout {
 			return l.authFailed(c, fmt.Sprintf("the server answered %q", text))
 		}
 		l.log.Warn("the server reports an error", "conn", c.id, "status", text)
@@ -351,7 +346,7 @@ func (l *Link) disconnect(c *conn, readErr <-chan error) error {
 		l.log.Info("disconnected cleanly", "conn", c.id)
 	case err := <-readErr:
 		l.log.Info("the server closed the connection", "conn", c.id, "err", err)
-	case <-time.After(l.o.DisconnectWait):
+	case <-time.After(disconnectWait):
 		l.log.Info("no answer to DISCONNECT; closing", "conn", c.id)
 	}
 	return nil

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/agenthost/agenthost/internal/testbin"
 	"log/slog"
 	"net"
 	"strings"
@@ -14,6 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/internal/testbin"
 	"github.com/agenthost/agenthost/proto/voice"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
@@ -76,20 +77,27 @@ type fixture struct {
 	stop func()
 }
 
-func run(t *testing.T, so voicetest.Options, lo Options) *fixture {
+// server returns the configuration's default server settings for addr,
+// with fast reconnects, changed by set.
+func server(addr string, set func(s *config.Server)) config.Server {
+	s := config.Default().Server
+	s.Address = addr
+	s.Params = config.Params{}
+	s.Reconnect.Base, s.Reconnect.Cap = config.Duration(10*time.Millisecond), config.Duration(50*time.Millisecond)
+	if set != nil {
+		set(&s)
+	}
+	return s
+}
+
+func run(t *testing.T, so voicetest.Options, set func(s *config.Server)) *fixture {
 	t.Helper()
 	sim, err := voicetest.NewServer(so)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &testbin.Buffer{}
-	lo.Address = sim.Addr()
-	if lo.Token == nil {
-		lo.Token = func() (string, error) { return "secret-token-123", nil }
-	}
-	if lo.ReconnectBase == 0 {
-		lo.ReconnectBase, lo.ReconnectCap = 10*time.Millisecond, 50*time.Millisecond
-	}
+	lo := Options{Server: server(sim.Addr(), set), Token: func() (string, error) { return "secret-token-123", nil }}
 	lo.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	rec := newRecorder()
 	l := New(lo, rec)
@@ -119,7 +127,9 @@ func ctx10(t *testing.T) context.Context {
 
 func TestAuthThenFramesThenCleanDisconnect(t *testing.T) {
 	f := run(t, voicetest.Options{DisconnectDelay: 10 * time.Millisecond, ReplyDuration: 60 * time.Millisecond},
-		Options{Params: []voice.Param{{Key: "mode", Value: "manual"}, {Key: "voiceid", Value: "Chinese (Mandarin)_Wise_Women"}}})
+		func(s *config.Server) {
+			s.Params = config.Params{Mode: "manual", VoiceID: "Chinese (Mandarin)_Wise_Women"}
+		})
 	f.rec.wait(t, "up", func() bool { return len(f.rec.ups) == 1 })
 	if err := f.sim.WaitFor(ctx10(t), func() bool { return len(f.sim.Auths()) == 1 }); err != nil {
 		t.Fatal(err)
@@ -155,7 +165,7 @@ func TestAuthThenFramesThenCleanDisconnect(t *testing.T) {
 }
 
 func TestReconnectsAfterDrop(t *testing.T) {
-	f := run(t, voicetest.Options{}, Options{})
+	f := run(t, voicetest.Options{}, nil)
 	if err := f.sim.WaitFor(ctx10(t), func() bool { return len(f.sim.Auths()) == 1 }); err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +177,7 @@ func TestReconnectsAfterDrop(t *testing.T) {
 }
 
 func TestAuthFailureIsReportedAndRetried(t *testing.T) {
-	f := run(t, voicetest.Options{Token: "the-right-one"}, Options{})
+	f := run(t, voicetest.Options{Token: "the-right-one"}, nil)
 	f.rec.wait(t, "two failed connections", func() bool { return len(f.rec.downs) >= 2 })
 	f.rec.mu.Lock()
 	err := f.rec.downs[0]
@@ -181,7 +191,7 @@ func TestAuthFailureIsReportedAndRetried(t *testing.T) {
 }
 
 func TestNoAuthAckIsFine(t *testing.T) {
-	f := run(t, voicetest.Options{Faults: voicetest.Faults{WithholdAuthAck: true}, ReplyDuration: 60 * time.Millisecond}, Options{AuthTimeout: 50 * time.Millisecond})
+	f := run(t, voicetest.Options{Faults: voicetest.Faults{WithholdAuthAck: true}, ReplyDuration: 60 * time.Millisecond}, func(s *config.Server) { s.AuthTimeout = config.Duration(50 * time.Millisecond) })
 	if err := f.sim.WaitFor(ctx10(t), func() bool { return len(f.sim.Auths()) == 1 }); err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +205,7 @@ func TestNoAuthAckIsFine(t *testing.T) {
 }
 
 func TestKeepalivePings(t *testing.T) {
-	f := run(t, voicetest.Options{}, Options{Keepalive: 40 * time.Millisecond})
+	f := run(t, voicetest.Options{}, func(s *config.Server) { s.Keepalive = config.Duration(40 * time.Millisecond) })
 	err := f.sim.WaitFor(ctx10(t), func() bool {
 		n := 0
 		for _, r := range f.sim.Received() {
@@ -214,7 +224,7 @@ func TestKeepalivePings(t *testing.T) {
 }
 
 func TestGarbageAndOversizedFramesAreSurvived(t *testing.T) {
-	f := run(t, voicetest.Options{}, Options{MaxFrame: 1000})
+	f := run(t, voicetest.Options{}, func(s *config.Server) { s.MaxFrame = 1000 })
 	if err := f.sim.WaitFor(ctx10(t), func() bool { return len(f.sim.Auths()) == 1 }); err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +256,7 @@ func TestSimulatorWriteFaults(t *testing.T) {
 		"split": {SplitWrites: 2}, "coalesce": {Coalesce: true}, "bracketed": {BracketedSeq: true}, "unknown": {Unknown: true},
 	} {
 		t.Run(name, func(t *testing.T) {
-			f := run(t, voicetest.Options{Faults: faults, ReplyDuration: 120 * time.Millisecond}, Options{})
+			f := run(t, voicetest.Options{Faults: faults, ReplyDuration: 120 * time.Millisecond}, nil)
 			f.rec.wait(t, "up", func() bool { return len(f.rec.ups) == 1 })
 			f.link.Send(voice.Frame{Type: voice.TypeText, Task: "t1", Payload: []byte("hi")})
 			f.link.Send(voice.Frame{Type: voice.TypeEnd, Task: "t1", Seq: 1})
@@ -263,7 +273,7 @@ func TestSimulatorWriteFaults(t *testing.T) {
 }
 
 func TestSendWhileDown(t *testing.T) {
-	l := New(Options{Address: "127.0.0.1:1", Token: func() (string, error) { return "t", nil }}, newRecorder())
+	l := New(Options{Server: server("127.0.0.1:1", nil), Token: func() (string, error) { return "t", nil }}, newRecorder())
 	if err := l.Send(voice.Frame{Type: voice.TypeText, Task: "t"}); err != ErrDown {
 		t.Fatalf("got %v", err)
 	}
@@ -290,15 +300,6 @@ func TestAudioGoesFirst(t *testing.T) {
 	}
 }
 
-func TestBackoffGrowsToTheCap(t *testing.T) {
-	for n, want := range map[int]time.Duration{1: 100 * time.Millisecond, 2: 200 * time.Millisecond, 4: 800 * time.Millisecond, 30: 5 * time.Second} {
-		got := backoff(100*time.Millisecond, 5*time.Second, n)
-		if got < want*8/10 || got > want*12/10 {
-			t.Errorf("attempt %d: %s, want %s ±20%%", n, got, want)
-		}
-	}
-}
-
 // blockingHandler is a Handler whose Frame blocks until released: a consumer
 // of the server's frames that got stuck.
 type blockingHandler struct {
@@ -315,7 +316,7 @@ func TestCheckNamesAStuckFrameHandler(t *testing.T) {
 	}
 	defer sim.Close()
 	h := blockingHandler{newRecorder(), make(chan struct{})}
-	l := New(Options{Address: sim.Addr(), Token: func() (string, error) { return "t", nil }}, h)
+	l := New(Options{Server: server(sim.Addr(), nil), Token: func() (string, error) { return "t", nil }}, h)
 	if err := l.Check(ctx10(t)); err != nil {
 		t.Fatalf("a link that does not run: %v", err)
 	}

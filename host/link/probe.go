@@ -21,14 +21,14 @@ func Probe(ctx context.Context, o Options) ([]string, error) {
 		return nil, err
 	}
 	defer nc.Close()
-	token, err := l.o.Token()
+	token, err := l.o.token()
 	if err != nil {
 		return nil, fmt.Errorf("reading the token: %w", err)
 	}
 	if token == "" {
 		return nil, errors.New("no token configured: set server.token, server.token_file or AGENTHOST_SERVER_TOKEN")
 	}
-	auth, err := voice.Auth{Token: token, Params: l.o.Params}.Marshal()
+	auth, err := voice.Auth{Token: token, Params: l.o.params}.Marshal()
 	if err != nil {
 		return nil, err
 	}
@@ -36,8 +36,8 @@ func Probe(ctx context.Context, o Options) ([]string, error) {
 	if err := enc.Encode(voice.Frame{Type: voice.TypeAuth, Task: voice.SystemTask, Payload: auth}); err != nil {
 		return nil, fmt.Errorf("sending AUTH: %w", err)
 	}
-	nc.SetReadDeadline(time.Now().Add(l.o.AuthTimeout))
-	dec := voice.NewDecoder(nc, voice.WithMaxFrame(l.o.MaxFrame))
+	nc.SetReadDeadline(time.Now().Add(l.o.authTimeout))
+	dec := voice.NewDecoder(nc, voice.WithMaxFrame(l.o.maxFrame))
 	var said []string
 	for {
 		f, err := dec.Decode()

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/services"
 )
 
@@ -12,7 +13,7 @@ import (
 // the host stops). Such an event is dropped without a panic and without
 // blocking the sender.
 func TestEventsForAPluginThatIsGoneAreDropped(t *testing.T) {
-	m := New(Options{RuntimeDir: t.TempDir()}, services.NewRegistry(services.RegistryOptions{}))
+	m := New(Options{Plugins: config.Default().Plugins, RuntimeDir: t.TempDir()}, services.NewRegistry(services.RegistryOptions{}))
 	m.mu.Lock()
 	p := m.newManaged("gone", "/nonexistent/gone")
 	m.mu.Unlock()

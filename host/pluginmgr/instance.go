@@ -66,8 +66,8 @@ func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance
 	procCtx, stopProc := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(procCtx, path)
 	cmd.Env = append(childenv.Environ(), "PLUGIN_UNIX_SOCKET_DIR="+m.socketDir)
-	if m.o.DataDir != "" {
-		cmd.Env = append(cmd.Env, pluginv1.EnvDataDir+"="+m.o.DataDir+"/"+name)
+	if m.o.dataDir != "" {
+		cmd.Env = append(cmd.Env, pluginv1.EnvDataDir+"="+m.o.dataDir+"/"+name)
 	}
 	// The plugin dies with the host even after a SIGKILL of the host. It fires
 	// when the forking thread exits; Go does not retire threads except when a
@@ -79,8 +79,8 @@ func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance
 		Cmd:              cmd,
 		SkipHostEnv:      true,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
-		AutoMTLS:         m.o.AutoMTLS,
-		StartTimeout:     m.o.StartTimeout,
+		AutoMTLS:         m.o.autoMTLS,
+		StartTimeout:     m.o.startTimeout,
 		Logger:           hclogToSlog(m.log, name),
 		SyncStdout:       outputLogger(m.log.With("plugin", name, "stream", "stdout")),
 		SyncStderr:       outputLogger(m.log.With("plugin", name, "stream", "stderr")),
@@ -119,7 +119,7 @@ func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance
 	if err != nil {
 		return fail("it did not start as an agenthost plugin: %v (is it built with plugins/sdk, and does it print nothing to stdout?)", err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, m.o.StartTimeout)
+	cctx, cancel := context.WithTimeout(ctx, m.o.startTimeout)
 	defer cancel()
 	desc, err := rpc.Describe(cctx)
 	if err != nil {
@@ -128,7 +128,7 @@ func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance
 	if desc.Name != "" && desc.Name != name {
 		m.log.Debug("plugin calls itself by another name; the file name is used", "plugin", name, "says", desc.Name)
 	}
-	conf, err := json.Marshal(m.o.Config[name])
+	conf, err := json.Marshal(m.o.config[name])
 	if err != nil || string(conf) == "null" {
 		conf = []byte(`{}`)
 	}

@@ -122,7 +122,7 @@ func (p *managed) reload() error {
 		p.m.log.Debug("plugin binary touched but unchanged; nothing to do", "plugin", p.name)
 		return nil
 	}
-	if pin := p.m.o.SHA256[p.name]; pin != "" && !strings.EqualFold(pin, hash) {
+	if pin := p.m.o.sha256[p.name]; pin != "" && !strings.EqualFold(pin, hash) {
 		p.fail(fmt.Errorf("binary sha256 %s does not match plugins.sha256.%s (%s); refusing to start it (install the pinned build or update the pin)", hash, p.name, pin))
 		return errors.New(p.lastError())
 	}
@@ -165,7 +165,7 @@ func (p *managed) reload() error {
 		p.m.wg.Add(1)
 		go func() {
 			defer p.m.wg.Done()
-			cur.retire(p.m.o.StopGrace)
+			cur.retire(p.m.o.stopGrace)
 		}()
 	}
 	p.m.wg.Add(1)
@@ -215,26 +215,22 @@ func (p *managed) crashLoop(why string) {
 	p.mu.Lock()
 	now := time.Now()
 	p.crashes = append(p.crashes, now)
-	for len(p.crashes) > 0 && now.Sub(p.crashes[0]) > p.m.o.CrashWindow {
+	for len(p.crashes) > 0 && now.Sub(p.crashes[0]) > p.m.o.crashWindow {
 		p.crashes = p.crashes[1:]
 	}
 	n := len(p.crashes)
 	p.mu.Unlock()
-	if n >= p.m.o.MaxCrashes {
+	if n >= p.m.o.maxCrashes {
 		p.m.reg.Remove("plugin:" + p.name)
 		p.mu.Lock()
 		p.inst, p.state = nil, stateParked
-		p.lastErr = fmt.Sprintf("crashed %d times within %s (last: %s)", n, p.m.o.CrashWindow, why)
+		p.lastErr = fmt.Sprintf("crashed %d times within %s (last: %s)", n, p.m.o.crashWindow, why)
 		p.mu.Unlock()
 		p.m.log.Error("plugin keeps crashing; parked and its services removed. Fix it and install the binary again (or `touch` it) to retry",
-			"plugin", p.name, "crashes", n, "window", p.m.o.CrashWindow)
+			"plugin", p.name, "crashes", n, "window", p.m.o.crashWindow)
 		return
 	}
-	wait := p.m.o.RestartBase
-	for range n - 1 {
-		wait = min(wait*2, p.m.o.RestartCap)
-	}
-	wait = jitter(wait)
+	wait := p.m.o.restart.Delay(n)
 	p.mu.Lock()
 	p.state = stateRestarting
 	p.lastErr = why
@@ -268,7 +264,7 @@ func (p *managed) remove() {
 	p.mu.Unlock()
 	p.m.reg.Remove("plugin:" + p.name)
 	if cur != nil {
-		cur.retire(p.m.o.StopGrace)
+		cur.retire(p.m.o.stopGrace)
 	}
 	p.m.mu.Lock()
 	if p.m.plugins[p.name] == p {
@@ -288,7 +284,7 @@ func (p *managed) stop() {
 	}
 	p.mu.Unlock()
 	if cur != nil {
-		cur.retire(min(p.m.o.StopGrace, 2*time.Second))
+		cur.retire(min(p.m.o.stopGrace, 2*time.Second))
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -19,7 +18,9 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/internal/backoff"
 	"github.com/agenthost/agenthost/internal/fsperm"
 )
 
@@ -31,27 +32,35 @@ type Registry interface {
 
 // Options configure a Manager.
 type Options struct {
-	Dirs         []string
-	RuntimeDir   string // private folder for the plugins' sockets
-	DataDir      string // optional: each plugin gets DataDir/<name>
-	AutoMTLS     bool
-	StartTimeout time.Duration
-	Debounce     time.Duration
-	StopGrace    time.Duration
-	SHA256       map[string]string // name -> pinned digest
-	Config       map[string]any    // name -> the plugin's config subtree
-	RestartBase  time.Duration
-	RestartCap   time.Duration
-	MaxCrashes   int
-	CrashWindow  time.Duration
+	// Plugins is the plugins section of the configuration (config.Default
+	// has the defaults; the manager has none of its own).
+	Plugins    config.Plugins
+	RuntimeDir string // private folder for the plugins' sockets
+	DataDir    string // optional: each plugin gets DataDir/<name>
 	// Watch turns hot reload on; `agenthost call` without a daemon runs without it.
 	Watch bool
 	Log   *slog.Logger
 }
 
+// settings are Options resolved for use.
+type settings struct {
+	dirs         []string
+	dataDir      string
+	autoMTLS     bool
+	startTimeout time.Duration
+	debounce     time.Duration
+	stopGrace    time.Duration
+	sha256       map[string]string // name -> pinned digest
+	config       map[string]any    // name -> the plugin's config subtree
+	restart      backoff.Backoff
+	maxCrashes   int
+	crashWindow  time.Duration
+	watch        bool
+}
+
 // Manager runs the plugins.
 type Manager struct {
-	o         Options
+	o         settings
 	reg       Registry
 	log       *slog.Logger
 	socketDir string
@@ -65,25 +74,16 @@ type Manager struct {
 
 // New returns a manager that puts plugins' services into reg.
 func New(o Options, reg Registry) *Manager {
-	def := func(d *time.Duration, v time.Duration) {
-		if *d <= 0 {
-			*d = v
-		}
-	}
-	def(&o.StartTimeout, 10*time.Second)
-	def(&o.Debounce, 300*time.Millisecond)
-	def(&o.StopGrace, 5*time.Second)
-	def(&o.RestartBase, time.Second)
-	def(&o.RestartCap, time.Minute)
-	def(&o.CrashWindow, 5*time.Minute)
-	if o.MaxCrashes <= 0 {
-		o.MaxCrashes = 5
-	}
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Manager{o: o, reg: reg, log: log.With("component", "plugins"), plugins: map[string]*managed{},
+	p := o.Plugins
+	s := settings{dirs: p.Dirs, dataDir: o.DataDir, autoMTLS: p.AutoMTLS, startTimeout: p.StartTimeout.D(), debounce: p.Debounce.D(),
+		stopGrace: p.StopGrace.D(), sha256: p.SHA256, config: p.Config,
+		restart:    backoff.Backoff{Base: p.Restart.Base.D(), Cap: p.Restart.Cap.D()},
+		maxCrashes: p.Restart.MaxCrashes, crashWindow: p.Restart.Window.D(), watch: o.Watch}
+	return &Manager{o: s, reg: reg, log: log.With("component", "plugins"), plugins: map[string]*managed{},
 		socketDir: filepath.Join(o.RuntimeDir, "plugins")}
 }
 
@@ -99,14 +99,14 @@ func (m *Manager) Run(ctx context.Context, ready func()) error {
 	}
 	os.Chmod(m.socketDir, 0o700)
 	var w *fsnotify.Watcher
-	if m.o.Watch {
+	if m.o.watch {
 		var err error
 		if w, err = fsnotify.NewWatcher(); err != nil {
 			return fmt.Errorf("watching the plugin folders: %w", err)
 		}
 		defer w.Close()
 	}
-	for _, dir := range m.o.Dirs {
+	for _, dir := range m.o.dirs {
 		if w != nil {
 			if err := w.Add(dir); err != nil {
 				m.log.Warn("cannot watch a plugin folder; plugins added there later need a restart", "dir", dir, "err", err)
@@ -187,11 +187,11 @@ func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher) {
 				continue
 			}
 			if t := timers[ev.Name]; t != nil {
-				t.Reset(m.o.Debounce)
+				t.Reset(m.o.debounce)
 				continue
 			}
 			name := ev.Name
-			timers[name] = time.AfterFunc(m.o.Debounce, func() {
+			timers[name] = time.AfterFunc(m.o.debounce, func() {
 				select {
 				case due <- name:
 				case <-ctx.Done():
@@ -199,7 +199,7 @@ func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher) {
 			})
 		case path := <-due:
 			delete(timers, path)
-			if slices.Contains(m.o.Dirs, path) {
+			if slices.Contains(m.o.dirs, path) {
 				m.scan(path) // the folder itself changed (its mode, say)
 				continue
 			}
@@ -326,8 +326,4 @@ func (m *Manager) Status() []Status {
 	}
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Name, b.Name) })
 	return out
-}
-
-func jitter(d time.Duration) time.Duration {
-	return time.Duration(float64(d) * (0.8 + 0.4*rand.Float64()))
 }

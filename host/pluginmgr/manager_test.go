@@ -19,6 +19,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/internal/testbin"
@@ -67,7 +68,9 @@ func install(t *testing.T, src, dir, name string, extra int) {
 	}
 }
 
-func startManager(t *testing.T, fill func(dir string), opts pluginmgr.Options) *mgr {
+// startManager runs a manager on a new plugin folder that fill fills, with
+// the configuration's default plugin settings changed by set.
+func startManager(t *testing.T, fill func(dir string), set func(p *config.Plugins)) *mgr {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "plugins")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -78,7 +81,11 @@ func startManager(t *testing.T, fill func(dir string), opts pluginmgr.Options) *
 	}
 	run := t.TempDir()
 	log := &testbin.Buffer{}
-	opts.Dirs, opts.RuntimeDir, opts.Watch = []string{dir}, run, true
+	opts := pluginmgr.Options{Plugins: config.Default().Plugins, RuntimeDir: run, Watch: true}
+	opts.Plugins.Dirs = []string{dir}
+	if set != nil {
+		set(&opts.Plugins)
+	}
 	opts.Log = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	reg := services.NewRegistry(services.RegistryOptions{})
 	x := &mgr{t: t, m: pluginmgr.New(opts, reg), reg: reg, dir: dir, sock: filepath.Join(run, "plugins"), log: log, done: make(chan error, 1)}
@@ -177,7 +184,7 @@ func TestPluginManagerReloadUnderCalls(t *testing.T) {
 	x := startManager(t, func(dir string) {
 		install(t, clockBin(t), dir, "clock", 0)
 		install(t, faulty, dir, "faulty", 0)
-	}, pluginmgr.Options{Debounce: 100 * time.Millisecond})
+	}, func(p *config.Plugins) { p.Debounce = config.Duration(100 * time.Millisecond) })
 
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -248,7 +255,7 @@ func TestPluginManagerReloadUnderCalls(t *testing.T) {
 // any call (killed) is noticed and restarted.
 func TestPluginManagerKilledPluginRestarts(t *testing.T) {
 	x := startManager(t, func(dir string) { install(t, faultyBin(t), dir, "faulty", 0) },
-		pluginmgr.Options{RestartBase: 20 * time.Millisecond})
+		func(p *config.Plugins) { p.Restart.Base = config.Duration(20 * time.Millisecond) })
 	first := x.status("faulty")
 	if first.State != "running" || first.PID == 0 {
 		t.Fatalf("%+v", first)
@@ -272,7 +279,7 @@ func TestPluginManagerKilledPluginRestarts(t *testing.T) {
 // again when its binary is touched, as the log line tells the user.
 func TestPluginManagerParkedPluginRetriedOnTouch(t *testing.T) {
 	x := startManager(t, func(dir string) { install(t, faultyBin(t), dir, "faulty", 0) },
-		pluginmgr.Options{MaxCrashes: 1, Debounce: 50 * time.Millisecond})
+		func(p *config.Plugins) { p.Restart.MaxCrashes, p.Debounce = 1, config.Duration(50*time.Millisecond) })
 	first := x.status("faulty")
 	if out := x.call("faulty_crash", `{}`); out.Success || !strings.Contains(out.Error, "crashed") {
 		t.Fatalf("%+v", out)
@@ -300,7 +307,7 @@ func TestPluginManagerParkedPluginRetriedOnTouch(t *testing.T) {
 // TestPluginManagerDeadline: a call that outlives its deadline is reported
 // as a timeout every time, never as a raw gRPC error.
 func TestPluginManagerDeadline(t *testing.T) {
-	x := startManager(t, func(dir string) { install(t, faultyBin(t), dir, "faulty", 0) }, pluginmgr.Options{})
+	x := startManager(t, func(dir string) { install(t, faultyBin(t), dir, "faulty", 0) }, nil)
 	for range 10 {
 		out := x.call("faulty_hang", `{}`)
 		if out.Success || !strings.Contains(out.Error, "faulty_hang did not answer within 300ms") {
@@ -321,7 +328,7 @@ func TestPluginManagerStopsEverything(t *testing.T) {
 		install(t, faultyBin(t), dir, "faulty", 0)
 		os.WriteFile(filepath.Join(dir, "README.md"), []byte("not a plugin"), 0o644)
 		os.WriteFile(filepath.Join(dir, "notes"), []byte("not executable"), 0o644)
-	}, pluginmgr.Options{})
+	}, nil)
 	var pids []int
 	for _, s := range x.m.Status() {
 		if s.State != "running" || s.PID == 0 {
