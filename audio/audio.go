@@ -11,8 +11,8 @@
 // mid-stream is reopened.
 //
 // Headless ALSA (the `file` plugin, used by tests and by machines without a
-// sound card) is not paced by a clock, so pacing is done here: Paced,
-// PacedSink, or Options.Pace.
+// sound card) is not paced by a clock, so pacing is done here: Paced and
+// PacedSink wrap any source or sink.
 //
 // The package knows nothing about the voice protocol. Subpackages: opus
 // (codec and wire framing), vad (level meter and energy voice activity
@@ -83,11 +83,6 @@ type Options struct {
 	Latency time.Duration
 	// Quality of the rate conversion (default resample.High).
 	Quality resample.Quality
-
-	// Pace makes Read and Write take real time: a source delivers and a sink
-	// accepts samples no faster than Rate per second of wall time. Use it
-	// with devices that are not a clock (headless ALSA, files).
-	Pace bool
 
 	// Retry is the backoff for opening a missing or failed device; a zero
 	// Base means no retry (as FailFast).

@@ -2,7 +2,6 @@ package audio
 
 import (
 	"bufio"
-	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -32,9 +31,6 @@ type FileSource struct {
 	off     int
 	ended   bool
 
-	pace    *pacer
-	ctx     context.Context
-	cancel  context.CancelFunc
 	mu      sync.Mutex
 	closing atomic.Bool
 	closed  bool
@@ -43,8 +39,8 @@ type FileSource struct {
 // OpenFileSource opens path for reading. A file that starts with a RIFF/WAVE
 // header is parsed as WAV (16-bit PCM, any rate and channel count); any
 // other file is raw signed 16-bit little-endian in Options.RawFormat
-// (default mono at Options.Rate). Options.Pace paces reads in real time,
-// Options.Loop restarts at the end.
+// (default mono at Options.Rate). Options.Loop restarts at the end; wrap
+// the source in Paced to read it in real time.
 func OpenFileSource(path string, o Options) (*FileSource, error) {
 	o = o.withDefaults()
 	f, err := os.Open(path)
@@ -70,10 +66,6 @@ func OpenFileSource(path string, o Options) (*FileSource, error) {
 	if s.conv, err = newToWire(s.format, o.Rate, o.Quality); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("audio: %s: %w", path, err)
-	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if o.Pace {
-		s.pace = newPacer(o.Rate)
 	}
 	return s, nil
 }
@@ -160,9 +152,6 @@ func (s *FileSource) Read(p []int16) (int, error) {
 	}
 	n := copy(p, s.pending[s.off:])
 	s.off += n
-	if s.pace != nil {
-		_ = s.pace.wait(s.ctx, n)
-	}
 	return n, nil
 }
 
@@ -215,10 +204,9 @@ func (s *FileSource) dataStartHasData() bool {
 	return err == nil && st.Size()-s.dataStart >= int64(2*s.format.Channels) && s.dataLen != 0
 }
 
-// Close closes the file and stops a pending paced Read.
+// Close closes the file.
 func (s *FileSource) Close() error {
 	s.closing.Store(true)
-	s.cancel()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

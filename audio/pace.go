@@ -54,8 +54,9 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // Paced wraps src so that Read delivers samples no faster than rate per
-// second of wall time, measured from the first Read. Use it when the
-// underlying device is not a clock (headless ALSA, files). Close stops a
+// second of wall time, measured from the first Read (WireRate when rate is
+// not positive). Use it when the underlying device is not a clock (headless
+// ALSA, files). Close stops a
 // pending wait and closes src.
 func Paced(src Source, rate int) Source {
 	return &pacedSource{src: src, gate: newGate(rate)}
@@ -77,6 +78,9 @@ type gate struct {
 }
 
 func newGate(rate int) *gate {
+	if rate <= 0 {
+		rate = WireRate
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &gate{p: newPacer(rate), ctx: ctx, cancel: cancel}
 }

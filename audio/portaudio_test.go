@@ -379,11 +379,11 @@ func TestPortAudioCloseUnblocksAndIsIdempotent(t *testing.T) {
 		return
 	}
 	o := testOptions(t, "")
-	o.Pace = true
-	src, err := OpenPortAudioSource(t.Context(), o)
+	raw, err := OpenPortAudioSource(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
+	src := Paced(raw, WireRate)
 	buf := make([]int16, 160)
 	if _, err := src.Read(buf); err != nil {
 		t.Fatal(err)

@@ -23,7 +23,6 @@ type PortAudioSource struct {
 	conv    *toWire
 	pending []int16
 	off     int
-	pace    *pacer
 	closing atomic.Bool
 	closed  bool
 
@@ -52,9 +51,6 @@ func OpenPortAudioSource(ctx context.Context, o Options) (*PortAudioSource, erro
 func newSource(ctx context.Context, o Options, open func() (devIn, error)) (*PortAudioSource, error) {
 	s := &PortAudioSource{o: o, log: o.Logger, open: open}
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	if o.Pace {
-		s.pace = newPacer(o.Rate)
-	}
 	if err := s.connect(); err != nil {
 		s.cancel()
 		return nil, err
@@ -167,9 +163,6 @@ func (s *PortAudioSource) Read(p []int16) (int, error) {
 	}
 	n := copy(p, s.pending[s.off:])
 	s.off += n
-	if s.pace != nil {
-		_ = s.pace.wait(s.ctx, n)
-	}
 	return n, nil
 }
 
@@ -200,7 +193,6 @@ type PortAudioSink struct {
 	dev     devOut
 	conv    *fromWire
 	frames  []int16
-	pace    *pacer
 	closing atomic.Bool
 	closed  bool
 
@@ -221,9 +213,6 @@ func OpenPortAudioSink(ctx context.Context, o Options) (*PortAudioSink, error) {
 func newSink(ctx context.Context, o Options, open func() (devOut, error)) (*PortAudioSink, error) {
 	s := &PortAudioSink{o: o, log: o.Logger, open: open}
 	s.ctx, s.cancel = context.WithCancel(ctx)
-	if o.Pace {
-		s.pace = newPacer(o.Rate)
-	}
 	if err := s.connect(); err != nil {
 		s.cancel()
 		return nil, err
@@ -316,9 +305,6 @@ func (s *PortAudioSink) Write(p []int16) (int, error) {
 			s.log.Warn("playback device failed; reopening", "device", s.dev.device().Name, "err", err)
 			s.drop()
 		}
-	}
-	if s.pace != nil {
-		_ = s.pace.wait(s.ctx, len(p))
 	}
 	return len(p), nil
 }

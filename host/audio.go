@@ -48,12 +48,12 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 		if a.InputFile != "" {
 			o.OpenSource = func(context.Context) (audio.Source, error) {
 				in := ao
-				in.Pace, in.Loop = true, true // a looping file stands in for a microphone
+				in.Loop = true // a looping file stands in for a microphone
 				src, err := audio.OpenFileSource(a.InputFile, in)
 				if err != nil {
 					return nil, fmt.Errorf("audio.input_file: %w", err)
 				}
-				return src, nil
+				return audio.Paced(src, a.Rate), nil
 			}
 		}
 		if a.OutputFile != "" {

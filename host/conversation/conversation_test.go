@@ -87,7 +87,11 @@ func newRig(t testing.TB, o Options) *rig {
 	}
 	r := &rig{out: &sent{}}
 	o.OpenSource = func(context.Context) (audio.Source, error) {
-		return audio.OpenFileSource(mic, audio.Options{Pace: true, Loop: true})
+		src, err := audio.OpenFileSource(mic, audio.Options{Loop: true})
+		if err != nil {
+			return nil, err
+		}
+		return audio.Paced(src, 16000), nil
 	}
 	o.OpenSink = func(context.Context) (audio.Sink, error) {
 		w, err := audio.CreateWAVSink(filepath.Join(dir, "speaker.wav"), 16000)
