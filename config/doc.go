@@ -38,4 +38,17 @@
 //
 // Secrets (server.token, the token file's contents, MCP header and env values)
 // never appear in error messages, warnings or Redacted output.
+//
+// The file is parsed once, into a yaml.Node that gives every key its line
+// and decodes into the map koanf merges. The merged tree is then decoded by
+// decode.go rather than by koanf's UnmarshalWithConf (mapstructure). That
+// decoder earns its 300 lines: it reports every problem of one load at once
+// with the file and line (or variable) of the key, suggests the closest
+// valid key at any depth, never prints the value of a secret key, reads
+// lists from the environment as comma-separated, and keeps free-form
+// subtrees and `,inline` extras as they are. mapstructure reports unknown
+// keys per struct in one joined string whose wording is not an API (so
+// line numbers and suggestions would mean parsing its messages), prints
+// the offending values (secrets included), and does not know yaml's
+// `,inline`.
 package config

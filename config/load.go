@@ -9,7 +9,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/knadh/koanf/parsers/yaml"
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/providers/env"
 	"github.com/knadh/koanf/v2"
@@ -213,8 +212,8 @@ func (l *loader) parseFile(b []byte) (map[string]any, error) {
 		}
 		l.recordLines(root, nil)
 	}
-	m, err := yaml.Parser().Unmarshal(b)
-	if err != nil {
+	var m map[string]any
+	if err := doc.Decode(&m); err != nil {
 		var te *yamlv3.TypeError
 		if errors.As(err, &te) {
 			// e.g. "line 3: mapping key "level" already defined at line 2"
