@@ -1,0 +1,232 @@
+package mcpclient
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/agenthost/agenthost/internal/childenv"
+	"github.com/agenthost/agenthost/internal/linewriter"
+)
+
+// maxStderrLine caps one forwarded stderr line; longer lines go in pieces.
+const maxStderrLine = 2048
+
+// maxGarbageLogged is how many non-JSON stdout lines are logged one by one;
+// after that every hundredth.
+const maxGarbageLogged = 5
+
+// process is a running stdio MCP server: its own process group, killed with
+// everything it started.
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	log  *slog.Logger
+
+	stdin  io.WriteCloser
+	stdout *io.PipeReader // JSON lines only, see filterStdout
+
+	exited  chan struct{} // closed once the process is reaped
+	waitErr error
+
+	mu        sync.Mutex
+	garbage   int      // non-JSON lines seen on stdout
+	firstJunk string   // the first of them
+	tail      []string // the last stderr lines, for start errors
+}
+
+// startProcess starts a stdio server. The process gets its own process
+// group (so Kill reaches what it starts, such as npx's node) and dies with
+// the host through Pdeathsig. Pdeathsig fires when the thread that forked
+// the process exits, so the process is started, and waited for, from a
+// goroutine locked to its thread.
+func startProcess(name string, c ServerConfig, log *slog.Logger, maxLine int) (*process, error) {
+	cmd := exec.Command(c.Command, c.Args...)
+	cmd.Env = childenv.Environ()
+	for k, v := range c.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Dir = c.Cwd
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	p := &process{name: name, cmd: cmd, log: log, exited: make(chan struct{})}
+	stderr := linewriter.New(maxStderrLine, func(line []byte) {
+		s := string(line)
+		p.mu.Lock()
+		p.tail = append(p.tail, s)
+		if len(p.tail) > 5 {
+			p.tail = p.tail[1:]
+		}
+		p.mu.Unlock()
+		log.Info(s, "stream", "stderr")
+	})
+	cmd.Stderr = stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	rawOut, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the process
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
+		err := cmd.Wait()
+		stderr.Flush()
+		p.waitErr = err
+		close(p.exited)
+	}()
+	if err := <-started; err != nil {
+		return nil, startError(c, err)
+	}
+	p.stdin = stdin
+	pr, pw := io.Pipe()
+	p.stdout = pr
+	go p.filterStdout(rawOut, pw, maxLine)
+	return p, nil
+}
+
+// startError says why a command did not start and what to do.
+func startError(c ServerConfig, err error) error {
+	var ee *exec.Error
+	switch {
+	case errors.As(err, &ee) && errors.Is(ee.Err, exec.ErrNotFound):
+		return fmt.Errorf("command %q was not found (check command, and PATH, or give an absolute path): %w", c.Command, err)
+	case errors.Is(err, os.ErrNotExist):
+		if c.Cwd != "" {
+			if _, serr := os.Stat(c.Cwd); serr != nil {
+				return fmt.Errorf("cwd %q does not exist: %w", c.Cwd, err)
+			}
+		}
+		return fmt.Errorf("command %q does not exist: %w", c.Command, err)
+	case errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("command %q is not executable (chmod +x it?): %w", c.Command, err)
+	}
+	return fmt.Errorf("starting %q: %w", c.Command, err)
+}
+
+// filterStdout passes JSON lines on to w and logs anything else a server
+// prints on stdout (banners, debug output) instead of letting it break
+// the JSON-RPC stream. A line longer than maxLine ends the connection.
+func (p *process) filterStdout(r io.Reader, w *io.PipeWriter, maxLine int) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if errors.Is(err, bufio.ErrBufferFull) {
+			if len(line) > maxLine {
+				p.log.Error("the server wrote a line longer than the limit on stdout; closing the connection", "limit_bytes", maxLine)
+				w.CloseWithError(fmt.Errorf("a line on stdout is longer than %d bytes", maxLine))
+				io.Copy(io.Discard, br) // let the process finish writing
+				return
+			}
+			continue
+		}
+		if len(line) > 0 {
+			p.line(line, w)
+			line = line[:0]
+		}
+		if err != nil {
+			w.Close()
+			return
+		}
+	}
+}
+
+// line forwards one stdout line or logs it as junk.
+func (p *process) line(line []byte, w io.Writer) {
+	t := bytes.TrimSpace(line)
+	if len(t) == 0 {
+		return
+	}
+	if t[0] == '{' || t[0] == '[' {
+		if _, err := w.Write(append(t, '\n')); err != nil {
+			return // the connection is closed; drain
+		}
+		return
+	}
+	p.mu.Lock()
+	p.garbage++
+	n := p.garbage
+	if n == 1 {
+		p.firstJunk = truncate(string(t), 200)
+	}
+	p.mu.Unlock()
+	if n <= maxGarbageLogged || n%100 == 0 {
+		p.log.Warn("the server printed a line that is not JSON-RPC on stdout; ignored (an MCP stdio server must write only JSON-RPC there, and log to stderr)",
+			"line", truncate(string(t), 200), "count", n)
+	}
+}
+
+// explain adds what the process did to a start error: its exit, the junk
+// it printed, its last stderr lines.
+func (p *process) explain(err error) error {
+	var parts []string
+	select {
+	case <-p.exited:
+		if p.waitErr != nil {
+			parts = append(parts, "it exited: "+p.waitErr.Error())
+		} else {
+			parts = append(parts, "it exited with status 0")
+		}
+	default:
+	}
+	p.mu.Lock()
+	if p.garbage > 0 {
+		parts = append(parts, fmt.Sprintf("it printed %d line(s) on stdout that are not JSON-RPC, the first %q: an MCP stdio server must write only JSON-RPC to stdout", p.garbage, p.firstJunk))
+	}
+	if len(p.tail) > 0 {
+		parts = append(parts, "its last stderr: "+strings.Join(p.tail, " | "))
+	}
+	p.mu.Unlock()
+	if len(parts) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w (%s)", err, strings.Join(parts, "; "))
+}
+
+// kill ends the process group: SIGTERM, then SIGKILL after grace, and
+// waits until the process is reaped. It may be called more than once.
+func (p *process) kill(grace time.Duration) {
+	p.stdin.Close()
+	pgid := p.cmd.Process.Pid
+	select {
+	case <-p.exited:
+	default:
+		syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-p.exited:
+		case <-time.After(grace):
+			syscall.Kill(-pgid, syscall.SIGKILL)
+			<-p.exited
+		}
+	}
+	// What the server started may outlive it in its group.
+	syscall.Kill(-pgid, syscall.SIGKILL)
+	p.stdout.Close()
+}
+
+func (p *process) pid() int { return p.cmd.Process.Pid }
+
+// junk returns how many non-JSON lines the server printed on stdout.
+func (p *process) junk() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.garbage
+}
