@@ -599,7 +599,7 @@ func TestPluginBadBinaries(t *testing.T) {
 	before := d.pluginList()["versioned"]
 	os.WriteFile(filepath.Join(stage, "v"), junk, 0o755)
 	sh(t, "mv", filepath.Join(stage, "v"), filepath.Join(dir, "versioned"))
-	d.logLine("the new binary of a plugin does not work; the old instance keeps serving", "plugin=versioned", "exec format error")
+	d.logLine("the new version of a plugin does not work; the old one keeps serving", "plugin=versioned", "exec format error")
 	if out := call(t, sim, "versioned_info", `{}`); !out.Success || !strings.Contains(string(out.Data), `"version":"1"`) {
 		t.Fatalf("the old instance does not serve: %+v", out)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"github.com/agenthost/agenthost/internal/childenv"
 	"io"
 	"os"
 	"os/exec"
@@ -20,27 +19,25 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/host/supervise"
+	"github.com/agenthost/agenthost/internal/childenv"
 	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
 )
 
-// instance is one running process of a plugin binary.
+// instance is one running process of a plugin binary: a supervise.Child.
 type instance struct {
-	name   string
-	hash   string
-	client *goplugin.Client
-	rpc    pluginv1.Client
-	desc   *pluginv1.Description
-	pid    int
-
-	mu       sync.Mutex
-	calls    int
-	retiring bool
-	idle     chan struct{} // closed when retiring and calls reach 0
+	name     string
+	client   *goplugin.Client
+	rpc      pluginv1.Client
+	desc     *pluginv1.Description
+	pid      int
 	thread   chan struct{} // closing it releases the OS thread that started the process
 	stopProc context.CancelFunc
-	stopped  bool
-	crashed  bool // retired because it died, not because it was replaced
+	done     chan struct{} // closed when the process has exited
+	killOnce sync.Once
 }
+
+var _ supervise.Child = (*instance)(nil)
 
 // fileHash returns the sha256 of the binary at path.
 func fileHash(path string) (string, error) {
@@ -58,10 +55,10 @@ func fileHash(path string) (string, error) {
 
 // start launches the binary, handshakes, describes and configures it. Any
 // failure kills the process and says what went wrong in words a plugin
-// author can act on.
-func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance, error) {
-	// The process lives until stopProc: at once when the host stops during
-	// the start (go-plugin's Kill waits for a start in progress), else after
+// author can act on. ctx bounds the start.
+func (m *Manager) start(ctx context.Context, name, path string) (*instance, error) {
+	// The process lives until stopProc: at once when the start is abandoned
+	// (go-plugin's Kill waits for a start in progress), else after
 	// go-plugin's own graceful Kill.
 	procCtx, stopProc := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(procCtx, path)
@@ -70,9 +67,9 @@ func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance
 		cmd.Env = append(cmd.Env, pluginv1.EnvDataDir+"="+m.o.dataDir+"/"+name)
 	}
 	// The plugin dies with the host even after a SIGKILL of the host. It fires
-	// when the forking thread exits; Go does not retire threads except when a
-	// locked goroutine exits, which never happens on this path.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: false}
+	// when the forking thread exits; see below.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	log := m.log.With("plugin", name)
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  pluginv1.Handshake,
 		Plugins:          pluginv1.PluginSet(),
@@ -81,9 +78,9 @@ func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},
 		AutoMTLS:         m.o.autoMTLS,
 		StartTimeout:     m.o.startTimeout,
-		Logger:           hclogToSlog(m.log, name),
-		SyncStdout:       outputLogger(m.log.With("plugin", name, "stream", "stdout")),
-		SyncStderr:       outputLogger(m.log.With("plugin", name, "stream", "stderr")),
+		Logger:           hclogToSlog(log),
+		SyncStdout:       outputLogger(log.With("stream", "stdout")),
+		SyncStderr:       outputLogger(log.With("stream", "stderr")),
 	})
 	// Pdeathsig fires when the forking OS thread exits, and Go retires a
 	// thread when a goroutine locked to it ends. So the process is started
@@ -113,131 +110,80 @@ func (m *Manager) start(ctx context.Context, name, path, hash string) (*instance
 	case <-ctx.Done():
 		stopProc()
 		<-res
-		return fail("the host is stopping")
+		return fail("the start was abandoned: %v", context.Cause(ctx))
 	}
-	rpc, err := r.rpc, r.err
-	if err != nil {
-		return fail("it did not start as an agenthost plugin: %v (is it built with plugins/sdk, and does it print nothing to stdout?)", err)
+	if r.err != nil {
+		return fail("it did not start as an agenthost plugin: %v (is it built with plugins/sdk, and does it print nothing to stdout?)", r.err)
 	}
-	cctx, cancel := context.WithTimeout(ctx, m.o.startTimeout)
-	defer cancel()
-	desc, err := rpc.Describe(cctx)
+	desc, err := r.rpc.Describe(ctx)
 	if err != nil {
 		return fail("it started but Describe failed: %v", err)
 	}
 	if desc.Name != "" && desc.Name != name {
-		m.log.Debug("plugin calls itself by another name; the file name is used", "plugin", name, "says", desc.Name)
+		log.Debug("plugin calls itself by another name; the file name is used", "says", desc.Name)
 	}
 	conf, err := json.Marshal(m.o.config[name])
 	if err != nil || string(conf) == "null" {
 		conf = []byte(`{}`)
 	}
-	if err := rpc.Configure(cctx, conf); err != nil {
+	if err := r.rpc.Configure(ctx, conf); err != nil {
 		return fail("it rejected its configuration (plugins.config.%s): %v", name, err)
 	}
-	inst := &instance{name: name, hash: hash, client: client, rpc: rpc, desc: desc, idle: make(chan struct{}), thread: thread, stopProc: stopProc}
+	inst := &instance{name: name, client: client, rpc: r.rpc, desc: desc, thread: thread, stopProc: stopProc, done: make(chan struct{})}
 	if rc := client.ReattachConfig(); rc != nil {
 		inst.pid = rc.Pid
 	}
+	go inst.watchExit()
 	return inst, nil
 }
 
-// acquire admits a call unless the instance is being retired.
-func (i *instance) acquire() bool {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	if i.retiring {
-		return false
-	}
-	i.calls++
-	return true
-}
-
-func (i *instance) release() {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.calls--
-	if i.retiring && i.calls == 0 {
-		close(i.idle)
-	}
-}
-
-// retire lets in-flight calls finish (up to grace), then stops the process.
-func (i *instance) retire(grace time.Duration) {
-	i.mu.Lock()
-	if i.stopped {
-		i.mu.Unlock()
-		return
-	}
-	i.stopped = true
-	if !i.retiring {
-		i.retiring = true
-		if i.calls == 0 {
-			close(i.idle)
+// watchExit closes done when the process exits. go-plugin offers no exit
+// notification, so it polls, which costs nothing measurable.
+func (i *instance) watchExit() {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for range t.C {
+		if i.client.Exited() {
+			close(i.done)
+			return
 		}
 	}
-	i.mu.Unlock()
-	select {
-	case <-i.idle:
-	case <-time.After(grace):
-	}
-	i.client.Kill()
-	i.stopProc()
-	close(i.thread)
 }
 
-func (i *instance) exited() bool { return i.client.Exited() }
-
-// markCrashed records that the instance died, before it is retired, so that
-// calls refused from then on say so even before go-plugin has reaped the process.
-func (i *instance) markCrashed() {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	i.crashed = true
-}
-
-func (i *instance) hasCrashed() bool {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.crashed
-}
-
-func (i *instance) isStopped() bool {
-	i.mu.Lock()
-	defer i.mu.Unlock()
-	return i.stopped
-}
-
-// provider is the registry's view of one instance: ID "plugin:<name>".
-type provider struct {
-	m    *Manager
-	inst *instance
-}
-
-func (p provider) ID() string { return "plugin:" + p.inst.name }
-
-func (p provider) Services() []services.Service {
-	out := make([]services.Service, 0, len(p.inst.desc.Services))
-	for _, s := range p.inst.desc.Services {
+// Services implements supervise.Child.
+func (i *instance) Services() []services.Service {
+	out := make([]services.Service, 0, len(i.desc.Services))
+	for _, s := range i.desc.Services {
 		out = append(out, services.Service{Name: s.Name, Description: s.Description, Parameters: s.Parameters, Timeout: s.Timeout})
 	}
 	return out
 }
 
-func (p provider) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	i := p.inst
-	if !i.acquire() {
-		if i.hasCrashed() || i.exited() {
-			return nil, fmt.Errorf("plugin %s crashed and is being restarted; try again in a moment", i.name)
-		}
-		// The call looked this instance up just before a hot reload swapped
-		// it out: run it on the instance that replaced it.
-		if cur := p.m.current(i.name); cur != nil && cur != i {
-			return provider{m: p.m, inst: cur}.Call(ctx, method, params)
-		}
-		return nil, fmt.Errorf("plugin %s is being replaced; try again", i.name)
-	}
-	defer i.release()
+// Done implements supervise.Child.
+func (i *instance) Done() <-chan struct{} { return i.done }
+
+// Changed implements supervise.Child: a plugin's services are fixed.
+func (i *instance) Changed() <-chan struct{} { return nil }
+
+// Info implements supervise.Child.
+func (i *instance) Info() supervise.Info {
+	return supervise.Info{PID: i.pid, Version: i.desc.Version, Transport: "go-plugin"}
+}
+
+// Health implements supervise.Healther with the contract's Health RPC.
+func (i *instance) Health(ctx context.Context) error { return i.rpc.Health(ctx) }
+
+// Kill implements supervise.Child.
+func (i *instance) Kill() {
+	i.killOnce.Do(func() {
+		i.client.Kill()
+		i.stopProc()
+		close(i.thread)
+	})
+}
+
+// Call implements supervise.Child.
+func (i *instance) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	data, err := i.rpc.Call(ctx, method, params)
 	if err == nil {
 		return data, nil
@@ -263,9 +209,8 @@ func (p provider) Call(ctx context.Context, method string, params json.RawMessag
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	if st, ok := status.FromError(err); (ok && st.Code() == codes.Unavailable) || i.exited() {
-		p.m.crashed(i)
-		return nil, fmt.Errorf("plugin %s crashed during the call; it is being restarted", i.name)
+	if st, ok := status.FromError(err); (ok && st.Code() == codes.Unavailable) || i.client.Exited() {
+		return nil, fmt.Errorf("plugin %s: %w", i.name, supervise.ErrGone)
 	}
 	return nil, fmt.Errorf("plugin %s: %w", i.name, err)
 }

@@ -13,9 +13,8 @@ import (
 
 // hclogToSlog returns a go-hclog logger whose lines (go-plugin's own, and the
 // plugin's stderr, which go-plugin relays with the plugin's level) end up in
-// log with plugin=<name>.
-func hclogToSlog(log *slog.Logger, name string) hclog.Logger {
-	log = log.With("plugin", name)
+// log (which carries plugin=<name>).
+func hclogToSlog(log *slog.Logger) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
 		Name:       "plugin",
 		Level:      hclog.Debug,

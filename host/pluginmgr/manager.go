@@ -1,8 +1,9 @@
-// Package pluginmgr owns the plugin processes: it finds plugin binaries in the
-// configured folders, starts them over hashicorp/go-plugin, registers their
-// services, restarts crashed ones with backoff (parking those that keep
-// crashing), and hot-reloads a binary that is added, replaced or removed,
-// starting the new instance before the old one stops.
+// Package pluginmgr owns the plugin binaries: it finds them in the
+// configured folders, checks that only root or the host's user may change
+// them (and their sha256 pins), watches the folders for binaries added,
+// replaced or removed, and hands each plugin to a supervise.Supervisor that
+// runs its process over hashicorp/go-plugin (start, reload before retire,
+// restart with backoff, park, lazy start and idle stop).
 package pluginmgr
 
 import (
@@ -19,16 +20,10 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/agenthost/agenthost/config"
-	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/host/supervise"
 	"github.com/agenthost/agenthost/internal/backoff"
 	"github.com/agenthost/agenthost/internal/fsperm"
 )
-
-// Registry is where plugins' services go.
-type Registry interface {
-	Put(services.Provider) error
-	Remove(id string)
-}
 
 // Options configure a Manager.
 type Options struct {
@@ -49,42 +44,48 @@ type settings struct {
 	autoMTLS     bool
 	startTimeout time.Duration
 	debounce     time.Duration
-	stopGrace    time.Duration
+	watch        bool
 	sha256       map[string]string // name -> pinned digest
 	config       map[string]any    // name -> the plugin's config subtree
-	restart      backoff.Backoff
-	maxCrashes   int
-	crashWindow  time.Duration
-	watch        bool
 }
 
 // Manager runs the plugins.
 type Manager struct {
 	o         settings
-	reg       Registry
+	sup       supervise.Options // the template of every plugin's supervisor
 	log       *slog.Logger
 	socketDir string
 
-	ctx     context.Context
 	mu      sync.Mutex
-	plugins map[string]*managed // by name
-	stopped bool                // Run is ending: no new plugin loops
-	wg      sync.WaitGroup
+	plugins map[string]*plugin // by name
+	stopped bool               // Run is ending: no new plugins
+	wg      sync.WaitGroup     // supervisors being stopped
+}
+
+// plugin is one binary name and the supervisor that runs it.
+type plugin struct {
+	name string
+	path string
+	sup  *supervise.Supervisor
+
+	mu   sync.Mutex
+	hash string // of the binary last loaded
 }
 
 // New returns a manager that puts plugins' services into reg.
-func New(o Options, reg Registry) *Manager {
+func New(o Options, reg supervise.Registry) *Manager {
 	log := o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := o.Plugins
 	s := settings{dirs: p.Dirs, dataDir: o.DataDir, autoMTLS: p.AutoMTLS, startTimeout: p.StartTimeout.D(), debounce: p.Debounce.D(),
-		stopGrace: p.StopGrace.D(), sha256: p.SHA256, config: p.Config,
-		restart:    backoff.Backoff{Base: p.Restart.Base.D(), Cap: p.Restart.Cap.D()},
-		maxCrashes: p.Restart.MaxCrashes, crashWindow: p.Restart.Window.D(), watch: o.Watch}
-	return &Manager{o: s, reg: reg, log: log.With("component", "plugins"), plugins: map[string]*managed{},
-		socketDir: filepath.Join(o.RuntimeDir, "plugins")}
+		sha256: p.SHA256, config: p.Config, watch: o.Watch}
+	log = log.With("component", "plugins")
+	return &Manager{o: s, log: log, plugins: map[string]*plugin{}, socketDir: filepath.Join(o.RuntimeDir, "plugins"),
+		sup: supervise.Options{Kind: "plugin", Registry: reg, StartTimeout: p.StartTimeout.D(), StopGrace: p.StopGrace.D(),
+			Restart:    backoff.Backoff{Base: p.Restart.Base.D(), Cap: p.Restart.Cap.D()},
+			MaxCrashes: p.Restart.MaxCrashes, CrashWindow: p.Restart.Window.D(), FailedStart: supervise.Broken}}
 }
 
 // Name implements host.Component.
@@ -93,11 +94,11 @@ func (m *Manager) Name() string { return "plugin manager" }
 // Run starts every plugin found, reports ready, then watches the folders
 // until ctx ends, and stops every plugin before it returns.
 func (m *Manager) Run(ctx context.Context, ready func()) error {
-	m.ctx = ctx
 	if err := os.MkdirAll(m.socketDir, 0o700); err != nil {
 		return fmt.Errorf("creating the plugin socket folder: %w", err)
 	}
 	os.Chmod(m.socketDir, 0o700)
+	defer m.stopAll()
 	var w *fsnotify.Watcher
 	if m.o.watch {
 		var err error
@@ -115,15 +116,9 @@ func (m *Manager) Run(ctx context.Context, ready func()) error {
 		m.scan(dir)
 	}
 	// Wait for the first start of every plugin found, so the first register is whole.
-	m.mu.Lock()
-	all := make([]*managed, 0, len(m.plugins))
-	for _, p := range m.plugins {
-		all = append(all, p)
-	}
-	m.mu.Unlock()
-	for _, p := range all {
+	for _, p := range m.all() {
 		select {
-		case <-p.settled:
+		case <-p.sup.Settled():
 		case <-ctx.Done():
 		}
 	}
@@ -133,14 +128,38 @@ func (m *Manager) Run(ctx context.Context, ready func()) error {
 	} else {
 		<-ctx.Done()
 	}
-	m.mu.Lock()
-	for _, p := range m.plugins {
-		close(p.quit)
-	}
-	m.stopped = true
-	m.mu.Unlock()
-	m.wg.Wait()
 	return nil
+}
+
+func (m *Manager) all() []*plugin {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*plugin, 0, len(m.plugins))
+	for _, p := range m.plugins {
+		out = append(out, p)
+	}
+	return out
+}
+
+// stopAll stops every plugin, all at once, and waits.
+func (m *Manager) stopAll() {
+	m.mu.Lock()
+	m.stopped = true
+	all := m.plugins
+	m.plugins = map[string]*plugin{}
+	m.mu.Unlock()
+	for _, p := range all {
+		m.stopPlugin(p)
+	}
+	m.wg.Wait()
+}
+
+func (m *Manager) stopPlugin(p *plugin) {
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		p.sup.Stop()
+	}()
 }
 
 // scan looks at every file of a plugin folder.
@@ -241,62 +260,67 @@ func (m *Manager) changed(path string) {
 			gone = true
 		}
 	}
-	for {
-		m.mu.Lock()
-		p := m.plugins[base]
-		if p == nil {
-			if gone || m.stopped {
-				m.mu.Unlock()
-				return
-			}
-			p = m.newManaged(base, path)
-		}
+	m.mu.Lock()
+	p := m.plugins[base]
+	switch {
+	case m.stopped:
 		m.mu.Unlock()
-		if p.path != path {
-			if !gone {
-				m.log.Warn("two plugin folders hold a plugin of the same name; the first one found is used", "plugin", base, "used", p.path, "ignored", path)
-			}
-			return
-		}
-		ev := event{kind: evChanged}
-		if gone {
-			ev.kind = evRemoved
-		}
-		if p.send(ev) {
-			return
-		}
-		// That plugin's loop ended: it was just removed (look again), or the
-		// manager is stopping.
-		m.mu.Lock()
-		stopped := m.stopped
+		return
+	case p != nil && p.path != path:
 		m.mu.Unlock()
-		if stopped {
-			return
+		if !gone {
+			m.log.Warn("two plugin folders hold a plugin of the same name; the first one found is used", "plugin", base, "used", p.path, "ignored", path)
 		}
+		return
+	case gone && p != nil:
+		delete(m.plugins, base)
+		m.mu.Unlock()
+		m.stopPlugin(p)
+		m.log.Info("plugin removed; its services are gone", "plugin", base)
+		return
+	case gone:
+		m.mu.Unlock()
+		return
+	case p == nil:
+		o := m.sup
+		o.ID, o.Name, o.Log = "plugin:"+base, base, m.log.With("plugin", base)
+		p = &plugin{name: base, path: path, sup: supervise.New(o)}
+		m.plugins[base] = p
 	}
+	m.mu.Unlock()
+	m.load(p)
 }
 
-// current returns the instance serving a plugin now, if any.
-func (m *Manager) current(name string) *instance {
-	m.mu.Lock()
-	p := m.plugins[name]
-	m.mu.Unlock()
-	if p == nil {
-		return nil
+// load hands the binary now at p.path to p's supervisor, unless it is the
+// one already running.
+func (m *Manager) load(p *plugin) {
+	hash, err := fileHash(p.path)
+	if err != nil {
+		p.sup.Load(failing(fmt.Errorf("cannot read %s: %w", p.path, err)), nil)
+		return
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.inst
+	same := p.hash == hash
+	p.hash = hash
+	p.mu.Unlock()
+	switch st := p.sup.Status().State; {
+	case same && (st == supervise.StateRunning || st == supervise.StateIdle || st == supervise.StateRestarting || st == supervise.StateStarting):
+		m.log.Debug("plugin binary touched but unchanged; nothing to do", "plugin", p.name, "state", st)
+		return
+	case st == supervise.StateParked:
+		m.log.Info("parked plugin's binary changed; trying it again", "plugin", p.name)
+	}
+	if pin := m.o.sha256[p.name]; pin != "" && !strings.EqualFold(pin, hash) {
+		p.sup.Load(failing(fmt.Errorf("binary sha256 %s does not match plugins.sha256.%s (%s); refusing to start it (install the pinned build or update the pin)", hash, p.name, pin)), nil)
+		return
+	}
+	name, path := p.name, p.path
+	p.sup.Load(func(ctx context.Context) (supervise.Child, error) { return m.start(ctx, name, path) }, nil)
 }
 
-// crashed is called when a call finds its instance gone.
-func (m *Manager) crashed(i *instance) {
-	m.mu.Lock()
-	p := m.plugins[i.name]
-	m.mu.Unlock()
-	if p != nil {
-		p.send(event{kind: evCrashed, inst: i})
-	}
+// failing is a Starter that cannot start: the binary is refused.
+func failing(err error) supervise.Starter {
+	return func(context.Context) (supervise.Child, error) { return nil, err }
 }
 
 // Status is one plugin's state for `agenthost plugins`.
@@ -314,16 +338,16 @@ type Status struct {
 
 // Status lists every plugin, sorted by name.
 func (m *Manager) Status() []Status {
-	m.mu.Lock()
-	ps := make([]*managed, 0, len(m.plugins))
-	for _, p := range m.plugins {
-		ps = append(ps, p)
-	}
-	m.mu.Unlock()
-	out := make([]Status, 0, len(ps))
-	for _, p := range ps {
-		out = append(out, p.status())
+	var out []Status
+	for _, p := range m.all() {
+		st := p.sup.Status()
+		p.mu.Lock()
+		hash := p.hash
+		p.mu.Unlock()
+		out = append(out, Status{Name: p.name, Path: p.path, Version: st.Info.Version, State: st.State, PID: st.Info.PID,
+			Services: st.Services, Restarts: st.Restarts, LastError: st.LastError, SHA256: hash})
 	}
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
+

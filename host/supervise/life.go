@@ -1,0 +1,106 @@
+package supervise
+
+import (
+	"sync"
+	"time"
+)
+
+// life is one child as the supervisor holds it: the calls running on it,
+// and its retirement (let those calls finish, then Kill).
+type life struct {
+	child   Child
+	retired chan struct{} // closed when retire starts: no new calls, no crash reports
+
+	mu       sync.Mutex
+	calls    int
+	retiring bool
+	drained  chan struct{} // closed when retiring and calls reach 0
+	idleT    *time.Timer
+}
+
+func newLife(c Child) *life {
+	return &life{child: c, retired: make(chan struct{}), drained: make(chan struct{})}
+}
+
+// acquire admits a call unless the child is being retired.
+func (l *life) acquire() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.retiring {
+		return false
+	}
+	l.calls++
+	if l.idleT != nil {
+		l.idleT.Stop()
+		l.idleT = nil
+	}
+	return true
+}
+
+// release ends a call; it reports whether the child has no call left.
+func (l *life) release() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls--
+	if l.retiring && l.calls == 0 {
+		close(l.drained)
+	}
+	return l.calls == 0 && !l.retiring
+}
+
+// armIdle calls f after d unless a call comes first.
+func (l *life) armIdle(d time.Duration, f func()) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.retiring || l.calls > 0 {
+		return
+	}
+	if l.idleT != nil {
+		l.idleT.Stop()
+	}
+	l.idleT = time.AfterFunc(d, f)
+}
+
+// idle reports whether no call runs, for an idle stop.
+func (l *life) idle() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.calls == 0 && !l.retiring
+}
+
+// retire stops admitting calls, lets those in flight finish (up to grace),
+// then kills the child. Only the first call does anything.
+func (l *life) retire(grace time.Duration) {
+	l.mu.Lock()
+	if l.retiring {
+		l.mu.Unlock()
+		return
+	}
+	l.retiring = true
+	close(l.retired)
+	if l.idleT != nil {
+		l.idleT.Stop()
+	}
+	if l.calls == 0 {
+		close(l.drained)
+	}
+	l.mu.Unlock()
+	if grace > 0 {
+		t := time.NewTimer(grace)
+		select {
+		case <-l.drained:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	l.child.Kill()
+}
+
+func (l *life) isRetired() bool {
+	select {
+	case <-l.retired:
+		return true
+	default:
+		return false
+	}
+}
