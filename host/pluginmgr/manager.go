@@ -350,4 +350,3 @@ func (m *Manager) Status() []Status {
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
-
