@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
@@ -68,6 +67,9 @@ type Options struct {
 	KillGrace time.Duration
 	// MaxLine bounds one JSON-RPC message from a stdio server (16 MiB).
 	MaxLine int
+	// ProtocolVersion is the MCP version proposed at initialize; empty
+	// proposes the newest the go-sdk speaks (the server may pick an older one).
+	ProtocolVersion string
 	// HTTPClient is the base client for HTTP servers (http.DefaultTransport
 	// when nil); the configured headers are added to every request.
 	HTTPClient *http.Client
@@ -107,39 +109,13 @@ func NewStarter(o Options) (supervise.Starter, error) {
 		o.Version = "dev"
 	}
 	return func(ctx context.Context) (supervise.Child, error) {
-		return start(ctx, o, kind, roots)
-	}, nil
-}
-
-// Roots: a server is told only the roots its config lists, and none by
-// default. Some servers (the reference filesystem server among them)
-// replace the folders given on their command line with the roots a client
-// announces, so a default root (the host's working folder, say) would
-// silently change what such a server may touch. With no roots configured
-// the roots capability is not even announced.
-func rootsFrom(list []string) ([]*mcp.Root, error) {
-	var out []*mcp.Root
-	for _, r := range list {
-		r = strings.TrimSpace(r)
-		if r == "" {
-			continue
-		}
-		if strings.Contains(r, "://") {
-			u, err := url.Parse(r)
-			if err != nil {
-				return nil, fmt.Errorf("root %q is not a valid URI: %w", r, err)
-			}
-			out = append(out, &mcp.Root{URI: u.String(), Name: path.Base(u.Path)})
-			continue
-		}
-		abs, err := filepath.Abs(r)
+		s, err := start(ctx, o, kind, roots)
 		if err != nil {
-			return nil, fmt.Errorf("root %q: %w", r, err)
+			o.Log.Warn("mcp server did not start", "err", err)
+			return nil, err
 		}
-		u := url.URL{Scheme: "file", Path: abs}
-		out = append(out, &mcp.Root{URI: u.String(), Name: filepath.Base(abs)})
-	}
-	return out, nil
+		return s, nil
+	}, nil
 }
 
 // Session is one connected life of an MCP server. It implements
@@ -157,6 +133,8 @@ type Session struct {
 	wake    chan struct{} // a list_changed arrived
 	killing chan struct{} // closed when Kill starts
 	stop    context.CancelFunc
+	// connCancel ends an HTTP connection's context (see connectHTTP).
+	connCancel context.CancelFunc
 	kill    sync.Once
 	ended   sync.Once
 
@@ -210,7 +188,7 @@ type Status struct {
 
 // start connects, initializes and lists; on any failure it leaves nothing
 // running.
-func start(ctx context.Context, o Options, kind string, roots []*mcp.Root) (*Session, error) {
+func start(ctx context.Context, o Options, kind string, roots rootList) (*Session, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.StartTimeout)
@@ -238,8 +216,11 @@ func start(ctx context.Context, o Options, kind string, roots []*mcp.Root) (*Ses
 				s.log.Info("the server does not speak Streamable HTTP; using the legacy SSE transport", "url", redactURL(o.Server.URL), "streamable_err", err)
 				err = nil
 			} else {
-				err = fmt.Errorf("%w (and as a legacy SSE server: %v)", err, sseErr)
+				err = fmt.Errorf("%w; and as a legacy SSE server: %v", err, sseErr)
 			}
+		}
+		if err != nil {
+			err = fmt.Errorf("mcp server %s: %w", o.Name, err)
 		}
 	}
 	if err != nil {
@@ -254,7 +235,7 @@ func start(ctx context.Context, o Options, kind string, roots []*mcp.Root) (*Ses
 	}
 	if _, err := s.listTools(ctx); err != nil {
 		s.abort()
-		return nil, s.explain(fmt.Errorf("mcp server %s: tools/list failed: %w", o.Name, err), ctx)
+		return nil, s.explain(s.scrub(fmt.Errorf("mcp server %s: tools/list failed: %w", o.Name, err)), ctx)
 	}
 	s.listOthers(ctx)
 
@@ -272,11 +253,8 @@ func start(ctx context.Context, o Options, kind string, roots []*mcp.Root) (*Ses
 
 // newClient builds the go-sdk client: roots only when configured,
 // sampling and elicitation refused.
-func (s *Session) newClient(roots []*mcp.Root) *mcp.Client {
-	caps := &mcp.ClientCapabilities{} // no roots, no sampling, no elicitation
-	if len(roots) > 0 {
-		caps.RootsV2 = &mcp.RootCapabilities{}
-	}
+func (s *Session) newClient(roots rootList) *mcp.Client {
+	caps := roots.capabilities() // no sampling, no elicitation
 	c := mcp.NewClient(&mcp.Implementation{Name: "agenthost", Version: s.o.Version}, &mcp.ClientOptions{
 		Logger:       s.log.With("component", "mcp-sdk"),
 		Capabilities: caps,
@@ -289,14 +267,20 @@ func (s *Session) newClient(roots []*mcp.Root) *mcp.Client {
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) { s.poke("resources") },
 		PromptListChangedHandler:   func(context.Context, *mcp.PromptListChangedRequest) { s.poke("prompts") },
 	})
-	if len(roots) > 0 {
-		c.AddRoots(roots...)
-	}
+	roots.add(c)
 	c.AddReceivingMiddleware(s.refuse)
 	return c
 }
 
-// refuse answers the server's requests that a speaker cannot serve.
+// codeUnsupported is the go-sdk's own code for a request the client does
+// not support; -32601 (method not found) would do, but the go-sdk replaces
+// its message with "method not found", and the message is the point.
+const codeUnsupported = -31001
+
+// refuse answers the server's requests that a speaker cannot serve. (On
+// protocol 2026-07-28 and later such requests ride on a tool's result
+// instead; there the go-sdk refuses them itself, and servers must not ask
+// a client that did not announce the capability anyway.)
 func (s *Session) refuse(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		var msg string
@@ -309,7 +293,7 @@ func (s *Session) refuse(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		s.log.Info("refused a request from the server", "method", method)
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: msg}
+		return nil, &jsonrpc.Error{Code: codeUnsupported, Message: msg}
 	}
 }
 
@@ -320,7 +304,7 @@ func (s *Session) connectStdio(ctx context.Context) error {
 	}
 	s.proc = p
 	s.status.PID = p.pid()
-	cs, err := s.client.Connect(ctx, &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: -1}, nil)
+	cs, err := s.client.Connect(ctx, &mcp.IOTransport{Reader: p.stdout, Writer: p.stdin, MaxLineLength: -1}, s.sessionOptions())
 	if err != nil {
 		p.kill(s.o.KillGrace)
 		return s.explain(fmt.Errorf("mcp server %s (%s): initialize failed: %w", s.o.Name, s.o.Server.Command, err), ctx)
@@ -346,12 +330,23 @@ func (s *Session) connectHTTP(ctx context.Context, kind string) error {
 	} else {
 		t = &mcp.StreamableClientTransport{Endpoint: s.o.Server.URL, HTTPClient: &hc, MaxRetries: 2}
 	}
-	cs, err := s.client.Connect(ctx, t, nil)
+	// The legacy SSE transport holds its event stream with the context given
+	// to Connect: give it one that outlives the start, ended by Kill, and
+	// cut short by the start deadline only while connecting.
+	connCtx, connCancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, connCancel)
+	cs, err := s.client.Connect(connCtx, t, s.sessionOptions())
+	stop()
 	if err != nil {
-		return s.explain(fmt.Errorf("mcp server %s (%s at %s): initialize failed: %w", s.o.Name, kind, redactURL(s.o.Server.URL), err), ctx)
+		connCancel()
+		return s.explain(s.scrub(fmt.Errorf("%s at %s: initialize failed: %w", kind, redactURL(s.o.Server.URL), err)), ctx)
 	}
-	s.cs, s.transport, s.status.Transport = cs, kind, kind
+	s.cs, s.transport, s.status.Transport, s.connCancel = cs, kind, kind, connCancel
 	return nil
+}
+
+func (s *Session) sessionOptions() *mcp.ClientSessionOptions {
+	return &mcp.ClientSessionOptions{ProtocolVersion: s.o.ProtocolVersion}
 }
 
 // explain adds the start deadline and what the process did to an error.
@@ -369,6 +364,9 @@ func (s *Session) explain(err error, ctx context.Context) error {
 // abort ends a session whose start failed after connecting.
 func (s *Session) abort() {
 	s.cs.Close()
+	if s.connCancel != nil {
+		s.connCancel()
+	}
 	if s.proc != nil {
 		s.proc.kill(s.o.KillGrace)
 	}
@@ -392,7 +390,7 @@ func (s *Session) watch() {
 	default:
 		attrs := []any{"transport", s.transport}
 		if err != nil {
-			attrs = append(attrs, "err", err)
+			attrs = append(attrs, "err", s.scrub(err))
 		}
 		if s.proc != nil {
 			if s.proc.waitErr != nil {
@@ -448,17 +446,18 @@ func (s *Session) refresh(ctx context.Context) {
 			changed, err := s.listTools(lctx)
 			switch {
 			case err != nil && ctx.Err() == nil:
-				s.log.Warn("tools/list after list_changed failed; keeping the previous tools", "err", err)
-			case changed:
+				s.log.Warn("tools/list after list_changed failed; keeping the previous tools", "err", s.scrub(err))
+			}
+			s.mu.Lock()
+			s.status.Relisted++
+			s.mu.Unlock()
+			if changed {
 				s.log.Info("the server's tools changed", "tools", len(s.Services()))
 				select {
 				case s.changed <- struct{}{}:
 				default:
 				}
 			}
-			s.mu.Lock()
-			s.status.Relisted++
-			s.mu.Unlock()
 		}
 		if others {
 			s.listOthers(lctx)
@@ -489,7 +488,7 @@ func (s *Session) ping(ctx context.Context) {
 			continue
 		}
 		failures++
-		s.log.Warn("the server did not answer a ping", "err", err, "failures", failures)
+		s.log.Warn("the server did not answer a ping", "err", s.scrub(err), "failures", failures)
 		if failures >= 2 {
 			s.end(fmt.Errorf("the server did not answer two pings in a row: %w", err))
 			return
@@ -685,7 +684,7 @@ func (s *Session) Call(ctx context.Context, method string, params json.RawMessag
 	}
 	res, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: method, Arguments: params})
 	if err != nil {
-		return nil, s.callError(ctx, err)
+		return nil, s.scrub(s.callError(ctx, err))
 	}
 	return mapResult(method, res)
 }
@@ -794,6 +793,9 @@ func (s *Session) Kill() {
 		if s.proc != nil {
 			s.proc.kill(s.o.KillGrace)
 		}
+		if s.connCancel != nil {
+			defer s.connCancel()
+		}
 		select {
 		case <-closed:
 		case <-time.After(s.o.KillGrace):
@@ -839,6 +841,28 @@ func (t headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return t.base.RoundTrip(r)
 }
+
+// scrub replaces the configured URL, which may carry a token in its query
+// or user information, with its redacted form in an error's text.
+func (s *Session) scrub(err error) error {
+	raw := s.o.Server.URL
+	if err == nil || raw == "" || !strings.Contains(err.Error(), raw) {
+		return err
+	}
+	red := redactURL(raw)
+	if red == raw {
+		return err
+	}
+	return scrubbed{msg: strings.ReplaceAll(err.Error(), raw, red), err: err}
+}
+
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e scrubbed) Error() string { return e.msg }
+func (e scrubbed) Unwrap() error { return e.err }
 
 // redactURL hides user information and query values (tokens) in a URL.
 func redactURL(s string) string {

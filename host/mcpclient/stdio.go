@@ -223,10 +223,3 @@ func (p *process) kill(grace time.Duration) {
 }
 
 func (p *process) pid() int { return p.cmd.Process.Pid }
-
-// junk returns how many non-JSON lines the server printed on stdout.
-func (p *process) junk() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.garbage
-}

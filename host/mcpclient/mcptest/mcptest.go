@@ -1,0 +1,164 @@
+// Package mcptest finds, and installs when missing, the third-party MCP
+// programs the tests run against (scripts/install-mcp-test-deps.sh:
+// @modelcontextprotocol/server-everything and the MCP Inspector), and starts
+// server-everything in its HTTP modes on a free loopback port. For tests only.
+package mcptest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/internal/testbin"
+)
+
+var (
+	once sync.Once
+	dir  string
+	err  error
+)
+
+// Deps returns the folder the test programs are installed in (its
+// node_modules/.bin holds them), running the install script the first time.
+// AGENTHOST_MCP_TEST_DEPS names another folder.
+func Deps(t testing.TB) string {
+	t.Helper()
+	once.Do(func() {
+		script := filepath.Join(testbin.ModuleRoot(t), "scripts", "install-mcp-test-deps.sh")
+		cmd := exec.Command("bash", script)
+		cmd.Stderr = os.Stderr
+		out, e := cmd.Output()
+		if e != nil {
+			err = fmt.Errorf("%s failed: %v (it needs Node >= 20 and npm with the npm registry)", script, e)
+			return
+		}
+		dir = strings.TrimSpace(string(out))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// Bin returns the path of an installed program: "mcp-server-everything",
+// "mcp-inspector".
+func Bin(t testing.TB, name string) string {
+	t.Helper()
+	p := filepath.Join(Deps(t), "node_modules", ".bin", name)
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("%s is not installed: %v", name, err)
+	}
+	return p
+}
+
+// FreePort returns a loopback port nobody listens on now.
+func FreePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Server is server-everything running in an HTTP mode.
+type Server struct {
+	Port int
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// StartEverything runs server-everything in mode "sse" or "streamableHttp"
+// on a free port, waits until it accepts connections, and stops it when
+// the test ends. Its endpoint is URL("/sse") or URL("/mcp").
+func StartEverything(t testing.TB, mode string) *Server {
+	t.Helper()
+	bin := Bin(t, "mcp-server-everything")
+	s := &Server{Port: FreePort(t), done: make(chan struct{})}
+	s.cmd = exec.Command(bin, mode)
+	s.cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", s.Port))
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			t.Logf("server-everything %s: %s", mode, sc.Text())
+		}
+	}()
+	go func() {
+		s.cmd.Wait()
+		close(s.done)
+	}()
+	t.Cleanup(s.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", s.Port), time.Second)
+		if err == nil {
+			c.Close()
+			return s
+		}
+		select {
+		case <-s.done:
+			t.Fatalf("server-everything %s exited before listening", mode)
+		case <-ctx.Done():
+			t.Fatalf("server-everything %s did not listen on port %d", mode, s.Port)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// URL is the server's address with the given path.
+func (s *Server) URL(path string) string { return fmt.Sprintf("http://127.0.0.1:%d%s", s.Port, path) }
+
+// Stop ends the server (its whole process group) and waits for it.
+func (s *Server) Stop() {
+	syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	<-s.done
+}
+
+// Running reports whether a process whose command line contains every one
+// of parts is alive (a zombie does not count), to show that a test left
+// no process behind.
+func Running(parts ...string) bool {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		cmdline := strings.ReplaceAll(string(b), "\x00", " ")
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(cmdline, p)
+		}
+		if !all {
+			continue
+		}
+		st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if i := strings.LastIndexByte(string(st), ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
+			continue
+		}
+		return true
+	}
+	return false
+}
