@@ -135,8 +135,8 @@ type Session struct {
 	stop    context.CancelFunc
 	// connCancel ends an HTTP connection's context (see connectHTTP).
 	connCancel context.CancelFunc
-	kill    sync.Once
-	ended   sync.Once
+	kill       sync.Once
+	ended      sync.Once
 
 	mu        sync.Mutex
 	svcs      []services.Service
