@@ -51,6 +51,9 @@ type Registry struct {
 	log      *slog.Logger
 	changes  chan struct{}
 
+	subMu sync.Mutex
+	subs  map[*chan struct{}]struct{} // Subscribe's channels
+
 	mu      sync.Mutex // serialises Put and Remove
 	seq     uint64
 	members map[string]*member
@@ -208,6 +211,7 @@ func (r *Registry) publish() {
 		case r.changes <- struct{}{}:
 		default:
 		}
+		r.notify()
 	}
 }
 
@@ -315,6 +319,37 @@ func (r *Registry) Canonical() []byte {
 // Register. A Put or Remove that leaves the set identical signals nothing.
 func (r *Registry) Changes() <-chan struct{} {
 	return r.changes
+}
+
+// Subscribe returns a channel of its own, like Changes (a buffer of one;
+// signals coalesce; only a change of the canonical set signals), for a
+// second reader of changes such as the MCP server: Changes has one reader,
+// the link. cancel ends the subscription; the channel is never closed.
+func (r *Registry) Subscribe() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	r.subMu.Lock()
+	if r.subs == nil {
+		r.subs = make(map[*chan struct{}]struct{})
+	}
+	r.subs[&ch] = struct{}{}
+	r.subMu.Unlock()
+	return ch, func() {
+		r.subMu.Lock()
+		delete(r.subs, &ch)
+		r.subMu.Unlock()
+	}
+}
+
+// notify signals every subscriber without blocking.
+func (r *Registry) notify() {
+	r.subMu.Lock()
+	defer r.subMu.Unlock()
+	for ch := range r.subs {
+		select {
+		case *ch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Lookup finds a service by its registered name (prefix included).

@@ -328,3 +328,45 @@ func TestServiceTimeoutKeptInEntry(t *testing.T) {
 		t.Errorf("entry = %+v", e)
 	}
 }
+
+// TestSubscribe: each subscriber gets its own coalesced signal when the set
+// changes, Changes keeps working beside them, an unchanged set signals
+// nothing, and a cancelled subscription gets no more.
+func TestSubscribe(t *testing.T) {
+	r := services.NewRegistry(services.RegistryOptions{})
+	a, cancelA := r.Subscribe()
+	b, cancelB := r.Subscribe()
+	defer cancelB()
+	mustPut(t, r, provider("plugin:x", "one"))
+	mustPut(t, r, provider("plugin:x", "one", "two")) // a second change coalesces
+	for name, ch := range map[string]<-chan struct{}{"a": a, "b": b, "Changes": r.Changes()} {
+		select {
+		case <-ch:
+		default:
+			t.Errorf("%s: no signal after a change", name)
+		}
+		select {
+		case <-ch:
+			t.Errorf("%s: two signals for changes nobody read in between", name)
+		default:
+		}
+	}
+	mustPut(t, r, provider("plugin:x", "one", "two")) // the same set
+	select {
+	case <-a:
+		t.Error("a Put that changed nothing signalled")
+	default:
+	}
+	cancelA()
+	r.Remove("plugin:x")
+	select {
+	case <-a:
+		t.Error("a cancelled subscription was signalled")
+	default:
+	}
+	select {
+	case <-b:
+	default:
+		t.Error("b: no signal after Remove")
+	}
+}
