@@ -1,0 +1,135 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Path is where the Streamable HTTP endpoint is served.
+const Path = "/mcp"
+
+// HTTPOptions configures the Streamable HTTP endpoint.
+type HTTPOptions struct {
+	// Token, when set, must come as "Authorization: Bearer <token>". It is
+	// compared in constant time and never logged.
+	Token string
+	// AllowedOrigins are browser origins ("https://app.example:8443")
+	// allowed besides the local ones. A request without Origin (a program,
+	// not a browser) is allowed; one from another origin is refused with
+	// 403, as the MCP spec asks of local servers (DNS rebinding).
+	AllowedOrigins []string
+	// Log receives refused requests (without the token). Nil discards.
+	Log *slog.Logger
+}
+
+// Handler returns the Streamable HTTP endpoint (serve it at Path).
+func (s *Server) Handler(o HTTPOptions) http.Handler {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &mcp.StreamableHTTPOptions{
+		Logger: o.Log.With("component", "mcp-sdk"),
+	})
+	allowed := map[string]bool{}
+	for _, a := range o.AllowedOrigins {
+		allowed[strings.TrimSuffix(strings.ToLower(a), "/")] = true
+	}
+	var want [32]byte
+	if o.Token != "" {
+		want = sha256.Sum256([]byte(o.Token))
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !localOrigin(origin) && !allowed[strings.ToLower(origin)] {
+			o.Log.Warn("refused an MCP request from a foreign origin", "origin", truncate(origin, 100), "remote", r.RemoteAddr)
+			http.Error(w, "Forbidden: origin "+truncate(origin, 100)+" is not allowed", http.StatusForbidden)
+			return
+		}
+		if o.Token != "" {
+			got, ok := bearer(r.Header.Get("Authorization"))
+			// Hashing first makes the comparison constant-time in the
+			// token's length too.
+			sum := sha256.Sum256([]byte(got))
+			if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
+				o.Log.Warn("refused an MCP request without the right bearer token", "remote", r.RemoteAddr, "had_authorization", r.Header.Get("Authorization") != "")
+				w.Header().Set("WWW-Authenticate", `Bearer realm="agenthost"`)
+				http.Error(w, "Unauthorized: send Authorization: Bearer <token> (mcp.http.token in the config)", http.StatusUnauthorized)
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// bearer takes the token out of an Authorization header.
+func bearer(h string) (string, bool) {
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(h), " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", false
+	}
+	return strings.TrimSpace(tok), true
+}
+
+// localOrigin reports whether an Origin is this machine's: localhost,
+// 127.0.0.0/8 or ::1, any scheme and port.
+func localOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	host := strings.ToLower(u.Hostname())
+	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// Serve serves the endpoint at Path on ln until ctx ends, then shuts
+// down (open streams are closed). The caller chooses the address; a
+// non-loopback address without a token is allowed but logged as a warning.
+func (s *Server) Serve(ctx context.Context, ln net.Listener, o HTTPOptions) error {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && o.Token == "" {
+		o.Log.Warn("the MCP endpoint listens beyond this machine without a token: anyone who can reach it can call every service", "addr", ln.Addr().String())
+	}
+	mux := http.NewServeMux()
+	mux.Handle(Path, s.Handler(o))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	o.Log.Info("MCP endpoint ready", "url", fmt.Sprintf("http://%s%s", ln.Addr(), Path), "token", o.Token != "")
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}

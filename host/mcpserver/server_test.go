@@ -1,0 +1,287 @@
+package mcpserver_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/agenthost/agenthost/host/builtin"
+	"github.com/agenthost/agenthost/host/mcpserver"
+	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/internal/testbin"
+	"github.com/agenthost/agenthost/proto/voice"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// notes is a small provider: add_note echoes its text; weather answers an
+// object.
+type notes struct{ names []string }
+
+func (notes) ID() string { return "plugin:notes" }
+func (n notes) Services() []services.Service {
+	var out []services.Service
+	for _, name := range n.names {
+		switch name {
+		case "add_note":
+			out = append(out, services.Service{Name: name, Description: "Adds a note.",
+				Parameters: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string","minLength":1}},"required":["text"]}`)})
+		case "weather":
+			out = append(out, services.Service{Name: name, Description: "The weather."}) // no schema: the registry's default
+		default:
+			out = append(out, services.Service{Name: name, Description: name, Parameters: json.RawMessage(`{"properties":{}}`)})
+		}
+	}
+	return out
+}
+func (notes) Call(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if method == "weather" {
+		return json.RawMessage(`{"temperature":21.5}`), nil
+	}
+	var p struct{ Text string }
+	json.Unmarshal(params, &p)
+	return json.Marshal("noted: " + p.Text)
+}
+
+var fixed = time.Date(2025, 1, 22, 14, 30, 25, 0, time.UTC)
+
+func setup(t *testing.T) (*services.Registry, *mcpserver.Server, *testbin.Buffer) {
+	t.Helper()
+	r := services.NewRegistry(services.RegistryOptions{})
+	if err := r.Put(builtin.New(func() time.Time { return fixed })); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Put(notes{[]string{"add_note", "weather"}}); err != nil {
+		t.Fatal(err)
+	}
+	d := services.NewDispatcher(r, services.DispatchOptions{})
+	logs := &testbin.Buffer{}
+	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	s := mcpserver.New(mcpserver.RegistryCatalog(r), mcpserver.CallerFunc(func(ctx context.Context, svc string, params json.RawMessage) voice.Outcome {
+		return d.Dispatch(ctx, voice.Call{Method: svc, Params: params})
+	}), mcpserver.Options{Version: "test", Log: log})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { s.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return r, s, logs
+}
+
+// stdioClient connects a go-sdk client to ServeStdio through pipes.
+func stdioClient(t *testing.T, s *mcpserver.Server, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	cin, sout := io.Pipe()
+	sin, cout := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- s.ServeStdio(ctx, sin, sout); sout.Close() }()
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, opts)
+	cs, err := c.Connect(ctx, &mcp.IOTransport{Reader: cin, Writer: cout}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cs.Close()
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("ServeStdio: %v", err)
+		}
+	})
+	return cs
+}
+
+func toolNames(t *testing.T, cs *mcp.ClientSession) string {
+	t.Helper()
+	res, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n []string
+	for _, tool := range res.Tools {
+		n = append(n, tool.Name)
+	}
+	return strings.Join(n, ",")
+}
+
+func callTool(t *testing.T, cs *mcp.ClientSession, name, args string) *mcp.CallToolResult {
+	t.Helper()
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: name, Arguments: json.RawMessage(args)})
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res
+}
+
+func text(res *mcp.CallToolResult) string {
+	var parts []string
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			parts = append(parts, tc.Text)
+		}
+	}
+	return strings.Join(parts, "\n")
+}
+
+func TestToolsAndCalls(t *testing.T) {
+	_, s, _ := setup(t)
+	cs := stdioClient(t, s, nil)
+	if got := toolNames(t, cs); got != "add_note,get_current_time,weather" {
+		t.Errorf("tools %s", got)
+	}
+	res, _ := cs.ListTools(context.Background(), nil)
+	for _, tool := range res.Tools {
+		b, _ := json.Marshal(tool.InputSchema)
+		if tool.Name == "add_note" && string(b) != `{"properties":{"text":{"minLength":1,"type":"string"}},"required":["text"],"type":"object"}` {
+			t.Errorf("add_note's schema %s", b)
+		}
+		if tool.Name == "weather" && string(b) != `{"type":"object"}` {
+			t.Errorf("weather's schema %s", b)
+		}
+	}
+	if r := callTool(t, cs, "get_current_time", `{"format":"simple"}`); r.IsError || text(r) != "2025-01-22 14:30:25" || r.StructuredContent != nil {
+		t.Errorf("get_current_time: %+v %q", r, text(r))
+	}
+	if r := callTool(t, cs, "add_note", `{"text":"milk"}`); r.IsError || text(r) != "noted: milk" {
+		t.Errorf("add_note: %q", text(r))
+	}
+	r := callTool(t, cs, "weather", `{}`)
+	b, _ := json.Marshal(r.StructuredContent)
+	if r.IsError || text(r) != `{"temperature":21.5}` || string(b) != `{"temperature":21.5}` {
+		t.Errorf("weather: %q, structured %s", text(r), b)
+	}
+	// The host's validation answers, as an error result with its message.
+	if r := callTool(t, cs, "add_note", `{"text":""}`); !r.IsError || text(r) != "invalid parameters for add_note: text: must be at least 1 character long (got 0)" {
+		t.Errorf("invalid params: %+v %q", r.IsError, text(r))
+	}
+	if r := callTool(t, cs, "get_current_time", `{"format":"fancy"}`); !r.IsError || !strings.Contains(text(r), `must be one of "simple", "detailed"`) {
+		t.Errorf("enum: %q", text(r))
+	}
+}
+
+// TestListChanged: a change of the registry's set reaches a connected
+// client as tools/list_changed, and the new list has the change.
+func TestListChanged(t *testing.T) {
+	r, s, _ := setup(t)
+	changed := make(chan struct{}, 10)
+	cs := stdioClient(t, s, &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+		changed <- struct{}{}
+	}})
+	if err := r.Put(notes{[]string{"add_note", "weather", "list_notes"}}); err != nil {
+		t.Fatal(err)
+	}
+	<-changed
+	if got := toolNames(t, cs); got != "add_note,get_current_time,list_notes,weather" {
+		t.Errorf("after the change: %s", got)
+	}
+	r.Remove("plugin:notes")
+	<-changed
+	if got := toolNames(t, cs); got != "get_current_time" {
+		t.Errorf("after the removal: %s", got)
+	}
+}
+
+func serveHTTP(t *testing.T, s *mcpserver.Server, o mcpserver.HTTPOptions) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Serve(ctx, ln, o) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String() + mcpserver.Path
+}
+
+// headers adds fixed headers to a client's requests.
+type headers map[string]string
+
+func (h headers) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func httpClient(t *testing.T, url string, h headers) (*mcp.ClientSession, error) {
+	c := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: h}, MaxRetries: -1}, nil)
+	if err == nil {
+		t.Cleanup(func() { cs.Close() })
+	}
+	return cs, err
+}
+
+func TestHTTPToken(t *testing.T) {
+	_, s, logs := setup(t)
+	url := serveHTTP(t, s, mcpserver.HTTPOptions{Token: "s3cret-token", Log: slog.New(slog.NewTextHandler(logs, nil))})
+	for name, h := range map[string]headers{"none": {}, "wrong": {"Authorization": "Bearer nope"}, "basic": {"Authorization": "Basic s3cret-token"}} {
+		if _, err := httpClient(t, url, h); err == nil || !strings.Contains(err.Error(), "Unauthorized") {
+			t.Errorf("%s: %v, want Unauthorized", name, err)
+		}
+	}
+	cs, err := httpClient(t, url, headers{"Authorization": "Bearer s3cret-token"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := toolNames(t, cs); got != "add_note,get_current_time,weather" {
+		t.Errorf("tools %s", got)
+	}
+	if r := callTool(t, cs, "add_note", `{"text":"eggs"}`); text(r) != "noted: eggs" {
+		t.Errorf("add_note over HTTP: %q", text(r))
+	}
+	if strings.Contains(logs.String(), "s3cret-token") {
+		t.Error("the token reached the log")
+	}
+	if !strings.Contains(logs.String(), "refused an MCP request without the right bearer token") {
+		t.Errorf("no log line for the refused requests:\n%s", logs)
+	}
+}
+
+func TestHTTPOrigin(t *testing.T) {
+	_, s, logs := setup(t)
+	url := serveHTTP(t, s, mcpserver.HTTPOptions{AllowedOrigins: []string{"https://app.example"}, Log: slog.New(slog.NewTextHandler(logs, nil))})
+	for _, origin := range []string{"", "http://localhost:6274", "http://127.0.0.1:3000", "http://[::1]", "https://app.example"} {
+		h := headers{}
+		if origin != "" {
+			h["Origin"] = origin
+		}
+		if _, err := httpClient(t, url, h); err != nil {
+			t.Errorf("origin %q refused: %v", origin, err)
+		}
+	}
+	for _, origin := range []string{"https://evil.example", "http://localhost.evil.example", "null"} {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Origin", origin)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("origin %q: status %d, want 403", origin, resp.StatusCode)
+		}
+	}
+	if !strings.Contains(logs.String(), "refused an MCP request from a foreign origin") {
+		t.Errorf("no log line for the refused origin:\n%s", logs)
+	}
+}
