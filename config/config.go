@@ -141,6 +141,26 @@ type Plugins struct {
 	// Config is a free-form subtree per plugin name, handed to that plugin.
 	Config  map[string]any `yaml:"config"`
 	Restart Restart        `yaml:"restart"`
+	// Lazy plugins are registered from a description cached by the binary's
+	// sha256 and run only while used: the first call starts one, IdleStop
+	// without calls stops it. LazyOverrides sets it per plugin name.
+	Lazy          bool            `yaml:"lazy"`
+	LazyOverrides map[string]bool `yaml:"lazy_overrides"`
+	IdleStop      Duration        `yaml:"idle_stop"`
+	// HealthInterval: a running plugin's Health is asked this often; one
+	// that fails is restarted like a crashed one. 0 turns it off.
+	HealthInterval Duration `yaml:"health_interval"`
+	// StateDir holds what plugins keep (a folder per plugin) and the cache
+	// of plugin descriptions. "" = see StateDirectory.
+	StateDir string `yaml:"state_dir"`
+}
+
+// IsLazy says whether the named plugin runs lazily.
+func (p Plugins) IsLazy(name string) bool {
+	if v, ok := p.LazyOverrides[name]; ok {
+		return v
+	}
+	return p.Lazy
 }
 
 // Restart limits restarting crashed plugins: back-off from Base to Cap, and
@@ -263,6 +283,10 @@ func Default() *Config {
 			SHA256:       map[string]string{},
 			Config:       map[string]any{},
 			Restart:      Restart{Base: Duration(1e9), Cap: Duration(60e9), MaxCrashes: 5, Window: Duration(5 * 60e9)},
+			Lazy:           true,
+			LazyOverrides:  map[string]bool{},
+			IdleStop:       Duration(10 * 60e9),
+			HealthInterval: Duration(60e9),
 		},
 		Audio: Audio{
 			Backend: "portaudio", Input: "default", Output: "default",

@@ -108,6 +108,27 @@ func checkPrivateDir(dir string, fi os.FileInfo) error {
 	return nil
 }
 
+// StateDirectory resolves plugins.state_dir, where plugins keep their data
+// (a folder each) and the host its cache of plugin descriptions; it creates
+// nothing. In order: plugins.state_dir; $STATE_DIRECTORY (systemd's
+// StateDirectory=); $XDG_STATE_HOME/agenthost; ~/.local/state/agenthost;
+// "" when none can be found (no home folder).
+func (p Plugins) StateDirectory() string {
+	if p.StateDir != "" {
+		return p.StateDir
+	}
+	if d := os.Getenv("STATE_DIRECTORY"); d != "" {
+		return strings.SplitN(d, ":", 2)[0]
+	}
+	if d := os.Getenv("XDG_STATE_HOME"); d != "" {
+		return filepath.Join(d, "agenthost")
+	}
+	if home, err := os.UserHomeDir(); err == nil && home != "" && home != "/" {
+		return filepath.Join(home, ".local", "state", "agenthost")
+	}
+	return ""
+}
+
 // ControlSocketPath resolves conversation.control_socket: the configured
 // value, else <runtime dir>/control.sock (see Plugins.RuntimeDirectory).
 func (c *Config) ControlSocketPath() string {

@@ -181,6 +181,10 @@ func (l *loader) validate(c *Config) {
 		l.errorf(path("plugins.restart.max_crashes"), "%d must be more than 0", pl.Restart.MaxCrashes)
 	}
 	l.positive("plugins.restart.window", pl.Restart.Window)
+	l.positive("plugins.idle_stop", pl.IdleStop)
+	if pl.HealthInterval < 0 {
+		l.errorf(path("plugins.health_interval"), "%s must not be negative (0 turns health checks off)", pl.HealthInterval)
+	}
 
 	a := c.Audio
 	l.enum("audio.backend", a.Backend, AudioBackends)

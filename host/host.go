@@ -9,8 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -83,11 +81,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 func (h *Host) Plugins(watch bool) *pluginmgr.Manager {
 	if h.plugins == nil {
 		p := h.cfg.Plugins
-		data := os.Getenv("STATE_DIRECTORY") // systemd's StateDirectory=
-		if data != "" {
-			data = filepath.Join(data, "plugins")
-		}
-		h.plugins = pluginmgr.New(pluginmgr.Options{Plugins: p, RuntimeDir: p.RuntimeDirectory(), DataDir: data, Watch: watch, Log: h.log}, h.reg)
+		h.plugins = pluginmgr.New(pluginmgr.Options{Plugins: p, RuntimeDir: p.RuntimeDirectory(), StateDir: p.StateDirectory(), Watch: watch, Log: h.log}, h.reg)
 	}
 	return h.plugins
 }

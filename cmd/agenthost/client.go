@@ -179,7 +179,14 @@ func cmdPlugins(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "no plugins (folders: %s)\n", strings.Join(cfg.Plugins.Dirs, ", "))
 	}
 	for _, p := range list {
-		fmt.Fprintf(e.stdout, "%s %s  %s  pid %d  restarts %d\n  path: %s\n  services: %s\n", p.Name, p.Version, p.State, p.PID, p.Restarts, p.Path, strings.Join(p.Services, ", "))
+		proc := fmt.Sprintf("pid %d", p.PID)
+		if p.PID == 0 {
+			proc = "no process"
+			if p.State == "idle" {
+				proc += " (lazy: the next call starts it)"
+			}
+		}
+		fmt.Fprintf(e.stdout, "%s %s  %s  %s  restarts %d\n  path: %s\n  services: %s\n", p.Name, p.Version, p.State, proc, p.Restarts, p.Path, strings.Join(p.Services, ", "))
 		if p.LastError != "" {
 			fmt.Fprintf(e.stdout, "  last error: %s\n", p.LastError)
 		}

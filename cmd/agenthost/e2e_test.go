@@ -47,6 +47,7 @@ func startHostEnv(t testing.TB, sim *voicetest.Server, env []string, sets ...str
 	dir := t.TempDir()
 	sets = append([]string{
 		"server.address=" + sim.Addr(), "plugins.runtime_dir=" + filepath.Join(dir, "run"), "plugins.dirs=" + filepath.Join(dir, "plugins"),
+		"plugins.state_dir=" + filepath.Join(dir, "state"),
 		"server.reconnect.base=20ms", "server.reconnect.cap=100ms", "log.level=debug", "audio.backend=none",
 	}, sets...)
 	args := []string{"run", "--config", filepath.Join(dir, "none.yaml")}

@@ -8,7 +8,9 @@ package pluginmgr
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -20,6 +22,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/supervise"
 	"github.com/agenthost/agenthost/internal/backoff"
 	"github.com/agenthost/agenthost/internal/fsperm"
@@ -31,7 +34,9 @@ type Options struct {
 	// has the defaults; the manager has none of its own).
 	Plugins    config.Plugins
 	RuntimeDir string // private folder for the plugins' sockets
-	DataDir    string // optional: each plugin gets DataDir/<name>
+	// StateDir, when set, gives each plugin a data folder StateDir/plugins/<name>
+	// and holds the cache of descriptions that lazy plugins are registered from.
+	StateDir string
 	// Watch turns hot reload on; `agenthost call` without a daemon runs without it.
 	Watch bool
 	Log   *slog.Logger
@@ -44,9 +49,11 @@ type settings struct {
 	autoMTLS     bool
 	startTimeout time.Duration
 	debounce     time.Duration
-	watch        bool
 	sha256       map[string]string // name -> pinned digest
 	config       map[string]any    // name -> the plugin's config subtree
+	watch        bool
+	lazy         func(name string) bool
+	cache        descCache
 }
 
 // Manager runs the plugins.
@@ -68,8 +75,9 @@ type plugin struct {
 	path string
 	sup  *supervise.Supervisor
 
-	mu   sync.Mutex
-	hash string // of the binary last loaded
+	mu      sync.Mutex
+	hash    string // of the binary last loaded
+	version string // from the cached description
 }
 
 // New returns a manager that puts plugins' services into reg.
@@ -79,13 +87,18 @@ func New(o Options, reg supervise.Registry) *Manager {
 		log = slog.New(slog.DiscardHandler)
 	}
 	p := o.Plugins
-	s := settings{dirs: p.Dirs, dataDir: o.DataDir, autoMTLS: p.AutoMTLS, startTimeout: p.StartTimeout.D(), debounce: p.Debounce.D(),
-		sha256: p.SHA256, config: p.Config, watch: o.Watch}
+	s := settings{dirs: p.Dirs, autoMTLS: p.AutoMTLS, startTimeout: p.StartTimeout.D(), debounce: p.Debounce.D(),
+		sha256: p.SHA256, config: p.Config, watch: o.Watch, lazy: p.IsLazy}
+	if o.StateDir != "" {
+		s.dataDir = filepath.Join(o.StateDir, "plugins")
+		s.cache = descCache{dir: filepath.Join(o.StateDir, "plugin-descriptions")}
+	}
 	log = log.With("component", "plugins")
 	return &Manager{o: s, log: log, plugins: map[string]*plugin{}, socketDir: filepath.Join(o.RuntimeDir, "plugins"),
 		sup: supervise.Options{Kind: "plugin", Registry: reg, StartTimeout: p.StartTimeout.D(), StopGrace: p.StopGrace.D(),
 			Restart:    backoff.Backoff{Base: p.Restart.Base.D(), Cap: p.Restart.Cap.D()},
-			MaxCrashes: p.Restart.MaxCrashes, CrashWindow: p.Restart.Window.D(), FailedStart: supervise.Broken}}
+			MaxCrashes: p.Restart.MaxCrashes, CrashWindow: p.Restart.Window.D(), FailedStart: supervise.Broken,
+			IdleStop: p.IdleStop.D(), HealthInterval: p.HealthInterval.D()}}
 }
 
 // Name implements host.Component.
@@ -283,7 +296,7 @@ func (m *Manager) changed(path string) {
 		return
 	case p == nil:
 		o := m.sup
-		o.ID, o.Name, o.Log = "plugin:"+base, base, m.log.With("plugin", base)
+		o.ID, o.Name, o.Log, o.Lazy = "plugin:"+base, base, m.log.With("plugin", base), m.o.lazy(base)
 		p = &plugin{name: base, path: path, sup: supervise.New(o)}
 		m.plugins[base] = p
 	}
@@ -315,7 +328,33 @@ func (m *Manager) load(p *plugin) {
 		return
 	}
 	name, path := p.name, p.path
-	p.sup.Load(func(ctx context.Context) (supervise.Child, error) { return m.start(ctx, name, path) }, nil)
+	start := func(ctx context.Context) (supervise.Child, error) {
+		inst, err := m.start(ctx, name, path)
+		if err == nil {
+			p.mu.Lock()
+			p.version = inst.desc.Version
+			p.mu.Unlock()
+		}
+		if err == nil && m.o.lazy(name) {
+			if err := m.o.cache.put(name, hash, inst.desc.Version, inst.Services()); err != nil {
+				m.log.Warn("cannot cache the plugin's description; it will be started again to describe it", "plugin", name, "err", err)
+			}
+		}
+		return inst, err
+	}
+	var desc []services.Service
+	if m.o.lazy(name) {
+		var version string
+		var err error
+		desc, version, err = m.o.cache.get(name, hash)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+			m.log.Warn("ignored the cached description of a plugin; describing it again", "plugin", name, "why", err)
+		}
+		p.mu.Lock()
+		p.version = version
+		p.mu.Unlock()
+	}
+	p.sup.Load(start, desc)
 }
 
 // failing is a Starter that cannot start: the binary is refused.
@@ -342,9 +381,12 @@ func (m *Manager) Status() []Status {
 	for _, p := range m.all() {
 		st := p.sup.Status()
 		p.mu.Lock()
-		hash := p.hash
+		hash, version := p.hash, p.version
 		p.mu.Unlock()
-		out = append(out, Status{Name: p.name, Path: p.path, Version: st.Info.Version, State: st.State, PID: st.Info.PID,
+		if st.Info.Version != "" {
+			version = st.Info.Version
+		}
+		out = append(out, Status{Name: p.name, Path: p.path, Version: version, State: st.State, PID: st.Info.PID,
 			Services: st.Services, Restarts: st.Restarts, LastError: st.LastError, SHA256: hash})
 	}
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Name, b.Name) })

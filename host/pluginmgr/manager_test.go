@@ -44,6 +44,16 @@ type mgr struct {
 	done   chan error
 }
 
+// lazy says whether the tests run lazy plugins: the configuration's default
+// unless AGENTHOST_PLUGINS_LAZY (the variable the host reads) says otherwise,
+// so the whole suite runs both ways.
+func lazy() bool {
+	if v := os.Getenv("AGENTHOST_PLUGINS_LAZY"); v != "" {
+		return v == "true"
+	}
+	return config.Default().Plugins.Lazy
+}
+
 func faultyBin(t *testing.T) string {
 	return testbin.Build(t, "./cmd/agenthost/testdata/plugins/faulty")
 }
@@ -81,8 +91,9 @@ func startManager(t *testing.T, fill func(dir string), set func(p *config.Plugin
 	}
 	run := t.TempDir()
 	log := &testbin.Buffer{}
-	opts := pluginmgr.Options{Plugins: config.Default().Plugins, RuntimeDir: run, Watch: true}
+	opts := pluginmgr.Options{Plugins: config.Default().Plugins, RuntimeDir: run, StateDir: t.TempDir(), Watch: true}
 	opts.Plugins.Dirs = []string{dir}
+	opts.Plugins.Lazy = lazy()
 	if set != nil {
 		set(&opts.Plugins)
 	}
@@ -147,6 +158,19 @@ func (x *mgr) waitStatus(name, what string, ok func(pluginmgr.Status) bool) plug
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// running calls service (which starts a lazy plugin) and returns the
+// plugin's status once a process serves it.
+func (x *mgr) running(name, service string) pluginmgr.Status {
+	x.t.Helper()
+	if out := x.call(service, `{}`); !out.Success {
+		x.t.Fatalf("%s: %+v", service, out)
+	}
+	return x.waitStatus(name, "running", func(s pluginmgr.Status) bool { return s.State == "running" && s.PID != 0 })
+}
+
+// ready reports a plugin that serves or, lazy, can be started by a call.
+func ready(s pluginmgr.Status) bool { return s.State == "running" || s.State == "idle" }
 
 var callN sync.Mutex
 var callSeq int
@@ -224,7 +248,7 @@ func TestPluginManagerReloadUnderCalls(t *testing.T) {
 		}
 	}()
 
-	pids := []int{x.status("faulty").PID}
+	pids := []int{x.running("faulty", "faulty_ok").PID}
 	for i := 1; i <= 5; i++ {
 		install(t, faulty, x.dir, "faulty", i)
 		s := x.waitStatus("faulty", "a new process", func(s pluginmgr.Status) bool {
@@ -256,16 +280,12 @@ func TestPluginManagerReloadUnderCalls(t *testing.T) {
 func TestPluginManagerKilledPluginRestarts(t *testing.T) {
 	x := startManager(t, func(dir string) { install(t, faultyBin(t), dir, "faulty", 0) },
 		func(p *config.Plugins) { p.Restart.Base = config.Duration(20 * time.Millisecond) })
-	first := x.status("faulty")
-	if first.State != "running" || first.PID == 0 {
-		t.Fatalf("%+v", first)
-	}
+	first := x.running("faulty", "faulty_ok")
 	syscall.Kill(first.PID, syscall.SIGKILL)
-	s := x.waitStatus("faulty", "restarted", func(s pluginmgr.Status) bool {
-		return s.State == "running" && s.PID != 0 && s.PID != first.PID
-	})
-	if s.Restarts != 1 {
-		t.Fatalf("restarts %d, want 1", s.Restarts)
+	x.waitStatus("faulty", "restarted", func(s pluginmgr.Status) bool { return s.Restarts == 1 && ready(s) })
+	s := x.running("faulty", "faulty_ok")
+	if s.PID == first.PID || s.Restarts != 1 {
+		t.Fatalf("after the restart: %+v (the killed process was %d)", s, first.PID)
 	}
 	if out := x.call("faulty_ok", `{}`); !out.Success || !strings.Contains(string(out.Data), fmt.Sprint(s.PID)) {
 		t.Fatalf("%+v", out)
@@ -280,7 +300,7 @@ func TestPluginManagerKilledPluginRestarts(t *testing.T) {
 func TestPluginManagerParkedPluginRetriedOnTouch(t *testing.T) {
 	x := startManager(t, func(dir string) { install(t, faultyBin(t), dir, "faulty", 0) },
 		func(p *config.Plugins) { p.Restart.MaxCrashes, p.Debounce = 1, config.Duration(50*time.Millisecond) })
-	first := x.status("faulty")
+	first := x.running("faulty", "faulty_ok")
 	if out := x.call("faulty_crash", `{}`); out.Success || !strings.Contains(out.Error, "crashed") {
 		t.Fatalf("%+v", out)
 	}
@@ -295,10 +315,8 @@ func TestPluginManagerParkedPluginRetriedOnTouch(t *testing.T) {
 	if err := os.Chtimes(filepath.Join(x.dir, "faulty"), now, now); err != nil {
 		t.Fatal(err)
 	}
-	x.waitStatus("faulty", "running again", func(s pluginmgr.Status) bool { return s.State == "running" && s.PID != 0 })
-	if out := x.call("faulty_ok", `{}`); !out.Success {
-		t.Fatalf("%+v", out)
-	}
+	x.waitStatus("faulty", "running again", ready)
+	x.running("faulty", "faulty_ok")
 	if !strings.Contains(x.log.String(), "parked plugin's binary changed; trying it again") {
 		t.Fatal("the retry was not logged")
 	}
@@ -329,6 +347,8 @@ func TestPluginManagerStopsEverything(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, "README.md"), []byte("not a plugin"), 0o644)
 		os.WriteFile(filepath.Join(dir, "notes"), []byte("not executable"), 0o644)
 	}, nil)
+	x.running("clock", "get_current_time")
+	x.running("faulty", "faulty_ok")
 	var pids []int
 	for _, s := range x.m.Status() {
 		if s.State != "running" || s.PID == 0 {

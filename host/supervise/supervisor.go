@@ -325,25 +325,26 @@ func (s *Supervisor) load(ctx context.Context, start Starter, desc []services.Se
 	s.mu.Unlock()
 
 	if s.o.Lazy && desc != nil {
-		if err := s.register(desc); err != nil {
-			s.fail(err)
+		s.mu.Lock()
+		old, state, lastErr := s.cur, s.state, s.lastErr
+		s.cur, s.state, s.lastErr = nil, StateIdle, ""
+		s.mu.Unlock()
+		err := s.register(desc)
+		if err == nil {
+			s.retire(old, s.o.StopGrace)
 			return
 		}
 		s.mu.Lock()
-		old := s.cur
-		s.cur, s.state, s.lastErr = nil, StateIdle, ""
+		s.cur, s.state, s.lastErr = old, state, lastErr
 		s.mu.Unlock()
-		s.retire(old, s.o.StopGrace)
-		return
+		s.log.Warn("the cached description of a "+s.o.Kind+" was refused; describing it again", "err", err)
 	}
 
 	t0 := time.Now()
 	child, err := s.startChild(ctx, start)
+	var l, old *life
 	if err == nil {
-		if err = s.register(child.Services()); err != nil {
-			child.Kill()
-			err = fmt.Errorf("its services were refused: %w", err)
-		}
+		l, old, err = s.install(child)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
@@ -360,11 +361,6 @@ func (s *Supervisor) load(ctx context.Context, start Starter, desc []services.Se
 		s.failedStart(err)
 		return
 	}
-	l := s.adopt(child)
-	s.mu.Lock()
-	old := s.cur
-	s.cur, s.state, s.lastErr = l, StateRunning, ""
-	s.mu.Unlock()
 	verb := "started"
 	if old != nil {
 		verb = "reloaded"
@@ -372,14 +368,42 @@ func (s *Supervisor) load(ctx context.Context, start Starter, desc []services.Se
 	info := child.Info()
 	s.log.Info(s.o.Kind+" "+verb, "version", info.Version, "pid", info.PID, "services", names(child.Services()), "took", time.Since(t0).Round(time.Millisecond))
 	s.retire(old, s.o.StopGrace)
-	if s.o.Lazy { // started only to be described
-		s.mu.Lock()
+	if s.o.Lazy {
+		if old != nil { // the old one was in use: the new one takes over until idle
+			l.armIdle(s.o.IdleStop, func() { s.send(event{kind: evIdle, life: l}) })
+			return
+		}
+		s.mu.Lock() // started only to be described
 		if s.cur == l {
 			s.cur, s.state = nil, StateIdle
 		}
 		s.mu.Unlock()
-		s.retire(l, s.o.StopGrace)
+		s.retire(l, s.o.StopGrace) // a call that got to it first may finish
 	}
+}
+
+// install makes a started child the current one and registers its
+// services; on failure the previous child stays current and the new one is
+// killed. It returns the new life and the one it replaced.
+func (s *Supervisor) install(child Child) (l, old *life, err error) {
+	l = newLife(child)
+	s.mu.Lock()
+	old, state, lastErr := s.cur, s.state, s.lastErr
+	s.cur, s.state, s.lastErr = l, StateRunning, ""
+	s.mu.Unlock()
+	if err := s.register(child.Services()); err != nil {
+		s.mu.Lock()
+		s.cur, s.state, s.lastErr = old, state, lastErr
+		s.mu.Unlock()
+		child.Kill()
+		return nil, nil, fmt.Errorf("its services were refused: %w", err)
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.watch(l)
+	}()
+	return l, old, nil
 }
 
 // lazyStart starts the child a call is waiting for.
@@ -411,18 +435,12 @@ func (s *Supervisor) lazyStart(ctx context.Context, sc *startCall) {
 		}
 		return
 	}
-	if !sameServices(child.Services(), s.Services()) {
-		if err := s.register(child.Services()); err != nil {
-			child.Kill()
-			sc.err = fmt.Errorf("its services were refused: %w", err)
-			s.fail(sc.err)
-			return
-		}
+	l, _, err := s.install(child)
+	if err != nil {
+		sc.err = err
+		s.fail(err)
+		return
 	}
-	l := s.adopt(child)
-	s.mu.Lock()
-	s.cur, s.state = l, StateRunning
-	s.mu.Unlock()
 	s.log.Debug(s.o.Kind+" started for a call", "pid", child.Info().PID, "took", time.Since(t0).Round(time.Microsecond))
 	l.armIdle(s.o.IdleStop, func() { s.send(event{kind: evIdle, life: l}) })
 }
@@ -449,17 +467,6 @@ func (s *Supervisor) register(desc []services.Service) error {
 		return err
 	}
 	return nil
-}
-
-// adopt wraps a started child and watches it.
-func (s *Supervisor) adopt(child Child) *life {
-	l := newLife(child)
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.watch(l)
-	}()
-	return l
 }
 
 // watch reports the child's end, its services' changes and failed health checks.
@@ -576,9 +583,8 @@ func (s *Supervisor) restart(ctx context.Context) {
 	s.mu.Unlock()
 	child, err := s.startChild(ctx, start)
 	if err == nil {
-		if err = s.register(child.Services()); err != nil {
-			child.Kill()
-			s.fail(fmt.Errorf("its services were refused: %w", err))
+		if _, _, err = s.install(child); err != nil {
+			s.fail(err)
 			return
 		}
 	}
@@ -593,10 +599,6 @@ func (s *Supervisor) restart(ctx context.Context) {
 		}
 		return
 	}
-	l := s.adopt(child)
-	s.mu.Lock()
-	s.cur, s.state, s.lastErr = l, StateRunning, ""
-	s.mu.Unlock()
 	s.log.Info(s.o.Kind+" restarted", "pid", child.Info().PID, "services", names(child.Services()))
 }
 
