@@ -37,7 +37,9 @@ func cmdRun(e *env, args []string) error {
 	for _, t := range h.Triggers(conv) {
 		h.Add(t)
 	}
-	h.Add(h.ControlServer())
+	cs := h.ControlServer()
+	h.AddMCPEndpoints(cs) // for `agenthost mcp`
+	h.Add(cs)
 	h.Add(h.SystemdNotifier())
 	ctx, stop := signalContext()
 	defer stop()

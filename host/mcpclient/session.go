@@ -256,7 +256,7 @@ func start(ctx context.Context, o Options, kind string, roots rootList) (*Sessio
 func (s *Session) newClient(roots rootList) *mcp.Client {
 	caps := roots.capabilities() // no sampling, no elicitation
 	c := mcp.NewClient(&mcp.Implementation{Name: "agenthost", Version: s.o.Version}, &mcp.ClientOptions{
-		Logger:       s.log.With("component", "mcp-sdk"),
+		Logger:       sdkLogger(s.log),
 		Capabilities: caps,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			s.mu.Lock()

@@ -39,7 +39,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &mcp.StreamableHTTPOptions{
-		Logger: o.Log.With("component", "mcp-sdk"),
+		Logger: sdkLogger(o.Log),
 	})
 	allowed := map[string]bool{}
 	for _, a := range o.AllowedOrigins {

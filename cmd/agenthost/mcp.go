@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+
+	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/control"
+	"github.com/agenthost/agenthost/host/mcpserver"
+)
+
+func init() {
+	commands["mcp"] = command{"serve the speaker's services as an MCP server on stdio (for a desktop MCP client's command)", cmdMCP}
+}
+
+// cmdMCP serves MCP on stdio, or on --http ADDR. When a daemon runs (its
+// control socket answers) the tools and calls are the daemon's; otherwise
+// this process runs the providers itself, like `agenthost call`. Logs go
+// to stderr: stdout carries the protocol.
+func cmdMCP(e *env, args []string) error {
+	fs := e.flags("mcp")
+	httpAddr := fs.String("http", "", "serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765)")
+	tokenEnv := fs.String("token-env", "", "with --http: the environment variable holding the bearer token clients must send")
+	if err := e.parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageErr("usage: agenthost mcp [--http ADDR [--token-env VAR]]")
+	}
+	var token string
+	if *tokenEnv != "" {
+		token = os.Getenv(*tokenEnv)
+		if token == "" {
+			return usageErr("--token-env %s: the variable is empty or not set", *tokenEnv)
+		}
+	}
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	base := newLogger(cfg, e.stderr) // stderr: stdout carries the protocol
+	log := base.With("component", "mcp")
+	ctx, stop := signalContext()
+	defer stop()
+
+	serve := func(ctx context.Context, srv *mcpserver.Server) error {
+		runCtx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		done := make(chan struct{})
+		go func() {
+			srv.Run(runCtx)
+			close(done)
+		}()
+		defer func() { cancel(); <-done }()
+		if *httpAddr == "" {
+			return srv.ServeStdio(runCtx, e.stdin, e.stdout)
+		}
+		ln, err := net.Listen("tcp", *httpAddr)
+		if err != nil {
+			return fmt.Errorf("--http %s: %w", *httpAddr, err)
+		}
+		return srv.Serve(runCtx, ln, mcpserver.HTTPOptions{Token: token, Log: log})
+	}
+
+	client := e.client(cfg)
+	cat, err := host.NewDaemonCatalog(ctx, client, log)
+	switch {
+	case err == nil:
+		log.Info("serving the running daemon's services over MCP", "services", len(cat.Tools()))
+		srv := mcpserver.New(cat, host.DaemonCaller(client), mcpserver.Options{Version: version, Log: log})
+		return serve(ctx, srv)
+	case !errors.Is(err, control.ErrNotRunning):
+		return fmt.Errorf("the daemon's control socket answered but not with its services (is it an older agenthost?): %w", err)
+	}
+
+	log.Info("no daemon runs; starting the providers in this process")
+	h, err := host.New(cfg, base)
+	if err != nil {
+		return err
+	}
+	if err := addTestProviders(h); err != nil {
+		return err
+	}
+	h.Add(h.Plugins(true))
+	var serveErr error
+	err = h.RunProviders(ctx, func(ctx context.Context) {
+		srv := h.MCPServer(version)
+		log.Info("serving the services over MCP", "services", len(h.Registry().Names()))
+		serveErr = serve(ctx, srv)
+	})
+	if err != nil {
+		return err
+	}
+	return serveErr
+}
