@@ -81,7 +81,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 func (h *Host) Plugins(watch bool) *pluginmgr.Manager {
 	if h.plugins == nil {
 		p := h.cfg.Plugins
-		h.plugins = pluginmgr.New(pluginmgr.Options{Plugins: p, RuntimeDir: p.RuntimeDirectory(), StateDir: p.StateDirectory(), Watch: watch, Log: h.log}, h.reg)
+		h.plugins = pluginmgr.New(pluginmgr.Options{Plugins: p, RuntimeDir: p.RuntimeDirectory(), Watch: watch, Log: h.log}, h.reg)
 	}
 	return h.plugins
 }

@@ -34,9 +34,6 @@ type Options struct {
 	// has the defaults; the manager has none of its own).
 	Plugins    config.Plugins
 	RuntimeDir string // private folder for the plugins' sockets
-	// StateDir, when set, gives each plugin a data folder StateDir/plugins/<name>
-	// and holds the cache of descriptions that lazy plugins are registered from.
-	StateDir string
 	// Watch turns hot reload on; `agenthost call` without a daemon runs without it.
 	Watch bool
 	Log   *slog.Logger
@@ -89,9 +86,11 @@ func New(o Options, reg supervise.Registry) *Manager {
 	p := o.Plugins
 	s := settings{dirs: p.Dirs, autoMTLS: p.AutoMTLS, startTimeout: p.StartTimeout.D(), debounce: p.Debounce.D(),
 		sha256: p.SHA256, config: p.Config, watch: o.Watch, lazy: p.IsLazy}
-	if o.StateDir != "" {
-		s.dataDir = filepath.Join(o.StateDir, "plugins")
-		s.cache = descCache{dir: filepath.Join(o.StateDir, "plugin-descriptions")}
+	// The state folder gives each plugin a data folder and holds the cache
+	// of descriptions that lazy plugins are registered from.
+	if state := p.StateDirectory(); state != "" {
+		s.dataDir = filepath.Join(state, "plugins")
+		s.cache = descCache{dir: filepath.Join(state, "plugin-descriptions")}
 	}
 	log = log.With("component", "plugins")
 	return &Manager{o: s, log: log, plugins: map[string]*plugin{}, socketDir: filepath.Join(o.RuntimeDir, "plugins"),

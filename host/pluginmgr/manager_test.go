@@ -89,10 +89,16 @@ func startManager(t *testing.T, fill func(dir string), set func(p *config.Plugin
 	if fill != nil {
 		fill(dir)
 	}
+	return runManager(t, dir, set)
+}
+
+// runManager runs a manager on the plugin folder dir.
+func runManager(t *testing.T, dir string, set func(p *config.Plugins)) *mgr {
+	t.Helper()
 	run := t.TempDir()
 	log := &testbin.Buffer{}
-	opts := pluginmgr.Options{Plugins: config.Default().Plugins, RuntimeDir: run, StateDir: t.TempDir(), Watch: true}
-	opts.Plugins.Dirs = []string{dir}
+	opts := pluginmgr.Options{Plugins: config.Default().Plugins, RuntimeDir: run, Watch: true}
+	opts.Plugins.Dirs, opts.Plugins.StateDir = []string{dir}, t.TempDir()
 	opts.Plugins.Lazy = lazy()
 	if set != nil {
 		set(&opts.Plugins)
