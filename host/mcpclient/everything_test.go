@@ -80,6 +80,18 @@ func TestEverything(t *testing.T) {
 			if !simple {
 				t.Errorf("prompts %+v lack simple-prompt", st.Prompts)
 			}
+			// server-everything registers tools that depend on the client's
+			// capabilities once initialized, and says tools/list_changed: the
+			// list taken after it is the same, so nothing is signalled.
+			eventually(t, "the list after the server's list_changed", func() bool {
+				st := s.Status()
+				return st.ListChanged > 0 && st.Relisted > 0
+			})
+			select {
+			case <-s.Changed():
+				t.Error("Changed signalled although the tools stayed the same")
+			default:
+			}
 			// get-roots-list is offered only to clients with roots.
 			if strings.Contains(n, "get-roots-list") {
 				t.Errorf("get-roots-list is offered although no roots were announced")
