@@ -3,7 +3,7 @@
 # Raspberry Pi OS, ARMv7) into dist/:
 #   scripts/package.sh                 # all three
 #   scripts/package.sh arm64           # some of them
-# Env: AGENTHOST_VERSION (default: 0.0.0+git<commit time>.<hash>), OUT (default dist).
+# Env: PACKAGE_VERSION (default: 0.0.0+git<commit time>.<hash>), OUT (default dist).
 #
 # From a clean clone this one command is enough: it installs the apt packages
 # (scripts/install-deps.sh, scripts/install-cross-deps.sh: Debian's cross
@@ -36,7 +36,7 @@ if [ ! -x "$nfpm_dir/nfpm" ]; then
 fi
 nfpm="$nfpm_dir/nfpm"
 
-version=${AGENTHOST_VERSION:-0.0.0+git$(git log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S).$(git rev-parse --short=7 HEAD)}
+version=${PACKAGE_VERSION:-0.0.0+git$(git log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S).$(git rev-parse --short=7 HEAD)}
 deb_version="$version-1"
 out=${OUT:-dist}
 mkdir -p "$out"

@@ -22,7 +22,6 @@ source scripts/env.sh
 scripts/install-cross-deps.sh
 
 echo "== packages"
-export AGENTHOST_VERSION=${AGENTHOST_VERSION:-0.0.0+git$(git log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S).$(git rev-parse --short=7 HEAD)}
 mapfile -t debs < <(OUT=dist scripts/package.sh amd64 arm64 armhf)
 deb_amd64=${debs[0]}
 echo "${debs[@]}"
