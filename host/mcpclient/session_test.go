@@ -118,7 +118,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 func TestToyTools(t *testing.T) {
 	log, logs := newLog()
 	s := start(t, mcpclient.Options{Server: mcpclient.ServerConfig{Command: toy(t)}, Log: log})
-	if got, want := names(s), "add,add_tool,ask_model,big,fail,ping,touch_tools,weather"; got != want {
+	if got, want := names(s), "add,add_tool,ask_model,big,crash,fail,ping,touch_tools,weather"; got != want {
 		t.Errorf("services %s, want %s", got, want)
 	}
 	if info := s.Info(); info.PID == 0 || info.Transport != "stdio" || info.Version != "0.1.0" {
@@ -314,6 +314,19 @@ func TestServerDies(t *testing.T) {
 		t.Errorf("call after the server died: %v, want ErrGone", err)
 	}
 	wantLog(t, logs, "level=WARN", "mcp server connection ended", "exit=\"signal: killed\"")
+}
+
+// TestServerDiesDuringACall: a call whose server exits under it fails
+// with ErrGone (the supervisor then restarts the server).
+func TestServerDiesDuringACall(t *testing.T) {
+	log, logs := newLog()
+	s := start(t, mcpclient.Options{Server: mcpclient.ServerConfig{Command: toy(t)}, Log: log})
+	if _, err := call(t, s, "crash", `{}`); !errors.Is(err, supervise.ErrGone) {
+		t.Errorf("call during which the server exited: %v, want ErrGone", err)
+	}
+	<-s.Done()
+	wantLog(t, logs, "mcp server connection ended", "exit=\"exit status 2\"")
+	wantLog(t, logs, "mcptoy: crashing", "stream=stderr")
 }
 
 func TestBadConfig(t *testing.T) {

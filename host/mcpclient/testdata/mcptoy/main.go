@@ -49,6 +49,11 @@ func main() {
 	add(s, "ping", "Answers pong.", `{"type":"object"}`, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
 		return text("pong"), nil
 	})
+	add(s, "crash", "Exits in the middle of the call.", `{"type":"object"}`, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
+		log.Print("mcptoy: crashing")
+		os.Exit(2)
+		return nil, nil
+	})
 	add(s, "fail", "Always fails.", `{"type":"object"}`, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
 		r := text("the printer is on fire")
 		r.IsError = true
