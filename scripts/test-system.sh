@@ -109,7 +109,11 @@ unshare -p -f -m -u -i bash "$work/boot.sh" > "$work/console.log" 2>&1 &
 unshare_pid=$!
 for _ in $(seq 50); do sysd_pid=$(pgrep -P "$unshare_pid" || true); [ -n "$sysd_pid" ] && break; sleep 0.1; done
 [ -n "$sysd_pid" ] || { cat "$work/console.log" >&2; exit 1; }
-state=$(timeout 60 nsenter -t "$sysd_pid" -m -p -r -w systemctl is-system-running --wait || true)
+for _ in $(seq 120); do
+  state=$(nsenter -t "$sysd_pid" -m -p -r -w systemctl is-system-running 2>/dev/null || true)
+  case $state in running|degraded) break;; esac
+  sleep 0.25
+done
 echo "systemd pid $sysd_pid (outside): $state"
 
 echo "== lintian results"
@@ -122,6 +126,6 @@ done
 ((lint_fail == 0)) || exit 1
 
 echo "== checks against the running systemd (test/system)"
-AGENTHOST_SYSTEM_PID=$sysd_pid AGENTHOST_SYSTEM_ROOT="$work/root" AGENTHOST_SYSTEM_REPO="$repo" \
-AGENTHOST_SYSTEM_DEB=/srv/agenthost-test/agenthost_amd64.deb AGENTHOST_SYSTEM_DEB_PREV=/srv/agenthost-test/agenthost_previous_amd64.deb \
+SYSTEM_TEST_PID=$sysd_pid SYSTEM_TEST_ROOT="$work/root" SYSTEM_TEST_REPO="$repo" \
+SYSTEM_TEST_DEB=/srv/agenthost-test/agenthost_amd64.deb SYSTEM_TEST_DEB_PREV=/srv/agenthost-test/agenthost_previous_amd64.deb \
   go test -tags system -count=1 -timeout 15m -v "$@" ./test/system/ 2>&1 | tee "$work/go-test.log"

@@ -26,6 +26,9 @@ const (
 	config = "/etc/agenthost/agenthost.yaml"
 )
 
+// boxEnv is the environment of commands in the root: nothing of the caller's.
+var boxEnv = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C.UTF-8", "HOME=/root"}
+
 // box runs commands inside the booted root, under its systemd.
 type box struct {
 	t    *testing.T
@@ -37,6 +40,7 @@ type box struct {
 func (b *box) run(stdin string, args ...string) (string, error) {
 	cmd := exec.Command("nsenter", append([]string{"-t", b.pid, "-m", "-p", "-r", "-w", "--"}, args...)...)
 	cmd.Stdin = strings.NewReader(stdin)
+	cmd.Env = boxEnv
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -147,8 +151,8 @@ func (b *box) processesOf(user string) string {
 }
 
 func TestSystem(t *testing.T) {
-	pid, root, repo := os.Getenv("AGENTHOST_SYSTEM_PID"), os.Getenv("AGENTHOST_SYSTEM_ROOT"), os.Getenv("AGENTHOST_SYSTEM_REPO")
-	deb, prev := os.Getenv("AGENTHOST_SYSTEM_DEB"), os.Getenv("AGENTHOST_SYSTEM_DEB_PREV")
+	pid, root, repo := os.Getenv("SYSTEM_TEST_PID"), os.Getenv("SYSTEM_TEST_ROOT"), os.Getenv("SYSTEM_TEST_REPO")
+	deb, prev := os.Getenv("SYSTEM_TEST_DEB"), os.Getenv("SYSTEM_TEST_DEB_PREV")
 	if pid == "" || root == "" || deb == "" || prev == "" || repo == "" {
 		t.Skip("needs a booted systemd; run scripts/test-system.sh")
 	}
@@ -189,7 +193,7 @@ func TestSystem(t *testing.T) {
 		if en := strings.TrimSpace(b.must("systemctl", "is-enabled", unit)); en != "enabled" {
 			t.Errorf("is-enabled: %s, want enabled", en)
 		}
-		t.Logf("without a token file: %s", strings.TrimSpace(b.sh("journalctl -u agenthost -o cat --no-pager | grep -m1 -i token || true")))
+		t.Logf("journal of the fresh install (no token, no server at the default address):\n%s", b.journalSince(""))
 	})
 
 	step("!upgrade keeps the edited config", func(t *testing.T, b *box) {
