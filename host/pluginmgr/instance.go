@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -55,8 +56,23 @@ func fileHash(path string) (string, error) {
 
 // start launches the binary, handshakes, describes and configures it. Any
 // failure kills the process and says what went wrong in words a plugin
-// author can act on. ctx bounds the start.
+// author can act on. ctx bounds the start. A binary still open for writing
+// (a copy finishing as it is noticed) cannot be run yet, so that is retried.
 func (m *Manager) start(ctx context.Context, name, path string) (*instance, error) {
+	for {
+		inst, err := m.startOnce(ctx, name, path)
+		if !errors.Is(err, syscall.ETXTBSY) {
+			return inst, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+func (m *Manager) startOnce(ctx context.Context, name, path string) (*instance, error) {
 	// The process lives until stopProc: at once when the start is abandoned
 	// (go-plugin's Kill waits for a start in progress), else after
 	// go-plugin's own graceful Kill.
@@ -113,7 +129,7 @@ func (m *Manager) start(ctx context.Context, name, path string) (*instance, erro
 		return fail("the start was abandoned: %v", context.Cause(ctx))
 	}
 	if r.err != nil {
-		return fail("it did not start as an agenthost plugin: %v (is it built with plugins/sdk, and does it print nothing to stdout?)", r.err)
+		return fail("it did not start as an agenthost plugin: %w (is it built with plugins/sdk, and does it print nothing to stdout?)", r.err)
 	}
 	desc, err := r.rpc.Describe(ctx)
 	if err != nil {
@@ -191,23 +207,14 @@ func (i *instance) Call(ctx context.Context, method string, params json.RawMessa
 	if ce, ok := pluginv1.AsCallError(err); ok {
 		return nil, ce
 	}
-	if st, ok := status.FromError(err); ok && st.Code() == codes.DeadlineExceeded {
-		// gRPC decides the deadline passed by the clock (e.g. when the plugin
-		// resets the stream at its end of the deadline), which can be a moment
-		// before ctx's timer fires and ctx.Err() turns non-nil. Wait for ctx
-		// so the caller sees its deadline and says the service did not answer
-		// in time, instead of passing on a raw gRPC error.
-		if dl, ok := ctx.Deadline(); ok {
-			t := time.NewTimer(time.Until(dl) + 10*time.Millisecond)
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			}
-			t.Stop()
-		}
-	}
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
+	}
+	if st, ok := status.FromError(err); ok && st.Code() == codes.DeadlineExceeded {
+		// gRPC decides the deadline passed by the clock (e.g. when the plugin
+		// resets the stream at its end of the deadline), which can be a
+		// moment before ctx's timer fires: it is the caller's deadline.
+		return nil, context.DeadlineExceeded
 	}
 	if st, ok := status.FromError(err); (ok && st.Code() == codes.Unavailable) || i.client.Exited() {
 		return nil, fmt.Errorf("plugin %s: %w", i.name, supervise.ErrGone)

@@ -217,6 +217,16 @@ func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher) {
 			if ignored(filepath.Base(ev.Name)) {
 				continue
 			}
+			if ev.Has(fsnotify.Create) && wholeBinary(ev.Name) {
+				// Renamed in whole (the documented way to install): no need
+				// to wait for it to settle.
+				if t := timers[ev.Name]; t != nil {
+					t.Stop()
+					delete(timers, ev.Name)
+				}
+				m.changed(ev.Name)
+				continue
+			}
 			if t := timers[ev.Name]; t != nil {
 				t.Reset(m.o.debounce)
 				continue
@@ -262,6 +272,10 @@ func (m *Manager) changed(path string) {
 	if !gone && (!fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0) {
 		m.log.Debug("not a plugin (not an executable file); ignored", "path", path)
 		gone = true
+	}
+	if !gone && !wholeBinary(path) && isELF(path) {
+		m.log.Debug("plugin binary still being written; waiting for the rest", "path", path)
+		return
 	}
 	if !gone {
 		if problem := untrusted(filepath.Dir(path)); problem != "" {

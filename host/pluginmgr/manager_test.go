@@ -377,3 +377,41 @@ func TestPluginManagerStopsEverything(t *testing.T) {
 		t.Errorf("left in the socket folder: %s", e.Name())
 	}
 }
+
+// TestSlowWriterIsNeverStartedHalfWritten: a binary written in place slowly,
+// with pauses longer than the debounce, is started once, when its last byte
+// is there, and never tried half-written.
+func TestSlowWriterIsNeverStartedHalfWritten(t *testing.T) {
+	x := startManager(t, nil, func(p *config.Plugins) { p.Debounce = config.Duration(30 * time.Millisecond) })
+	b, err := os.ReadFile(faultyBin(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(filepath.Join(x.dir, "faulty"), os.O_CREATE|os.O_WRONLY, 0o755)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pieces = 8
+	for i := range pieces {
+		chunk := b[i*len(b)/pieces : (i+1)*len(b)/pieces]
+		if _, err := f.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond) // five debounce periods
+		if s := x.status("faulty"); i < pieces-1 && s.Name != "" {
+			t.Fatalf("after %d of %d pieces the plugin is known: %+v", i+1, pieces, s)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	x.waitStatus("faulty", "ready", ready)
+	x.running("faulty", "faulty_ok")
+	log := x.log.String()
+	if n := strings.Count(log, `level=INFO msg="plugin started"`); n != 1 {
+		t.Fatalf("%d starts, want 1", n)
+	}
+	if strings.Contains(log, "level=ERROR") {
+		t.Fatalf("errors logged for a binary being written:\n%s", log)
+	}
+}

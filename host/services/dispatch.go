@@ -191,7 +191,11 @@ func (d *Dispatcher) run(ctx context.Context, callID string, e Entry, params jso
 	case res.panicked:
 		return failure(fmt.Sprintf("%s failed: internal error in %s", e.Name, e.Provider.ID()))
 	case res.err != nil:
-		if cctx.Err() != nil && (errors.Is(res.err, context.DeadlineExceeded) || errors.Is(res.err, context.Canceled)) {
+		// A provider may see the deadline pass (by the clock) a moment
+		// before cctx's own timer fires.
+		dl, _ := cctx.Deadline()
+		expired := cctx.Err() != nil || !time.Now().Before(dl)
+		if expired && (errors.Is(res.err, context.DeadlineExceeded) || errors.Is(res.err, context.Canceled)) {
 			return d.late(ctx, e, timeout)
 		}
 		text := res.err.Error()

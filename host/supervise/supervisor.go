@@ -101,6 +101,11 @@ type Supervisor struct {
 	settled chan struct{} // closed after the first Load was handled
 	wg      sync.WaitGroup
 
+	// trans is held while the registry and the state change together, so
+	// that Status never shows a state whose services are not (or no
+	// longer) what the registry holds.
+	trans sync.Mutex
+
 	mu       sync.Mutex
 	start    Starter
 	desc     []services.Service // what is registered; nil when nothing is
@@ -274,6 +279,8 @@ func (s *Supervisor) exited(l *life, why string) {
 
 // Status reports the provider's state.
 func (s *Supervisor) Status() Status {
+	s.trans.Lock()
+	defer s.trans.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := Status{State: s.state, Restarts: s.restarts, LastError: s.lastErr}
@@ -325,11 +332,13 @@ func (s *Supervisor) load(ctx context.Context, start Starter, desc []services.Se
 	s.mu.Unlock()
 
 	if s.o.Lazy && desc != nil {
+		s.trans.Lock()
 		s.mu.Lock()
 		old, state, lastErr := s.cur, s.state, s.lastErr
 		s.cur, s.state, s.lastErr = nil, StateIdle, ""
 		s.mu.Unlock()
 		err := s.register(desc)
+		s.trans.Unlock()
 		if err == nil {
 			s.retire(old, s.o.StopGrace)
 			return
@@ -373,12 +382,20 @@ func (s *Supervisor) load(ctx context.Context, start Starter, desc []services.Se
 			l.armIdle(s.o.IdleStop, func() { s.send(event{kind: evIdle, life: l}) })
 			return
 		}
-		s.mu.Lock() // started only to be described
-		if s.cur == l {
+		// Started only to be described: stopped now, unless a call got to
+		// it first (calls take s.mu to find it), in which case it stays
+		// until idle.
+		s.mu.Lock()
+		unused := s.cur == l && l.idle()
+		if unused {
 			s.cur, s.state = nil, StateIdle
 		}
 		s.mu.Unlock()
-		s.retire(l, s.o.StopGrace) // a call that got to it first may finish
+		if unused {
+			s.retire(l, 0)
+		} else {
+			l.armIdle(s.o.IdleStop, func() { s.send(event{kind: evIdle, life: l}) })
+		}
 	}
 }
 
@@ -387,14 +404,19 @@ func (s *Supervisor) load(ctx context.Context, start Starter, desc []services.Se
 // killed. It returns the new life and the one it replaced.
 func (s *Supervisor) install(child Child) (l, old *life, err error) {
 	l = newLife(child)
+	s.trans.Lock()
 	s.mu.Lock()
 	old, state, lastErr := s.cur, s.state, s.lastErr
 	s.cur, s.state, s.lastErr = l, StateRunning, ""
 	s.mu.Unlock()
-	if err := s.register(child.Services()); err != nil {
+	err = s.register(child.Services())
+	if err != nil {
 		s.mu.Lock()
 		s.cur, s.state, s.lastErr = old, state, lastErr
 		s.mu.Unlock()
+	}
+	s.trans.Unlock()
+	if err != nil {
 		child.Kill()
 		return nil, nil, fmt.Errorf("its services were refused: %w", err)
 	}
@@ -527,11 +549,8 @@ func (s *Supervisor) crashLoop(why string) {
 	}
 	n := len(s.crashes)
 	if n >= s.o.MaxCrashes {
-		s.state = StateParked
-		s.lastErr = fmt.Sprintf("crashed %d times within %s (last: %s)", n, s.o.CrashWindow, why)
-		s.desc = nil
 		s.mu.Unlock()
-		s.o.Registry.Remove(s.o.ID)
+		s.unregister(StateParked, fmt.Sprintf("crashed %d times within %s (last: %s)", n, s.o.CrashWindow, why))
 		s.log.Error(s.o.Kind+" keeps crashing; parked and its services removed. Fix it and load it again (install the binary again, or `touch` it, or reload the config) to retry",
 			"crashes", n, "window", s.o.CrashWindow)
 		return
@@ -550,14 +569,13 @@ func (s *Supervisor) failedStart(err error) {
 	case Crash:
 		s.crashLoop("start failed: " + err.Error())
 	case Retry:
+		s.unregister(StateDown, err.Error())
 		s.mu.Lock()
-		s.state, s.lastErr, s.desc = StateDown, err.Error(), nil
 		s.restarts++
 		wait := s.o.Restart.Delay(min(s.restarts, 32))
 		s.stopRetryLocked()
 		s.retry = time.AfterFunc(wait, func() { s.send(event{kind: evRestart}) })
 		s.mu.Unlock()
-		s.o.Registry.Remove(s.o.ID)
 		s.log.Warn(s.o.Kind+" is not reachable; its services are out of the register until it is", "retry_in", wait.Round(time.Millisecond), "err", err)
 	default:
 		s.fail(err)
@@ -636,21 +654,32 @@ func (s *Supervisor) idle(l *life) {
 
 // fail records a provider that cannot run until the next Load.
 func (s *Supervisor) fail(err error) {
-	s.mu.Lock()
-	s.state, s.lastErr, s.desc = StateBroken, err.Error(), nil
-	s.mu.Unlock()
-	s.o.Registry.Remove(s.o.ID)
+	s.unregister(StateBroken, err.Error())
 	s.log.Error(s.o.Kind+" cannot run; fix it and load it again to retry", "err", err)
 }
 
 func (s *Supervisor) stop() {
 	s.mu.Lock()
 	cur := s.cur
-	s.cur, s.state, s.desc = nil, StateStopped, nil
+	s.cur = nil
 	s.stopRetryLocked()
 	s.mu.Unlock()
-	s.o.Registry.Remove(s.o.ID)
+	s.unregister(StateStopped, "")
 	s.retire(cur, min(s.o.StopGrace, 2*time.Second))
+}
+
+// unregister takes the services out of the registry, then records the state
+// that explains why, so that whoever sees the state finds them gone.
+func (s *Supervisor) unregister(state, why string) {
+	s.trans.Lock()
+	defer s.trans.Unlock()
+	s.o.Registry.Remove(s.o.ID)
+	s.mu.Lock()
+	s.state, s.desc = state, nil
+	if why != "" {
+		s.lastErr = why
+	}
+	s.mu.Unlock()
 }
 
 // retire stops l once its calls are done (or grace passed), in the
