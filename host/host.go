@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"os"
+	"runtime"
 	"sync"
 	"time"
 
@@ -287,13 +289,36 @@ type Status struct {
 	Services  []string `json:"services"`
 	Conflicts []string `json:"conflicts,omitempty"`
 	InFlight  int      `json:"calls_in_flight"`
+	Process   Process  `json:"process"`
+}
+
+// Process is what the daemon's own process holds, for watching it over time.
+type Process struct {
+	PID        int   `json:"pid"`
+	Goroutines int   `json:"goroutines"`
+	RSSBytes   int64 `json:"rss_bytes"`
+	OpenFDs    int   `json:"open_fds"`
+}
+
+func processNow() Process {
+	p := Process{PID: os.Getpid(), Goroutines: runtime.NumGoroutine()}
+	if b, err := os.ReadFile("/proc/self/statm"); err == nil {
+		var size, rss int64
+		if _, err := fmt.Sscan(string(b), &size, &rss); err == nil {
+			p.RSSBytes = rss * int64(os.Getpagesize())
+		}
+	}
+	if fds, err := os.ReadDir("/proc/self/fd"); err == nil {
+		p.OpenFDs = len(fds) - 1 // the one reading the folder
+	}
+	return p
 }
 
 // Status reports the host's state.
 func (h *Host) Status() Status {
 	up, conn := h.link.Up()
 	h.mu.Lock()
-	s := Status{Connected: up, Conn: conn, Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts()}
+	s := Status{Connected: up, Conn: conn, Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), Process: processNow()}
 	h.mu.Unlock()
 	for _, e := range h.reg.Entries() {
 		s.Services = append(s.Services, e.Name)
