@@ -103,7 +103,7 @@ mount --rbind /dev \$R/dev
 # mounts (credentials, PrivateTmp …) reach the manager only through a shared root.
 mount --make-rshared \$R
 export container=other
-exec chroot \$R /lib/systemd/systemd --system --log-target=console --show-status=no
+exec chroot \$R /lib/systemd/systemd --system --log-target=journal --show-status=no
 BOOT
 unshare -p -f -m -u -i bash "$work/boot.sh" > "$work/console.log" 2>&1 &
 unshare_pid=$!

@@ -196,14 +196,36 @@ func TestSystem(t *testing.T) {
 		t.Logf("journal of the fresh install (no token, no server at the default address):\n%s", b.journalSince(""))
 	})
 
-	step("!upgrade keeps the edited config", func(t *testing.T, b *box) {
+	var edited string
+	step("!without a token the service stays up against the server", func(t *testing.T, b *box) {
 		cfg := b.read(config)
-		edited := strings.Replace(cfg, "address: 127.0.0.1:8009", "address: "+srv.Addr(), 1)
+		edited = strings.Replace(cfg, "address: 127.0.0.1:8009", "address: "+srv.Addr(), 1)
 		if edited == cfg {
 			t.Fatalf("the packaged config has no `address: 127.0.0.1:8009` line to edit")
 		}
 		edited += "# edited by the system test\n"
 		b.write(config, edited, "0644")
+		cur := b.cursor()
+		b.must("systemctl", "restart", unit)
+		// No /etc/credstore/agenthost.token: LoadCredential= skips it, the
+		// service starts, and the link says what is missing (see the report:
+		// config.Token could send an empty token instead).
+		var j string
+		if !eventually(15*time.Second, func() bool { j = b.journalSince(cur); return strings.Contains(j, "token") }) {
+			t.Fatalf("the journal says nothing about the token:\n%s", j)
+		}
+		for _, l := range strings.Split(j, "\n") {
+			if strings.Contains(l, "token") {
+				t.Logf("without a token: %s", l)
+				break
+			}
+		}
+		if st, n := b.active(), b.prop("NRestarts"); st != "active" || n != "0" {
+			t.Errorf("without a token the unit is %s after %s restarts, want active after 0", st, n)
+		}
+	})
+
+	step("!upgrade keeps the edited config", func(t *testing.T, b *box) {
 		b.sh("install -d -m 0700 /etc/credstore")
 		b.write("/etc/credstore/agenthost.token", token+"\n", "0600")
 		out := b.must("dpkg", "-i", deb)
@@ -241,6 +263,12 @@ func TestSystem(t *testing.T) {
 		waitFor(t, srv, 30*time.Second, "a register with the dropped-in plugin's service", func() bool {
 			return lastRegisterHas(srv, "say_hello_from_outside", "get_current_time")
 		})
+		defer func() { // a removed plugin is stopped and leaves the register
+			b.must("rm", "/usr/lib/agenthost/plugins/hellosys")
+			waitFor(t, srv, 30*time.Second, "a register without the removed plugin", func() bool {
+				return !lastRegisterHas(srv, "say_hello_from_outside") && lastRegisterHas(srv, "get_current_time")
+			})
+		}()
 		out, err := b.run("", "runuser", "-u", "pi", "--", "agenthost", "call", "say_hello_from_outside", `{"name":"systemd"}`)
 		if err != nil || !strings.Contains(out, "Hello, systemd, from a plugin built outside") {
 			t.Fatalf("agenthost call through the installed host: %v\n%s", err, out)
