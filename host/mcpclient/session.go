@@ -38,7 +38,6 @@ import (
 // Defaults of Options.
 const (
 	DefaultStartTimeout = 30 * time.Second
-	DefaultPingInterval = 30 * time.Second // HTTP servers only, unless set
 	DefaultKillGrace    = 2 * time.Second
 	DefaultMaxLine      = 16 << 20
 	listTimeout         = 30 * time.Second
@@ -58,10 +57,11 @@ type Options struct {
 	Version string
 	// StartTimeout bounds a start when the Starter's ctx has no deadline.
 	StartTimeout time.Duration
-	// PingInterval is how often a quiet connection is checked with a ping;
-	// two failures in a row end the session. Zero means 30s for HTTP
-	// servers and none for stdio ones (their exit is seen at once);
-	// negative turns it off.
+	// PingInterval is how often the session pings the server itself; two
+	// failures in a row end the session. Zero or negative: never. Under a
+	// supervisor, leave it off and set the supervisor's HealthInterval
+	// instead (Session.Health is the same ping); an HTTP server that goes
+	// away is noticed only by a ping or a failed call.
 	PingInterval time.Duration
 	// KillGrace is how long Kill waits after SIGTERM before SIGKILL.
 	KillGrace time.Duration
@@ -95,9 +95,6 @@ func NewStarter(o Options) (supervise.Starter, error) {
 	o.Log = o.Log.With("mcp", o.Name)
 	if o.StartTimeout <= 0 {
 		o.StartTimeout = DefaultStartTimeout
-	}
-	if o.PingInterval == 0 && kind != TransportStdio {
-		o.PingInterval = DefaultPingInterval
 	}
 	if o.KillGrace <= 0 {
 		o.KillGrace = DefaultKillGrace
@@ -210,7 +207,7 @@ func start(ctx context.Context, o Options, kind string, roots rootList) (*Sessio
 		err = s.connectHTTP(ctx, TransportSSE)
 	default:
 		err = s.connectHTTP(ctx, TransportStreamable)
-		if err != nil && ctx.Err() == nil && o.Server.Type == "" {
+		if err != nil && ctx.Err() == nil && o.Server.Type == "" && !unreachable(err) {
 			// The server may speak only the legacy HTTP+SSE transport.
 			if sseErr := s.connectHTTP(ctx, TransportSSE); sseErr == nil {
 				s.log.Info("the server does not speak Streamable HTTP; using the legacy SSE transport", "url", redactURL(o.Server.URL), "streamable_err", err)
@@ -689,6 +686,15 @@ func (s *Session) Call(ctx context.Context, method string, params json.RawMessag
 	return mapResult(method, res)
 }
 
+// unreachable reports whether err says nothing answers at the address
+// (so trying the legacy SSE transport there is pointless).
+func unreachable(err error) bool {
+	var op *net.OpError
+	var dns *net.DNSError
+	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EHOSTUNREACH) || errors.Is(err, syscall.ENETUNREACH) ||
+		errors.As(err, &dns) || (errors.As(err, &op) && op.Op == "dial")
+}
+
 // callError classifies a failed tools/call.
 func (s *Session) callError(ctx context.Context, err error) error {
 	var je *jsonrpc.Error
@@ -803,6 +809,22 @@ func (s *Session) Kill() {
 		}
 	})
 	<-s.done
+}
+
+// Health implements supervise.Healther: a ping. An error answer is still
+// an answer; no answer (or a broken connection) is an error.
+func (s *Session) Health(ctx context.Context) error {
+	select {
+	case <-s.done:
+		return fmt.Errorf("mcp server %s: %w", s.o.Name, supervise.ErrGone)
+	default:
+	}
+	err := s.cs.Ping(ctx, nil)
+	var je *jsonrpc.Error
+	if err == nil || errors.As(err, &je) {
+		return nil
+	}
+	return fmt.Errorf("the server did not answer a ping: %w", s.scrub(err))
 }
 
 // Info implements supervise.Child.

@@ -83,8 +83,15 @@ type Server struct {
 // the test ends. Its endpoint is URL("/sse") or URL("/mcp").
 func StartEverything(t testing.TB, mode string) *Server {
 	t.Helper()
+	return StartEverythingOn(t, mode, FreePort(t))
+}
+
+// StartEverythingOn is StartEverything on a given port (to bring a server
+// back where it was).
+func StartEverythingOn(t testing.TB, mode string, port int) *Server {
+	t.Helper()
 	bin := Bin(t, "mcp-server-everything")
-	s := &Server{Port: FreePort(t), done: make(chan struct{})}
+	s := &Server{Port: port, done: make(chan struct{})}
 	s.cmd = exec.Command(bin, mode)
 	s.cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", s.Port))
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
