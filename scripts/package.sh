@@ -50,17 +50,6 @@ for d in plugins/*/; do
 done
 echo "package: version $deb_version; bundled plugins: ${plugins[*]}" >&2
 
-# The packaged configuration: the example, with the settings a package needs.
-render_config() {
-  local src=agenthost.example.yaml dst=$1
-  perl -0pe '
-    BEGIN { $n = 0 }
-    $n += s{\A(# agenthost configuration: every key, with its default value\.\n)}{$1#\n# Installed by the agenthost package as a conffile: your edits are kept when\n# the package is upgraded (dpkg asks when both you and the package changed it).\n# After an edit: sudo systemctl reload agenthost (or restart).\n}m;
-    $n += s{(\n  token_file: )""}{\n  # Packaged: the systemd credential "token", which the unit loads from\n  # /etc/credstore/agenthost.token (mode 0600, root). No such file: no token.\n  token_file: \$CREDENTIALS_DIRECTORY/token};
-    END { die "render_config: $n of 2 edits matched; agenthost.example.yaml changed?\n" if $n != 2 }
-  ' "$src" > "$dst"
-}
-
 for arch in "${arches[@]}"; do
   case $arch in
     amd64) goarch=amd64 goarm="" cc=gcc triple=x86_64-linux-gnu objdump=objdump ;;
@@ -91,7 +80,7 @@ for arch in "${arches[@]}"; do
   depends=$(printf '%s\n' "$shlibs" | sed 's/, /\n/g'; printf 'systemd | systemd-standalone-sysusers | systemd-sysusers\n')
   echo "package: $arch Depends: $(printf '%s' "$depends" | paste -sd, | sed 's/,/, /g')" >&2
 
-  render_config "$stage/agenthost.yaml"
+  scripts/render-config.sh "$stage/agenthost.yaml"
   sed -e "s/@VERSION@/$deb_version/" -e "s/@DATE@/$(date -R -d "@$(git log -1 --format=%ct)")/" packaging/changelog \
     | gzip -9n > "$stage/changelog.Debian.gz"
 

@@ -88,6 +88,10 @@ cp "$deb_amd64" "$work/upper/srv/agenthost-test/agenthost_amd64.deb"
 prev="$work/prev"; dpkg-deb -R "$deb_amd64" "$prev"
 sed -i "s/^Version: .*/Version: 0.0.0~previous-1/" "$prev/DEBIAN/control"
 dpkg-deb -b --root-owner-group "$prev" "$work/upper/srv/agenthost-test/agenthost_previous_amd64.deb" >/dev/null
+# scripts/install.sh with what it needs, and the binaries it takes (--from).
+src="$work/upper/srv/agenthost-test/src"; mkdir -p "$src/scripts" "$src/packaging"
+cp scripts/install.sh scripts/render-config.sh "$src/scripts/"; cp -r systemd "$src/"; cp packaging/sysusers.conf "$src/packaging/"; cp agenthost.example.yaml "$src/"
+mkdir -p "$work/upper/srv/agenthost-test/from"; cp -r bin/package/amd64/agenthost bin/package/amd64/plugins "$work/upper/srv/agenthost-test/from/"
 cat > "$work/boot.sh" <<BOOT
 set -e
 mount --make-rprivate /

@@ -437,6 +437,78 @@ func TestSystem(t *testing.T) {
 			t.Errorf("systemd still knows the unit: LoadState=%s", strings.TrimSpace(out))
 		}
 	})
+
+	const install = "/srv/agenthost-test/src/scripts/install.sh"
+	const from = "/srv/agenthost-test/from"
+	installed := []string{"/usr/bin/agenthost", "/usr/lib/agenthost/plugins/clock", "/usr/lib/agenthost/plugins/files",
+		"/usr/lib/agenthost/plugins/sysinfo", "/lib/systemd/system/agenthost.service", "/usr/lib/systemd/user/agenthost.service",
+		"/usr/lib/sysusers.d/agenthost.conf", "/etc/agenthost/agenthost.yaml"}
+	stamps := func(b *box) string {
+		return b.must(append([]string{"stat", "-c", "%n %i %Y %a %U"}, installed...)...)
+	}
+
+	step("install.sh installs and starts the system unit; a second run changes nothing", func(t *testing.T, b *box) {
+		out, err := b.run("", "env", "SUDO_USER=pi", install, "--from", from)
+		t.Logf("install.sh (first run):\n%s", out)
+		if err != nil {
+			t.Fatalf("install.sh: %v", err)
+		}
+		if !strings.Contains(out, "using the system unit: no PipeWire") {
+			t.Errorf("install.sh did not say it chose the system unit and why")
+		}
+		if st := b.active(); st != "active" {
+			t.Fatalf("after install.sh the unit is %s\n%s", st, b.journalSince(""))
+		}
+		before, pidBefore := stamps(b), b.prop("MainPID")
+		out, err = b.run("", "env", "SUDO_USER=pi", install, "--from", from)
+		t.Logf("install.sh (second run):\n%s", out)
+		if err != nil {
+			t.Fatalf("install.sh (second run): %v", err)
+		}
+		if after := stamps(b); after != before {
+			t.Errorf("the second run changed files:\nbefore:\n%s\nafter:\n%s", before, after)
+		}
+		if p := b.prop("MainPID"); p != pidBefore {
+			t.Errorf("the second run restarted the service (MainPID %s -> %s)", pidBefore, p)
+		}
+		if !strings.Contains(out, "nothing to change") {
+			t.Errorf("the second run did not say it changed nothing")
+		}
+	})
+
+	step("install.sh chooses the user unit when PipeWire runs in the user's session", func(t *testing.T, b *box) {
+		// A FAKE PipeWire: a sleep named pipewire, run as pi; only its name and owner matter to the choice.
+		b.sh("cp /bin/sleep /tmp/pipewire && (setsid runuser -u pi -- /tmp/pipewire 120 >/dev/null 2>&1 &)")
+		defer b.run("", "pkill", "-u", "pi", "-x", "pipewire")
+		var out string
+		if !eventually(5*time.Second, func() bool {
+			out, _ = b.run("", "env", "SUDO_USER=pi", install, "--which")
+			return strings.Contains(out, "would use the user unit: PipeWire runs in pi's session")
+		}) {
+			t.Fatalf("install.sh --which with PipeWire in pi's session: %s", out)
+		}
+		t.Logf("%s", strings.TrimSpace(out))
+	})
+
+	step("install.sh --uninstall removes it and keeps /etc/agenthost", func(t *testing.T, b *box) {
+		b.write(config, b.read(config)+"# kept by --uninstall\n", "0644")
+		out, err := b.run("", install, "--uninstall")
+		t.Logf("install.sh --uninstall:\n%s", out)
+		if err != nil {
+			t.Fatalf("install.sh --uninstall: %v", err)
+		}
+		if ps := b.processesOf("agenthost"); ps != "" {
+			t.Errorf("processes left after --uninstall:\n%s", ps)
+		}
+		for _, p := range installed[:len(installed)-1] {
+			if _, err := b.run("", "test", "-e", p); err == nil {
+				t.Errorf("%s is left after --uninstall", p)
+			}
+		}
+		if !strings.Contains(b.read(config), "# kept by --uninstall") {
+			t.Errorf("--uninstall did not keep the edited config")
+		}
+	})
 }
 
 // buildOutsidePlugin builds a plugin from a module of its own in a temporary
