@@ -51,7 +51,19 @@ type Host struct {
 	stopCalls  context.CancelFunc
 	components []Component
 	frames     []func(voice.Frame) // conversation taps
+	observers  []func(CallRecord)  // call observers (metrics)
 }
+
+// CallRecord is one call from the voice server, as observers see it.
+type CallRecord struct {
+	Method  string
+	Took    time.Duration // dispatch, the provider, and queueing the result
+	Success bool
+}
+
+// OnCall adds an observer of every call from the voice server (metrics).
+// Add observers before Run; they must not block.
+func (h *Host) OnCall(f func(CallRecord)) { h.observers = append(h.observers, f) }
 
 // New builds a host from a loaded configuration.
 func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
@@ -189,7 +201,13 @@ func (h *Host) handleCall(conn int, c voice.Call) {
 	start := time.Now()
 	out := h.disp.Dispatch(h.callCtx, c)
 	h.answer(conn, c, out)
-	h.log.Info("call answered", "method", c.Method, "call_id", c.CallID, "success", out.Success, "took", time.Since(start).Round(time.Microsecond))
+	took := time.Since(start)
+	for _, f := range h.observers {
+		f(CallRecord{Method: c.Method, Took: took, Success: out.Success})
+	}
+	// Debug: a line per call would be most of a call's cost on a Pi; the
+	// dispatcher logs failures at info, and metrics count every call.
+	h.log.Debug("call answered", "method", c.Method, "call_id", c.CallID, "success", out.Success, "took", took.Round(time.Microsecond))
 }
 
 func (h *Host) answer(conn int, c voice.Call, out voice.Outcome) {

@@ -108,10 +108,27 @@ func logDurations(b *testing.B, log string, key string, parts ...string) []time.
 	return out
 }
 
+// hostTimes asks a testkit host for its own time of each call of method
+// since the last ask (the host logs it only at debug).
+func hostTimes(b *testing.B, sim *voicetest.Server, method string) []time.Duration {
+	b.Helper()
+	out, err := sim.Call(context.Background(), "testkit_calls", map[string]string{"method": method})
+	var ns []int64
+	if err != nil || !out.Success || json.Unmarshal(out.Data, &ns) != nil {
+		b.Fatalf("testkit_calls: %+v %v", out, err)
+	}
+	d := make([]time.Duration, len(ns))
+	for i, n := range ns {
+		d[i] = time.Duration(n)
+	}
+	return d
+}
+
 // BenchmarkPluginCall compares, side by side in one run, get_current_time
 //   - plugin:  simulator → host → clock plugin → host → simulator (TCP included),
 //   - builtin: the same through a host with no plugins (the built-in service),
-//   - bare:    a go-plugin gRPC call from this process to the same clock binary,
+//   - bare:    a go-plugin gRPC call from this process to the same clock binary
+//     (with a deadline, as every call has one),
 //
 // plus the host-only time of the plugin call (the host's `took=`: dispatch,
 // plugin RPC and writing the result), and the ratio of that to the bare RPC
@@ -122,8 +139,8 @@ func logDurations(b *testing.B, log string, key string, parts ...string) []time.
 //	go test -run='^$' -bench='^BenchmarkPluginCall$' -benchtime=3000x ./cmd/agenthost/
 func BenchmarkPluginCall(b *testing.B) {
 	clock := bundled(b, "clock")
-	dp, simP, _ := benchHost(b, func(dir string) { copyExec(b, clock, filepath.Join(dir, "clock")) }, "services.builtins=false")
-	db, simB, _ := benchHost(b, nil)
+	_, simP, _ := benchHost(b, func(dir string) { copyExec(b, clock, filepath.Join(dir, "clock")) }, "services.builtins=false")
+	_, simB, _ := benchHost(b, nil)
 	cl, bare := bareClient(b, clock, false)
 	defer cl.Kill()
 
@@ -140,8 +157,10 @@ func BenchmarkPluginCall(b *testing.B) {
 	}
 	direct := func() time.Duration {
 		start := time.Now()
-		_, err := bare.Call(ctx, "get_current_time", params)
+		cctx, cancel := context.WithTimeout(ctx, 10*time.Second) // a call has a deadline, in the host as here
+		_, err := bare.Call(cctx, "get_current_time", params)
 		d := time.Since(start)
+		cancel()
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -152,7 +171,7 @@ func BenchmarkPluginCall(b *testing.B) {
 		viaSim(simB)
 		direct()
 	}
-	tookBefore := len(logDurations(b, dp.log.String(), "took", `msg="call answered"`, "method=get_current_time"))
+	hostTimes(b, simP, "get_current_time") // forget the warm-up
 
 	var plugin, builtin, rpc []time.Duration
 	for b.Loop() {
@@ -161,9 +180,8 @@ func BenchmarkPluginCall(b *testing.B) {
 		rpc = append(rpc, direct())
 	}
 	b.StopTimer()
-	time.Sleep(100 * time.Millisecond) // let the hosts' last log lines arrive
-	took := logDurations(b, dp.log.String(), "took", `msg="call answered"`, "method=get_current_time")[tookBefore:]
-	tookB := logDurations(b, db.log.String(), "took", `msg="call answered"`, "method=get_current_time")
+	took := hostTimes(b, simP, "get_current_time")
+	tookB := hostTimes(b, simB, "get_current_time")
 
 	b.ReportMetric(us(pct(plugin, .5)), "plugin-p50-µs")
 	b.ReportMetric(us(pct(plugin, .99)), "plugin-p99-µs")

@@ -170,21 +170,26 @@ func (d *Dispatcher) run(ctx context.Context, callID string, e Entry, params jso
 	timeout := d.timeoutFor(e)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	done := make(chan result, 1) // never blocks the goroutine, even when nobody waits
-	go func() {
-		res := d.call(cctx, e, params)
-		d.release(callID)
-		done <- res
-	}()
-
 	var res result
-	select {
-	case res = <-done:
-	case <-cctx.Done():
+	if honorsContext(e.Provider) {
+		// It returns once cctx ends: no goroutine (and no hand-off) needed.
+		res = d.call(cctx, e, params)
+		d.release(callID)
+	} else {
+		done := make(chan result, 1) // never blocks the goroutine, even when nobody waits
+		go func() {
+			res := d.call(cctx, e, params)
+			d.release(callID)
+			done <- res
+		}()
 		select {
-		case res = <-done: // answered just in time: prefer the answer
-		default:
-			return d.late(ctx, e, timeout)
+		case res = <-done:
+		case <-cctx.Done():
+			select {
+			case res = <-done: // answered just in time: prefer the answer
+			default:
+				return d.late(ctx, e, timeout)
+			}
 		}
 	}
 	switch {

@@ -41,6 +41,21 @@ type FallbackProvider interface {
 	Fallback() bool
 }
 
+// ContextProvider is implemented by providers whose calls return promptly
+// once their context ends (a call over gRPC or JSON-RPC), such as plugins
+// and MCP servers. The dispatcher runs their calls on its own goroutine;
+// other providers' calls get a goroutine of their own, so that a provider
+// that ignores its deadline cannot hold the caller past it.
+type ContextProvider interface {
+	Provider
+	HonorsContext() bool
+}
+
+func honorsContext(p Provider) bool {
+	c, ok := p.(interface{ HonorsContext() bool })
+	return ok && c.HonorsContext()
+}
+
 // isFallback reports whether p yields its names to ordinary providers.
 func isFallback(p Provider) bool {
 	f, ok := p.(interface{ Fallback() bool })

@@ -32,7 +32,6 @@ func (l *life) acquire() bool {
 	l.calls++
 	if l.idleT != nil {
 		l.idleT.Stop()
-		l.idleT = nil
 	}
 	return true
 }
@@ -48,17 +47,19 @@ func (l *life) release() bool {
 	return l.calls == 0 && !l.retiring
 }
 
-// armIdle calls f after d unless a call comes first.
+// armIdle calls f after d unless a call comes first. The timer is made
+// once and reset after each call.
 func (l *life) armIdle(d time.Duration, f func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.retiring || l.calls > 0 {
 		return
 	}
-	if l.idleT != nil {
-		l.idleT.Stop()
+	if l.idleT == nil {
+		l.idleT = time.AfterFunc(d, f)
+		return
 	}
-	l.idleT = time.AfterFunc(d, f)
+	l.idleT.Reset(d)
 }
 
 // idle reports whether no call runs, for an idle stop.

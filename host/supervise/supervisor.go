@@ -197,6 +197,10 @@ func (s *Supervisor) Services() []services.Service {
 	return append([]services.Service(nil), s.desc...)
 }
 
+// HonorsContext implements services.ContextProvider: a child's call and a
+// lazy start both end with their context.
+func (s *Supervisor) HonorsContext() bool { return true }
+
 // Call implements services.Provider: it runs the call on the current child,
 // starting a lazy one first.
 func (s *Supervisor) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {

@@ -49,7 +49,7 @@ func newSession(s *Server, id int, conn net.Conn) *session {
 		s.sent = append(s.sent, Received{Conn: id, Frame: f})
 		s.notifyLocked()
 		s.mu.Unlock()
-		s.log.Debug("send", "conn", id, "frame", f.String())
+		s.log.Debug("send", "conn", id, "frame", f)
 	})
 	return c
 }
@@ -106,7 +106,7 @@ func (c *session) run() error {
 
 func (c *session) record(f voice.Frame) {
 	c.received++
-	c.s.log.Info("recv", "conn", c.id, "frame", f.String())
+	c.s.log.Info("recv", "conn", c.id, "frame", f)
 	c.s.mu.Lock()
 	c.s.received = append(c.s.received, Received{Conn: c.id, Frame: f})
 	c.s.notifyLocked()

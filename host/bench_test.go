@@ -1,0 +1,63 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/internal/testbin"
+	"github.com/agenthost/agenthost/proto/voice/voicetest"
+)
+
+// BenchmarkHostPluginCall runs the host in this process (so that
+// -cpuprofile sees its work) with the clock plugin, and calls
+// get_current_time from the simulator: the path to profile.
+//
+//	go test -run='^$' -bench=HostPluginCall -benchtime=5000x -cpuprofile=/tmp/cpu.out ./host/
+//	go tool pprof -top -nodecount=40 /tmp/cpu.out
+func BenchmarkHostPluginCall(b *testing.B) {
+	sim, err := voicetest.NewServer(voicetest.Options{DisconnectDelay: time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sim.Close()
+	dir := filepath.Join(b.TempDir(), "plugins")
+	os.Mkdir(dir, 0o755)
+	clock, err := os.ReadFile(testbin.Build(b, "./plugins/clock"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "clock"), clock, 0o755)
+	cfg := config.Default()
+	cfg.Server.Address, cfg.Server.Token = sim.Addr(), "tok"
+	cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir, cfg.Plugins.Dirs = b.TempDir(), b.TempDir(), []string{dir}
+	cfg.Services.Builtins = false
+	h, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.Add(h.Plugins(false))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	if err := sim.WaitFor(wctx, func() bool { return len(sim.Registers()) > 0 }); err != nil {
+		b.Fatal(err)
+	}
+	params := json.RawMessage(`{"format":"simple"}`)
+	for range 200 {
+		sim.Call(ctx, "get_current_time", params)
+	}
+	for b.Loop() {
+		if out, err := sim.Call(ctx, "get_current_time", params); err != nil || !out.Success {
+			b.Fatalf("%+v %v", out, err)
+		}
+	}
+}
