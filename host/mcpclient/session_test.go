@@ -1,11 +1,14 @@
 package mcpclient_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -343,4 +346,31 @@ func TestBadConfig(t *testing.T) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
 		}
 	}
+}
+
+// TestServerDiesWithTheHost: a host killed with SIGKILL (no chance to
+// clean up) takes its stdio MCP servers with it (Pdeathsig).
+func TestServerDiesWithTheHost(t *testing.T) {
+	bin := toy(t)
+	host := exec.Command(testbin.Build(t, "./host/mcpclient/testdata/minihost"), bin, "-mode", "stubborn", "-pdeathsig-test")
+	out, err := host.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := host.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		host.Process.Kill()
+		host.Wait()
+		t.Fatalf("minihost: %v", err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	if pid == 0 || !mcptest.Running(bin, "-pdeathsig-test") {
+		t.Fatalf("the server is not running (pid %q)", line)
+	}
+	host.Process.Kill()
+	host.Wait()
+	eventually(t, "the server to die with its host", func() bool { return !mcptest.Running(bin, "-pdeathsig-test") })
 }

@@ -19,7 +19,8 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "serve", "serve, garbage (junk on stdout, then serve), junk (only junk), hang (never answer), badschema, exit")
+	flag.Bool("pdeathsig-test", false, "does nothing; marks the process for a test that looks for it")
+	mode := flag.String("mode", "serve", "serve, stubborn (serve, and stay after stdin closes), garbage (junk on stdout, then serve), junk (only junk), hang (never answer), badschema, exit")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetOutput(os.Stderr)
@@ -100,6 +101,9 @@ func main() {
 	log.Print("mcptoy: serving on stdio")
 	if err := s.Run(context.Background(), &mcp.StdioTransport{}); err != nil && err != io.EOF {
 		log.Printf("mcptoy: %v", err)
+	}
+	if *mode == "stubborn" {
+		select {} // outlives its stdin, as a careless server may
 	}
 }
 
