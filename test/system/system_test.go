@@ -509,6 +509,32 @@ func TestSystem(t *testing.T) {
 			t.Errorf("--uninstall did not keep the edited config")
 		}
 	})
+
+	step("install.sh --user runs the user unit under the user's manager, with lingering", func(t *testing.T, b *box) {
+		out, err := b.run("", install, "--user", "--for", "pi", "--from", from)
+		t.Logf("install.sh --user --for pi:\n%s", out)
+		if err != nil {
+			t.Fatalf("install.sh --user: %v", err)
+		}
+		defer func() {
+			out, _ := b.run("", install, "--uninstall")
+			t.Logf("install.sh --uninstall:\n%s", out)
+		}()
+		if l := strings.TrimSpace(b.must("loginctl", "show-user", "pi", "-p", "Linger", "--value")); l != "yes" {
+			t.Errorf("Linger=%s for pi, want yes", l)
+		}
+		st, _ := b.run("", "systemctl", "--user", "-M", "pi@", "is-active", "agenthost")
+		if strings.TrimSpace(st) != "active" {
+			j, _ := b.run("", "journalctl", "--no-pager", "-o", "cat", "_UID="+strings.TrimSpace(b.must("id", "-u", "pi")))
+			t.Fatalf("the user unit is %s\n%s", strings.TrimSpace(st), j)
+		}
+		if b.active() == "active" {
+			t.Errorf("the system unit runs beside the user unit")
+		}
+		if out, err := b.run("", "runuser", "-u", "pi", "--", "env", "XDG_RUNTIME_DIR=/run/user/"+strings.TrimSpace(b.must("id", "-u", "pi")), "agenthost", "status"); err != nil {
+			t.Errorf("agenthost status as pi against the user unit: %v\n%s", err, out)
+		}
+	})
 }
 
 // buildOutsidePlugin builds a plugin from a module of its own in a temporary
