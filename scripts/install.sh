@@ -62,7 +62,10 @@ fi
 [ "$(id -u)" -eq 0 ] || die "run as root: sudo $0 $*"
 
 manifest=/usr/lib/agenthost/.installed-by-install.sh
-user_systemctl() { systemctl --user -M "$who@" "$@"; }
+# systemctl --user as that user, through its manager's private socket
+# (`systemctl --user -M USER@` would need systemd-machined).
+user_systemctl_of() { local u=$1; shift; runuser -u "$u" -- env XDG_RUNTIME_DIR="/run/user/$(id -u "$u")" systemctl --user "$@"; }
+user_systemctl() { user_systemctl_of "$who" "$@"; }
 
 if [ "$action" = uninstall ]; then
   [ -f "$manifest" ] || die "nothing to uninstall: $manifest is missing (a .deb install is removed with apt remove agenthost)"
@@ -71,7 +74,7 @@ if [ "$action" = uninstall ]; then
   fi
   owner=$(sed -n 's/^# user unit for //p' "$manifest")
   if [ -n "$owner" ]; then
-    systemctl --user -M "$owner@" disable --now agenthost.service >/dev/null 2>&1 || true
+    user_systemctl_of "$owner" disable --now agenthost.service >/dev/null 2>&1 || true
     say "stopped and disabled the user unit of $owner (lingering left as it is: loginctl disable-linger $owner)"
   fi
   while read -r f; do
@@ -183,7 +186,10 @@ else
   fi
   if [ "$(loginctl show-user "$who" -p Linger --value 2>/dev/null)" != yes ]; then
     loginctl enable-linger "$who"; say "enabled lingering for $who (the user unit runs without a login)"
-    for _ in $(seq 50); do user_systemctl is-system-running >/dev/null 2>&1 && break; sleep 0.2; done
+  fi
+  for _ in $(seq 100); do   # the user manager starts with lingering (or a login)
+    [ -S "/run/user/$(id -u "$who")/systemd/private" ] && break; sleep 0.1
+  done
   fi
   user_systemctl daemon-reload
   user_systemctl is-enabled --quiet agenthost.service 2>/dev/null || { user_systemctl enable agenthost.service; changed=1; }

@@ -523,15 +523,16 @@ func TestSystem(t *testing.T) {
 		if l := strings.TrimSpace(b.must("loginctl", "show-user", "pi", "-p", "Linger", "--value")); l != "yes" {
 			t.Errorf("Linger=%s for pi, want yes", l)
 		}
-		st, _ := b.run("", "systemctl", "--user", "-M", "pi@", "is-active", "agenthost")
+		uid := strings.TrimSpace(b.must("id", "-u", "pi"))
+		st, _ := b.run("", "runuser", "-u", "pi", "--", "env", "XDG_RUNTIME_DIR=/run/user/"+uid, "systemctl", "--user", "is-active", "agenthost")
 		if strings.TrimSpace(st) != "active" {
-			j, _ := b.run("", "journalctl", "--no-pager", "-o", "cat", "_UID="+strings.TrimSpace(b.must("id", "-u", "pi")))
+			j, _ := b.run("", "journalctl", "--no-pager", "-o", "cat", "_UID="+uid)
 			t.Fatalf("the user unit is %s\n%s", strings.TrimSpace(st), j)
 		}
 		if b.active() == "active" {
 			t.Errorf("the system unit runs beside the user unit")
 		}
-		if out, err := b.run("", "runuser", "-u", "pi", "--", "env", "XDG_RUNTIME_DIR=/run/user/"+strings.TrimSpace(b.must("id", "-u", "pi")), "agenthost", "status"); err != nil {
+		if out, err := b.run("", "runuser", "-u", "pi", "--", "env", "XDG_RUNTIME_DIR=/run/user/"+uid, "agenthost", "status"); err != nil {
 			t.Errorf("agenthost status as pi against the user unit: %v\n%s", err, out)
 		}
 	})
