@@ -294,12 +294,17 @@ func TestResultOverCap(t *testing.T) {
 	}
 }
 
+// TestKillLeavesNothing: Kill ends the server's whole process group: here
+// a shell and, below it, a server that outlives its stdin.
 func TestKillLeavesNothing(t *testing.T) {
 	bin := toy(t)
-	s := start(t, mcpclient.Options{Server: mcpclient.ServerConfig{Command: bin, Args: []string{"-mode", "serve"}}})
+	s := start(t, mcpclient.Options{Server: mcpclient.ServerConfig{Command: "sh", Args: []string{"-c", bin + " -mode stubborn -kill-test; true"}}})
+	if !mcptest.Running(bin, "-kill-test") {
+		t.Fatal("the server is not running")
+	}
 	s.Kill()
 	<-s.Done()
-	if mcptest.Running(bin, "serve") {
+	if mcptest.Running(bin, "-kill-test") {
 		t.Error("the server runs after Kill")
 	}
 	if _, err := call(t, s, "ping", `{}`); !errors.Is(err, supervise.ErrGone) {

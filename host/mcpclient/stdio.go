@@ -58,6 +58,9 @@ func startProcess(name string, c ServerConfig, log *slog.Logger, maxLine int) (*
 	}
 	cmd.Dir = c.Cwd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// A descendant that left the process group may hold stderr open after
+	// the server exited; Wait must not wait for it for ever.
+	cmd.WaitDelay = 2 * time.Second
 	p := &process{name: name, cmd: cmd, log: log, exited: make(chan struct{})}
 	stderr := linewriter.New(maxStderrLine, func(line []byte) {
 		s := string(line)

@@ -20,6 +20,7 @@ import (
 
 func main() {
 	flag.Bool("pdeathsig-test", false, "does nothing; marks the process for a test that looks for it")
+	flag.Bool("kill-test", false, "does nothing; marks the process for a test that looks for it")
 	mode := flag.String("mode", "serve", "serve, stubborn (serve, and stay after stdin closes), garbage (junk on stdout, then serve), junk (only junk), hang (never answer), badschema, exit")
 	flag.Parse()
 	log.SetFlags(0)
