@@ -236,6 +236,8 @@ func start(ctx context.Context, o Options, kind string, roots rootList) (*Sessio
 	}
 	s.listOthers(ctx)
 
+	s.log.Info("mcp server connected", "transport", s.transport, "server", s.status.ServerName, "version", s.status.ServerVersion,
+		"protocol", s.status.ProtocolVersion, "tools", len(s.svcs), "left_out", len(s.status.LeftOut))
 	runCtx, stop := context.WithCancel(context.Background())
 	s.stop = stop
 	go s.watch()
@@ -243,8 +245,6 @@ func start(ctx context.Context, o Options, kind string, roots rootList) (*Sessio
 	if o.PingInterval > 0 {
 		go s.ping(runCtx)
 	}
-	s.log.Info("mcp server connected", "transport", s.transport, "server", s.status.ServerName, "version", s.status.ServerVersion,
-		"protocol", s.status.ProtocolVersion, "tools", len(s.svcs), "left_out", len(s.status.LeftOut))
 	return s, nil
 }
 
