@@ -20,6 +20,7 @@ import (
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/internal/memtrim"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -52,7 +53,12 @@ type Host struct {
 	components []Component
 	frames     []func(voice.Frame) // conversation taps
 	observers  []func(CallRecord)  // call observers (metrics)
+	trim       *memtrim.Trimmer
 }
+
+// idleTrim: after this long without a call the daemon hands back the memory
+// that start-up and its last calls needed (internal/memtrim).
+const idleTrim = 5 * time.Second
 
 // CallRecord is one call from the voice server, as observers see it.
 type CallRecord struct {
@@ -152,6 +158,7 @@ func (h *Host) Run(ctx context.Context) error {
 		}
 	}()
 	h.log.Info("agenthost started", "server", h.cfg.Server.Address, "services", len(h.reg.Entries()))
+	h.trim = memtrim.Start(memtrim.Options{GCPercent: 50, MemoryLimit: 64 << 20, IdleAfter: idleTrim})
 	linkCtx, stopLink := context.WithCancel(ctx)
 	defer stopLink()
 	linkDone := make(chan struct{})
@@ -202,6 +209,7 @@ func (h *Host) handleCall(conn int, c voice.Call) {
 	out := h.disp.Dispatch(h.callCtx, c)
 	h.answer(conn, c, out)
 	took := time.Since(start)
+	h.trim.Busy()
 	for _, f := range h.observers {
 		f(CallRecord{Method: c.Method, Took: took, Success: out.Success})
 	}

@@ -43,7 +43,12 @@ func startHost(t testing.TB, sim *voicetest.Server, sets ...string) *hostProc {
 // startHostEnv is startHost with extra environment variables.
 func startHostEnv(t testing.TB, sim *voicetest.Server, env []string, sets ...string) *hostProc {
 	t.Helper()
-	bin := testbin.Build(t, "./cmd/agenthost", "testkit")
+	return startHostBin(t, testbin.Build(t, "./cmd/agenthost", "testkit"), sim, env, sets...)
+}
+
+// startHostBin is startHostEnv with a given host binary.
+func startHostBin(t testing.TB, bin string, sim *voicetest.Server, env []string, sets ...string) *hostProc {
+	t.Helper()
 	dir := t.TempDir()
 	sets = append([]string{
 		"server.address=" + sim.Addr(), "plugins.runtime_dir=" + filepath.Join(dir, "run"), "plugins.dirs=" + filepath.Join(dir, "plugins"),

@@ -156,10 +156,9 @@ func (p *player) run(ctx context.Context) {
 		case kind == play && p.sink == nil:
 			continue // no speaker: drop it at once
 		case kind == idle || p.sink == nil:
-			select {
+			select { // every change of the buffer signals wake
 			case <-p.wake:
 			case <-ctx.Done():
-			case <-time.After(time.Second):
 			}
 			continue
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/supervise"
 	"github.com/agenthost/agenthost/internal/childenv"
+	"github.com/agenthost/agenthost/internal/procwait"
 	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
 )
 
@@ -154,8 +155,14 @@ func (m *Manager) startOnce(ctx context.Context, name, path string) (*instance, 
 }
 
 // watchExit closes done when the process exits. go-plugin offers no exit
-// notification, so it polls, which costs nothing measurable.
+// notification: a pidfd tells without waking up; where there is none, it
+// polls.
 func (i *instance) watchExit() {
+	if exited, _, err := procwait.Watch(i.pid); err == nil {
+		<-exited // Kill ends the process, so this returns
+		close(i.done)
+		return
+	}
 	t := time.NewTicker(200 * time.Millisecond)
 	defer t.Stop()
 	for range t.C {

@@ -3,6 +3,7 @@
 package testbin
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,9 +23,29 @@ var (
 // e.g. "./cmd/voicesim") with the given build tags and returns the binary's path.
 func Build(t testing.TB, pkg string, tags ...string) string {
 	t.Helper()
+	return build(t, pkg, false, tags)
+}
+
+// ReleaseFlags are the go build flags of release builds (packages,
+// install.sh): no file paths, no symbol tables, no gRPC tracing pages.
+// Plugins are also built without cgo, so that they are static binaries.
+var ReleaseFlags = []string{"-trimpath", "-ldflags=-s -w"}
+
+// ReleaseTags are the build tags every release build has.
+var ReleaseTags = []string{"grpcnotrace"}
+
+// BuildRelease compiles pkg as a release build (see ReleaseFlags), for
+// benchmarks that measure what is shipped.
+func BuildRelease(t testing.TB, pkg string, tags ...string) string {
+	t.Helper()
+	return build(t, pkg, true, tags)
+}
+
+func build(t testing.TB, pkg string, release bool, tags []string) string {
+	t.Helper()
 	mu.Lock()
 	defer mu.Unlock()
-	key := pkg + " " + strings.Join(tags, ",")
+	key := pkg + " " + strings.Join(tags, ",") + fmt.Sprint(release)
 	if p, ok := built[key]; ok {
 		return p
 	}
@@ -36,8 +57,17 @@ func Build(t testing.TB, pkg string, tags ...string) string {
 		dir = d
 	}
 	out := filepath.Join(dir, filepath.Base(pkg)+strings.Join(append([]string{""}, tags...), "-"))
-	cmd := exec.Command("go", "build", "-tags", strings.Join(tags, ","), "-o", out, pkg)
+	args := []string{"build"}
+	if release {
+		out += "-release"
+		tags = append(append([]string(nil), tags...), ReleaseTags...)
+		args = append(args, ReleaseFlags...)
+	}
+	cmd := exec.Command("go", append(args, "-tags", strings.Join(tags, ","), "-o", out, pkg)...)
 	cmd.Dir = ModuleRoot(t)
+	if release && strings.HasPrefix(pkg, "./plugins/") {
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}

@@ -5,6 +5,8 @@ package sdk
 import (
 	"os"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/procwait"
 )
 
 // watchParent calls gone when the process that started the plugin (the
@@ -20,12 +22,20 @@ import (
 // which in a Go host can be any time. A changed parent process ID has no
 // false positives (threads exiting in the host keep the process ID) and
 // catches every way the host can die; the cost is one cheap syscall per
-// interval and up to one interval of delay. The host side adds Pdeathsig
-// for an immediate kill.
+// interval and up to one interval of delay. Where the kernel has pidfds
+// (Linux 5.3+), a pidfd of the host says the same without any polling. The
+// host side adds Pdeathsig for an immediate kill.
 func watchParent(interval time.Duration, gone func(oldPPID, newPPID int)) {
 	ppid := os.Getppid()
 	if ppid <= 1 {
 		// Already orphaned (or started by init): nothing to watch.
+		return
+	}
+	if exited, _, err := procwait.Watch(ppid); err == nil {
+		go func() { // no wake-ups: a pidfd says when the host has exited
+			<-exited
+			gone(ppid, os.Getppid())
+		}()
 		return
 	}
 	go func() {

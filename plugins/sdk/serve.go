@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
 
+	"github.com/agenthost/agenthost/internal/memtrim"
 	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
 )
 
@@ -21,6 +22,11 @@ const EnvLogLevel = "AGENTHOST_PLUGIN_LOG_LEVEL"
 // RefusalMessage is what a plugin prints (on stderr, exiting with status 1)
 // when it is started by hand instead of by the host.
 const RefusalMessage = "This is an agenthost plugin. Put it in the plugin folder (plugins.dirs) and the host starts it; try it with `agenthost call SERVICE '{json}'`."
+
+// idleTrim: a plugin that had no call for this long hands back the memory
+// start-up and its last calls needed (see internal/memtrim): a plugin idles
+// most of its life, often on a device with little memory.
+const idleTrim = 5 * time.Second
 
 // parentPollInterval is how often the plugin checks that the host still lives.
 const parentPollInterval = 500 * time.Millisecond
@@ -55,6 +61,7 @@ func serve(p Plugin, stderr *os.File) int {
 		return 1
 	}
 
+	srv.trim = memtrim.Start(memtrim.Options{GCPercent: 50, MemoryLimit: 32 << 20, IdleAfter: idleTrim})
 	watchParent(parentPollInterval, func(oldPPID, newPPID int) {
 		logger.Warn("host process is gone; plugin exits", "host_pid", oldPPID, "ppid", newPPID)
 		os.Exit(0)

@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc/status"
 
+	"github.com/agenthost/agenthost/internal/memtrim"
 	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
 )
 
@@ -35,6 +36,7 @@ type server struct {
 	order    []string
 
 	configureMu sync.Mutex // one Configure at a time
+	trim        *memtrim.Trimmer
 
 	mu           sync.Mutex
 	configured   bool
@@ -200,6 +202,7 @@ func (s *server) notConfigured() error {
 }
 
 func (s *server) Call(ctx context.Context, method string, params json.RawMessage) (_ json.RawMessage, err error) {
+	defer s.trim.Busy()
 	svc, ok := s.services[method]
 	if !ok {
 		return nil, pluginv1.NewCallError(pluginv1.ErrorKind_ERROR_KIND_UNKNOWN_METHOD, "plugin %s has no service %q", s.p.Name, method)

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package procwait
+
+import "os"
+
+func open(int) (*os.File, error) { return nil, ErrUnsupported }
