@@ -50,4 +50,3 @@ func Watch(pid int) (exited <-chan struct{}, stop func(), err error) {
 		}
 	}, nil
 }
-
