@@ -190,7 +190,6 @@ else
   for _ in $(seq 100); do   # the user manager starts with lingering (or a login)
     [ -S "/run/user/$(id -u "$who")/systemd/private" ] && break; sleep 0.1
   done
-  fi
   user_systemctl daemon-reload
   user_systemctl is-enabled --quiet agenthost.service 2>/dev/null || { user_systemctl enable agenthost.service; changed=1; }
   if ! user_systemctl is-active --quiet agenthost.service; then

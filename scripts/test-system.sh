@@ -65,7 +65,7 @@ for d in "${debs[@]:1}"; do
 done
 
 echo "== the bookworm root"
-include="systemd,systemd-sysv,dbus,procps"
+include="systemd,systemd-sysv,dbus,procps,libpam-systemd"   # libpam-systemd: user managers (the user unit)
 for dep in $(dpkg-deb -f "$deb_amd64" Depends | sed 's/([^)]*)//g; s/|[^,]*//g; s/[[:space:]]//g; s/,/ /g'); do include+=",$dep"; done
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/agenthost/system-root"
 root="$cache/bookworm-$(printf '%s' "$include" | sha256sum | cut -c1-12)"
