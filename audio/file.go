@@ -142,16 +142,26 @@ func (s *FileSource) Read(p []int16) (int, error) {
 	if s.closed || s.closing.Load() {
 		return 0, ErrClosed
 	}
-	for s.off >= len(s.pending) {
-		if s.ended {
-			return 0, io.EOF
+	n := 0 // as much as p takes, so that a paced reader waits once per read
+	for n < len(p) {
+		for s.off >= len(s.pending) {
+			if s.ended {
+				if n > 0 {
+					return n, nil
+				}
+				return 0, io.EOF
+			}
+			if err := s.fill(); err != nil {
+				if n > 0 {
+					return n, nil
+				}
+				return 0, err
+			}
 		}
-		if err := s.fill(); err != nil {
-			return 0, err
-		}
+		k := copy(p[n:], s.pending[s.off:])
+		s.off += k
+		n += k
 	}
-	n := copy(p, s.pending[s.off:])
-	s.off += n
 	return n, nil
 }
 

@@ -16,12 +16,15 @@ type pacer struct {
 	n     int64
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
+	timer *time.Timer
 }
 
 const maxLag = 500 * time.Millisecond
 
 func newPacer(rate int) *pacer {
-	return &pacer{rate: rate, now: time.Now, sleep: sleepCtx}
+	p := &pacer{rate: rate, now: time.Now}
+	p.sleep = p.sleepTimer
+	return p
 }
 
 func (p *pacer) wait(ctx context.Context, samples int) error {
@@ -40,6 +43,24 @@ func (p *pacer) wait(ctx context.Context, samples int) error {
 		return nil
 	}
 	return p.sleep(ctx, d)
+}
+
+// sleepTimer waits d on the pacer's one timer, made once and reset for
+// every wait: a stream waits every frame, and a timer that stays in the
+// runtime's heap wakes the poller without an extra system call each time.
+func (p *pacer) sleepTimer(ctx context.Context, d time.Duration) error {
+	if p.timer == nil {
+		p.timer = time.NewTimer(d)
+	} else {
+		p.timer.Reset(d)
+	}
+	select {
+	case <-p.timer.C:
+		return nil
+	case <-ctx.Done():
+		p.timer.Stop()
+		return ctx.Err()
+	}
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

@@ -29,6 +29,7 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 		o.OpenSource = func(ctx context.Context) (audio.Source, error) {
 			in := ao
 			in.Device = a.Input
+			in.Buffer = a.Frame.D() // one device read, and one wake-up, per frame sent
 			src, err := audio.OpenPortAudioSource(ctx, in)
 			if err != nil || !a.Pace {
 				return src, err

@@ -61,3 +61,59 @@ func BenchmarkHostPluginCall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkHostStreaming runs the host in this process with the file audio
+// backend and streams the microphone (push-to-talk) for 10 s per iteration:
+// the path to profile for the CPU that streaming costs.
+//
+//	go test -run='^$' -bench=HostStreaming -benchtime=1x -cpuprofile=/tmp/cpu.out ./host/
+func BenchmarkHostStreaming(b *testing.B) {
+	for _, codec := range []string{"pcm", "opus"} {
+		b.Run(codec, func(b *testing.B) {
+			sim, err := voicetest.NewServer(voicetest.Options{DisconnectDelay: time.Millisecond, Faults: voicetest.Faults{WithholdReplies: true}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer sim.Close()
+			mic := filepath.Join(b.TempDir(), "mic.s16")
+			tone := make([]byte, 2*16000*3)
+			for i := range tone {
+				tone[i] = byte(i * 7)
+			}
+			os.WriteFile(mic, tone, 0o644)
+			cfg := config.Default()
+			cfg.Server.Address, cfg.Server.Token = sim.Addr(), "tok"
+			cfg.Server.Params.InputAudioFormat = codec
+			cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = b.TempDir(), b.TempDir()
+			cfg.Audio.Backend, cfg.Audio.InputFile = "file", mic
+			h, err := New(cfg, slog.New(slog.DiscardHandler))
+			if err != nil {
+				b.Fatal(err)
+			}
+			conv, err := h.Conversation()
+			if err != nil {
+				b.Fatal(err)
+			}
+			h.Add(conv)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- h.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+			wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer wcancel()
+			if err := sim.WaitFor(wctx, func() bool { return len(sim.Registers()) > 0 && conv.Check(wctx) == nil }); err != nil {
+				b.Fatal(err)
+			}
+			for {
+				if _, err := conv.TalkStart(); err == nil {
+					break
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			for b.Loop() {
+				time.Sleep(10 * time.Second)
+			}
+			conv.TalkStop()
+		})
+	}
+}

@@ -16,6 +16,12 @@ const (
 	DefaultFrame    = 60 * time.Millisecond
 )
 
+// SpeechComplexity is the encoder complexity for a speaker's microphone:
+// speech for a recogniser at 16 kHz loses nothing audible below libopus's
+// default (9 or 10), and the encoder costs half the CPU, which a Pi Zero
+// needs (BenchmarkEncodeDecodeSpeech compares the two).
+const SpeechComplexity = 5
+
 // maxPacket bounds one encoded packet; libopus never exceeds 1275 bytes per
 // 20 ms frame, so 60 ms needs at most 3 × 1275 plus a little framing.
 const maxPacket = 4000

@@ -3,6 +3,7 @@
 package opus
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -102,8 +103,14 @@ func TestCodecErrors(t *testing.T) {
 // BenchmarkEncodeDecodeSpeech measures Opus encode + decode of one minute
 // of 16 kHz speech in 60 ms frames.
 func BenchmarkEncodeDecodeSpeech(b *testing.B) {
+	for _, complexity := range []int{0, SpeechComplexity} {
+		b.Run(fmt.Sprintf("complexity=%d", complexity), func(b *testing.B) { benchSpeech(b, complexity) })
+	}
+}
+
+func benchSpeech(b *testing.B, complexity int) {
 	clip := audiotest.Speech(b, "Opus keeps speech intelligible at a low bit rate.")
-	enc, err := NewEncoder(EncoderOptions{})
+	enc, err := NewEncoder(EncoderOptions{Complexity: complexity})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -89,7 +89,7 @@ func New(o Options, out Sender) (*Conversation, error) {
 	c := &Conversation{o: o, out: out, log: o.Log.With("component", "conversation")}
 	var err error
 	if o.InputOpus {
-		if c.enc, err = opus.NewEncoder(opus.EncoderOptions{}); err != nil {
+		if c.enc, err = opus.NewEncoder(opus.EncoderOptions{Complexity: opus.SpeechComplexity}); err != nil {
 			return nil, fmt.Errorf("opus encoder: %w", err)
 		}
 	}

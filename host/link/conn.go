@@ -27,6 +27,8 @@ type conn struct {
 
 	audio    chan voice.Frame
 	control  chan voice.Frame
+	queued   chan struct{} // wakes the writer; a buffer of one
+	wmu      sync.Mutex    // held for each write to the socket
 	done     chan struct{}
 	writeErr chan error
 	ackCh    chan struct{}
@@ -43,26 +45,38 @@ type conn struct {
 func newConn(id int, nc net.Conn, keep time.Duration, log *slog.Logger) *conn {
 	now := time.Now()
 	return &conn{id: id, nc: nc, log: log, keep: keep,
-		audio: make(chan voice.Frame, audioQueue), control: make(chan voice.Frame, controlQueue),
+		audio: make(chan voice.Frame, audioQueue), control: make(chan voice.Frame, controlQueue), queued: make(chan struct{}, 1),
 		done: make(chan struct{}), writeErr: make(chan error, 1), ackCh: make(chan struct{}),
 		lastWrite: now, lastRead: now, enc: voice.NewEncoder(nc)}
 }
 
 // send queues f; audio is dropped with an error when its queue is full rather
-// than delaying what is live.
+// than delaying what is live. An audio frame with no audio queued ahead of it
+// and no write in progress is written by the caller itself: one hand-off to
+// the writer fewer for every frame of a stream.
 func (c *conn) send(f voice.Frame) error {
-	q := c.control
-	if f.Type == voice.TypeAudio {
-		q = c.audio
-	}
 	select {
 	case <-c.done:
 		return ErrDown
 	default:
 	}
+	if f.Type == voice.TypeAudio && c.wmu.TryLock() {
+		if len(c.audio) == 0 {
+			err := c.writeNow(f)
+			c.wmu.Unlock()
+			if err != nil {
+				c.failed(err)
+			}
+			return err
+		}
+		c.wmu.Unlock()
+	}
+	q := c.control
+	if f.Type == voice.TypeAudio {
+		q = c.audio
+	}
 	select {
 	case q <- f:
-		return nil
 	case <-c.done:
 		return ErrDown
 	default:
@@ -71,44 +85,81 @@ func (c *conn) send(f voice.Frame) error {
 		}
 		select {
 		case q <- f:
-			return nil
 		case <-c.done:
 			return ErrDown
 		}
 	}
+	select {
+	case c.queued <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
-// writeLoop is the connection's only writer. Before each write it empties the
-// audio queue first, so audio never waits behind queued MCP results.
+// failed reports a write that failed; the session then ends.
+func (c *conn) failed(err error) {
+	select {
+	case c.writeErr <- err:
+	default:
+	}
+}
+
+// writeLoop writes what is queued, audio first, so that audio never waits
+// behind queued MCP results, and says PING when the link is idle. It takes
+// frames from the queues only while it holds wmu, so a frame written by its
+// sender (see send) never overtakes one already taken.
 func (c *conn) writeLoop() {
 	tick := time.NewTicker(min(c.keep/4, 15*time.Second))
 	defer tick.Stop()
 	for {
-		var f voice.Frame
 		select {
-		case f = <-c.audio:
-		default:
+		case <-c.queued:
+		case <-tick.C:
+			if c.idleFor(c.keep) {
+				c.log.Debug("PING", "conn", c.id)
+				if !c.write(voice.StatusFrame(voice.StatusPing)) {
+					return
+				}
+			}
+			continue
+		case <-c.done:
+			return
+		}
+		for {
+			c.wmu.Lock()
+			var f voice.Frame
 			select {
 			case f = <-c.audio:
-			case f = <-c.control:
-			case <-tick.C:
-				if !c.idleFor(c.keep) {
-					continue
+			default:
+				select {
+				case f = <-c.audio:
+				case f = <-c.control:
+				default:
+					c.wmu.Unlock()
+					goto drained
 				}
-				f = voice.StatusFrame(voice.StatusPing)
-				c.log.Debug("PING", "conn", c.id)
-			case <-c.done:
+			}
+			err := c.writeNow(f)
+			c.wmu.Unlock()
+			if err != nil {
+				c.failed(err)
 				return
 			}
 		}
-		if err := c.writeNow(f); err != nil {
-			select {
-			case c.writeErr <- err:
-			default:
-			}
-			return
-		}
+	drained:
 	}
+}
+
+// write writes one frame under wmu; false means the connection failed.
+func (c *conn) write(f voice.Frame) bool {
+	c.wmu.Lock()
+	err := c.writeNow(f)
+	c.wmu.Unlock()
+	if err != nil {
+		c.failed(err)
+		return false
+	}
+	return true
 }
 
 func (c *conn) writeNow(f voice.Frame) error {

@@ -272,6 +272,26 @@ func TestSimulatorWriteFaults(t *testing.T) {
 	}
 }
 
+// With no write in progress and no audio queued, an audio frame's sender
+// writes it itself, ahead of queued control frames and without the writer.
+func TestAudioIsWrittenByItsSender(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c := newConn(1, a, time.Hour, slog.New(slog.DiscardHandler))
+	defer c.close()
+	c.send(voice.Frame{Type: voice.TypeMCP, Task: voice.MCPTask, Payload: []byte(`{}`)})
+	sent := make(chan error, 1)
+	go func() { sent <- c.send(voice.Frame{Type: voice.TypeAudio, Task: "t1", Seq: 1, Payload: make([]byte, 1920)}) }()
+	f, err := voice.NewDecoder(b).Decode() // no writeLoop runs
+	if err != nil || f.Type != voice.TypeAudio {
+		t.Fatalf("first frame written: %v %v", f, err)
+	}
+	if err := <-sent; err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestSendWhileDown(t *testing.T) {
 	l := New(Options{Server: server("127.0.0.1:1", nil), Token: func() (string, error) { return "t", nil }}, newRecorder())
 	if err := l.Send(voice.Frame{Type: voice.TypeText, Task: "t"}); err != ErrDown {
@@ -291,7 +311,9 @@ func TestAudioGoesFirst(t *testing.T) {
 	for i := range 3 {
 		c.send(voice.Frame{Type: voice.TypeMCP, Task: voice.MCPTask, Seq: i, Payload: bytes.Repeat([]byte("r"), 70000)})
 	}
+	c.wmu.Lock() // a write in progress: the audio frame is queued
 	c.send(voice.Frame{Type: voice.TypeAudio, Task: "t1", Seq: 7, Payload: make([]byte, 1920)})
+	c.wmu.Unlock()
 	go c.writeLoop()
 	defer c.close()
 	f, err := voice.NewDecoder(b).Decode()
