@@ -538,6 +538,12 @@ func (s *Supervisor) crash(l *life, why string) {
 	s.cur = nil
 	s.mu.Unlock()
 	s.retire(l, 0)
+	if s.o.FailedStart == Retry {
+		// A server that went away is down, not broken: out of the
+		// register until it answers again, retried for ever.
+		s.failedStart(errors.New(why))
+		return
+	}
 	s.crashLoop(why)
 }
 
