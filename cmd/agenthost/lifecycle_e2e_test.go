@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
@@ -70,4 +71,36 @@ func TestPluginFoldersWritableByOthersAreRefused(t *testing.T) {
 		_, ok := sim.Services()["get_current_time"]
 		return ok
 	})
+}
+
+// TestMissingGPIOChipIsAnErrorNotARestartLoop: a push-to-talk button on a
+// chip that is not there is a clear error in the log; the host keeps
+// serving (it must not exit, or systemd would restart it over and over).
+func TestMissingGPIOChipIsAnErrorNotARestartLoop(t *testing.T) {
+	sim := newSim(t, voicetest.Options{})
+	d := startHost(t, sim, "conversation.gpio.chip=gpiochip99", "conversation.gpio.line=17")
+	ready(t, sim, 1)
+	d.logLine("level=ERROR", "push-to-talk button", "gpiochip99")
+	select {
+	case err := <-d.exited:
+		d.exited <- err
+		t.Fatalf("the host exited: %v", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	if out := call(t, sim, "get_current_time", `{}`); !out.Success {
+		t.Fatalf("the host stopped serving: %+v", out)
+	}
+}
+
+// TestPlaintextLinkToAnotherHostIsWarned: the token crosses the network in
+// the clear when the server is not on this machine and server.tls is off.
+func TestPlaintextLinkToAnotherHostIsWarned(t *testing.T) {
+	sim := newSim(t, voicetest.Options{})
+	d := startHost(t, sim, "server.address=192.0.2.1:8009", "server.dial_timeout=100ms")
+	d.logLine("level=WARN", "server.tls", "192.0.2.1:8009")
+	d2 := startHost(t, sim)
+	ready(t, sim, 1)
+	if strings.Contains(d2.log.String(), "server.tls") {
+		t.Fatal("a loopback server drew the plaintext warning")
+	}
 }
