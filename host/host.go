@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"runtime"
 	"sync"
@@ -158,6 +159,10 @@ func (h *Host) Run(ctx context.Context) error {
 		}
 	}()
 	h.log.Info("agenthost started", "server", h.cfg.Server.Address, "services", len(h.reg.Entries()))
+	if !h.cfg.Server.TLS && !loopback(h.cfg.Server.Address) {
+		h.log.Warn("the link to the voice server is not encrypted and the server is not on this machine: the token and what is said cross the network in the clear; set server.tls: true if the server offers TLS",
+			"server", h.cfg.Server.Address)
+	}
 	h.trim = memtrim.Start(memtrim.Options{GCPercent: 50, MemoryLimit: 64 << 20, IdleAfter: idleTrim})
 	linkCtx, stopLink := context.WithCancel(ctx)
 	defer stopLink()
@@ -180,6 +185,19 @@ func (h *Host) Run(ctx context.Context) error {
 	wg.Wait()
 	h.log.Info("agenthost stopped")
 	return err
+}
+
+// loopback reports whether address (host:port) names this machine.
+func loopback(address string) bool {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // sendRegister sends the whole service set on the current connection unless

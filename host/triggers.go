@@ -21,7 +21,13 @@ func (h *Host) Triggers(conv *conversation.Conversation) []Component {
 	}
 	if g := h.cfg.Conversation.GPIO; g.Chip != "" && g.Line >= 0 {
 		out = append(out, componentFunc{"push-to-talk button", func(ctx context.Context) error {
-			return trigger.GPIO(ctx, trigger.GPIOOptions{Chip: g.Chip, Line: g.Line}, talk, h.log)
+			err := trigger.GPIO(ctx, trigger.GPIOOptions{Chip: g.Chip, Line: g.Line}, talk, h.log)
+			if err != nil && ctx.Err() == nil {
+				// Not fatal: exiting would have systemd restart the daemon
+				// over and over, and the speaker serves without its button.
+				h.log.Error("push-to-talk button unavailable; the speaker runs without it (fix conversation.gpio, or the unit's gpio group and DeviceAllow, then restart)", "err", err)
+			}
+			return nil
 		}})
 	}
 	return out
