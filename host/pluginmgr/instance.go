@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -48,6 +49,11 @@ func fileHash(path string) (string, error) {
 		return "", err
 	}
 	defer f.Close()
+	return hashOf(f)
+}
+
+// hashOf returns the sha256 of what f holds.
+func hashOf(f *os.File) (string, error) {
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
 		return "", err
@@ -77,8 +83,21 @@ func (m *Manager) startOnce(ctx context.Context, name, path string) (*instance, 
 	// The process lives until stopProc: at once when the start is abandoned
 	// (go-plugin's Kill waits for a start in progress), else after
 	// go-plugin's own graceful Kill.
+	exe, err := m.pinned(name, path)
+	if err != nil {
+		return nil, err
+	}
+	if exe != nil {
+		defer exe.Close() // the process has its own copy once started
+	}
 	procCtx, stopProc := context.WithCancel(context.Background())
 	cmd := exec.CommandContext(procCtx, path)
+	if exe != nil {
+		// Run the very file that was hashed: its descriptor, which the
+		// child still holds when it execs (close-on-exec applies after).
+		cmd = exec.CommandContext(procCtx, fmt.Sprintf("/proc/self/fd/%d", exe.Fd()))
+		cmd.Args[0] = path
+	}
 	cmd.Env = append(childenv.Environ(), "PLUGIN_UNIX_SOCKET_DIR="+m.socketDir)
 	if m.o.dataDir != "" {
 		cmd.Env = append(cmd.Env, pluginv1.EnvDataDir+"="+m.o.dataDir+"/"+name)
@@ -152,6 +171,31 @@ func (m *Manager) startOnce(ctx context.Context, name, path string) (*instance, 
 	}
 	go inst.watchExit()
 	return inst, nil
+}
+
+// pinned opens a plugin pinned by plugins.sha256 and checks the pin on the
+// open file, which is what gets executed: replacing the file between the
+// check and the start cannot run anything else. nil when there is no pin.
+// A pinned plugin must be an ELF binary (a script's interpreter would look
+// for the descriptor after it is closed).
+func (m *Manager) pinned(name, path string) (*os.File, error) {
+	pin := m.o.sha256[name]
+	if pin == "" {
+		return nil, nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	hash, err := hashOf(f)
+	if err == nil && !strings.EqualFold(pin, hash) {
+		err = fmt.Errorf("binary sha256 %s does not match plugins.sha256.%s (%s); refusing to start it (install the pinned build or update the pin)", hash, name, pin)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }
 
 // watchExit closes done when the process exits. go-plugin offers no exit
