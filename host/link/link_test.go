@@ -282,7 +282,9 @@ func TestAudioIsWrittenByItsSender(t *testing.T) {
 	defer c.close()
 	c.send(voice.Frame{Type: voice.TypeMCP, Task: voice.MCPTask, Payload: []byte(`{}`)})
 	sent := make(chan error, 1)
-	go func() { sent <- c.send(voice.Frame{Type: voice.TypeAudio, Task: "t1", Seq: 1, Payload: make([]byte, 1920)}) }()
+	go func() {
+		sent <- c.send(voice.Frame{Type: voice.TypeAudio, Task: "t1", Seq: 1, Payload: make([]byte, 1920)})
+	}()
 	f, err := voice.NewDecoder(b).Decode() // no writeLoop runs
 	if err != nil || f.Type != voice.TypeAudio {
 		t.Fatalf("first frame written: %v %v", f, err)

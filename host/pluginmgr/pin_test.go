@@ -53,4 +53,3 @@ func TestPinIsCheckedOnTheFileStarted(t *testing.T) {
 		t.Fatalf("a swapped binary: %v", err)
 	}
 }
-
