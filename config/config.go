@@ -116,6 +116,11 @@ type Services struct {
 	// Prefixes maps a provider id to a prefix for its service names.
 	Prefixes map[string]string `yaml:"prefixes"`
 	Builtins bool              `yaml:"builtins"`
+	// Allow and Deny are glob patterns of service names ("get_*"): what the
+	// voice server and MCP clients may see and call. An empty Allow allows
+	// all; Deny wins.
+	Allow []string `yaml:"allow"`
+	Deny  []string `yaml:"deny"`
 }
 
 // TimeoutFor returns the deadline for a call of the named service:
@@ -274,6 +279,8 @@ func Default() *Config {
 			MaxInFlight: 64,
 			Prefixes:    map[string]string{},
 			Builtins:    true,
+			Allow:       []string{},
+			Deny:        []string{},
 		},
 		Plugins: Plugins{
 			Dirs:         []string{"/usr/lib/agenthost/plugins"},

@@ -940,3 +940,14 @@ func TestObsoleteVAD(t *testing.T) {
 		t.Errorf("override: err = %v", err)
 	}
 }
+
+func TestServicePolicyPatternsAreChecked(t *testing.T) {
+	_, err := Load("", map[string]any{"services.deny": "create_file,[oops"})
+	if err == nil || !strings.Contains(err.Error(), "services.deny") || !strings.Contains(err.Error(), "[oops") {
+		t.Fatalf("a malformed pattern: %v", err)
+	}
+	c, err := Load("", map[string]any{"services.allow": "get_*,list_*"})
+	if err != nil || strings.Join(c.Services.Allow, " ") != "get_* list_*" {
+		t.Fatalf("%v %v", c, err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	gopath "path"
 	"reflect"
 	"slices"
 	"sort"
@@ -158,6 +159,18 @@ func (l *loader) validate(c *Config) {
 	for _, k := range sortedKeys(sv.Prefixes) {
 		if strings.TrimSpace(sv.Prefixes[k]) == "" {
 			l.errorf([]string{"services", "prefixes", k}, "the prefix is empty; give one, like %q, or remove the line", k+"_")
+		}
+	}
+
+	for _, key := range []string{"services.allow", "services.deny"} {
+		list := sv.Allow
+		if key == "services.deny" {
+			list = sv.Deny
+		}
+		for i, pat := range list {
+			if _, err := gopath.Match(pat, ""); err != nil || strings.TrimSpace(pat) == "" {
+				l.errorf(path(key), "item %d, %q, is not a glob pattern of service names (like get_* or create_file)", i+1, pat)
+			}
 		}
 	}
 

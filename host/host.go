@@ -79,7 +79,8 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 	}
 	h := &Host{cfg: cfg, log: log}
 	h.callCtx, h.stopCalls = context.WithCancel(context.Background())
-	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: cfg.Services.Prefixes, Log: log.With("component", "registry")})
+	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: cfg.Services.Prefixes, Log: log.With("component", "registry"),
+		Policy: services.Policy{Allow: cfg.Services.Allow, Deny: cfg.Services.Deny}})
 	timeouts := map[string]time.Duration{}
 	for name, d := range cfg.Services.Timeouts {
 		timeouts[name] = d.D()

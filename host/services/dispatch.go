@@ -147,6 +147,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, c voice.Call) (out voice.Outc
 
 	e, ok := d.reg.Lookup(method)
 	if !ok {
+		if why := d.reg.Refused(method); why != "" {
+			return failure(fmt.Sprintf("service %s is not allowed on this speaker (%s)", quoteShort(method), why))
+		}
 		return failure(d.unknown(method))
 	}
 	params, msg := validateParams(e, c.Params)

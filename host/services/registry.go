@@ -21,6 +21,8 @@ type RegistryOptions struct {
 	// the ':' ("clock") to a prefix for its service names ("clock_"). The
 	// full ID wins when both are present.
 	Prefixes map[string]string
+	// Policy keeps services out of the set (see Policy).
+	Policy Policy
 	// Log receives overrides (info) and clashes (error); the caller adds
 	// its own attributes (component=…). Nil discards.
 	Log *slog.Logger
@@ -48,6 +50,7 @@ type Entry struct {
 // when that provider leaves.
 type Registry struct {
 	prefixes map[string]string
+	policy   Policy
 	log      *slog.Logger
 	changes  chan struct{}
 
@@ -78,6 +81,7 @@ type snapshot struct {
 	canonical []byte
 	conflicts []string
 	overrides []string
+	refused   map[string]string // name -> the setting that keeps it out
 }
 
 // NewRegistry returns an empty registry.
@@ -85,6 +89,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 	r := &Registry{
 		prefixes: make(map[string]string, len(opts.Prefixes)),
 		log:      opts.Log,
+		policy:   opts.Policy,
 		changes:  make(chan struct{}, 1),
 		members:  make(map[string]*member),
 	}
@@ -217,10 +222,14 @@ func (r *Registry) publish() {
 
 // build merges members, in arrival order, into a snapshot.
 func (r *Registry) build(members []*member) (*snapshot, error) {
-	s := &snapshot{byName: make(map[string]Entry)}
+	s := &snapshot{byName: make(map[string]Entry), refused: make(map[string]string)}
 	owner := make(map[string]*member)
 	for _, m := range members {
 		for _, e := range m.services {
+			if why := r.policy.refuses(e.Name); why != "" {
+				s.refused[e.Name] = why
+				continue
+			}
 			cur, taken := owner[e.Name]
 			switch {
 			case !taken:
@@ -361,6 +370,12 @@ func (r *Registry) Lookup(name string) (Entry, bool) {
 // Entries lists the registered services sorted by name.
 func (r *Registry) Entries() []Entry {
 	return append([]Entry(nil), r.snap.Load().sorted...)
+}
+
+// Refused says which setting (services.allow or services.deny) keeps a
+// provider's service with this name out of the set; "" when none does.
+func (r *Registry) Refused(name string) string {
+	return r.snap.Load().refused[name]
 }
 
 // Names lists the registered service names, sorted.
