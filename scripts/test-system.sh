@@ -17,11 +17,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 t0=$SECONDS
+section() { echo "== $* (at $((SECONDS - t0)) s)"; }
 [ "$(id -u)" -eq 0 ] || { echo "test-system: needs root (debootstrap, unshare, chroot)" >&2; exit 2; }
 source scripts/env.sh
 scripts/install-cross-deps.sh
 
-echo "== packages"
+section "packages"
 mapfile -t debs < <(OUT=dist scripts/package.sh amd64 arm64 armhf)
 deb_amd64=${debs[0]}
 echo "${debs[@]}"
@@ -43,14 +44,14 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-echo "== lintian (fails on any error or warning not in packaging/lintian-overrides, where each says why)"
+section "lintian (fails on any error or warning not in packaging/lintian-overrides, where each says why)"
 lint_pids=()
 for d in "${debs[@]}"; do
   lintian --fail-on error,warning --no-tag-display-limit "$d" > "$work/lintian.$(basename "$d").log" 2>&1 &
   lint_pids+=($!)
 done
 
-echo "== arm64 and armhf binaries under qemu-user"
+section "arm64 and armhf binaries under qemu-user"
 for d in "${debs[@]:1}"; do
   arch=$(dpkg-deb -f "$d" Architecture); x="$work/x-$arch"; mkdir -p "$x"; dpkg-deb -x "$d" "$x"
   case $arch in arm64) q=qemu-aarch64;; armhf) q=qemu-arm;; esac
@@ -64,7 +65,7 @@ for d in "${debs[@]:1}"; do
   done
 done
 
-echo "== the bookworm root"
+section "the bookworm root"
 include="systemd,systemd-sysv,dbus,procps,libpam-systemd"   # libpam-systemd: user managers (the user unit)
 for dep in $(dpkg-deb -f "$deb_amd64" Depends | sed 's/([^)]*)//g; s/|[^,]*//g; s/[[:space:]]//g; s/,/ /g'); do include+=",$dep"; done
 cache="${XDG_CACHE_HOME:-$HOME/.cache}/agenthost/system-root"
@@ -81,7 +82,7 @@ else
   echo "reusing $root"
 fi
 
-echo "== booting systemd as PID 1 (overlay on the cached root)"
+section "booting systemd as PID 1 (overlay on the cached root)"
 mkdir -p "$work/upper/srv/agenthost-test" "$work/ovl-work" "$work/root"
 cp "$deb_amd64" "$work/upper/srv/agenthost-test/agenthost_amd64.deb"
 # The previous package version for the upgrade check: the same package, repacked with a lower version.
@@ -120,7 +121,7 @@ for _ in $(seq 120); do
 done
 echo "systemd pid $sysd_pid (outside): $state"
 
-echo "== lintian results"
+section "lintian results"
 lint_fail=0
 for i in "${!debs[@]}"; do
   log="$work/lintian.$(basename "${debs[$i]}").log"
@@ -129,7 +130,7 @@ for i in "${!debs[@]}"; do
 done
 ((lint_fail == 0)) || exit 1
 
-echo "== checks against the running systemd (test/system)"
+section "checks against the running systemd (test/system)"
 SYSTEM_TEST_PID=$sysd_pid SYSTEM_TEST_ROOT="$work/root" SYSTEM_TEST_REPO="$repo" \
 SYSTEM_TEST_DEB=/srv/agenthost-test/agenthost_amd64.deb SYSTEM_TEST_DEB_PREV=/srv/agenthost-test/agenthost_previous_amd64.deb \
   go test -tags system -count=1 -timeout 15m -v "$@" ./test/system/ 2>&1 | tee "$work/go-test.log"

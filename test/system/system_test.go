@@ -336,6 +336,7 @@ func TestSystem(t *testing.T) {
 			t.Fatalf("systemctl reload: %v\n%s", err, out)
 		}
 		ok := eventually(20*time.Second, func() bool {
+			b.run("", "runuser", "-u", "pi", "--", "agenthost", "call", "get_current_time", "{}") // something to log about
 			return strings.Contains(b.journalSince(cur), "level=DEBUG") && b.active() == "active"
 		})
 		if !ok {
