@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// snapshot is one reading of the host and its plugin processes.
+type snapshot struct {
+	at         time.Duration // since the load began
+	rss        int64         // the host's, from GET /v1/status
+	fds        int
+	goroutines int
+	children   int   // processes whose parent is the host
+	childRSS   int64 // their resident memory together
+}
+
+type status struct {
+	Connected bool `json:"connected"`
+	Process   struct {
+		PID        int   `json:"pid"`
+		Goroutines int   `json:"goroutines"`
+		RSSBytes   int64 `json:"rss_bytes"`
+		OpenFDs    int   `json:"open_fds"`
+	} `json:"process"`
+}
+
+func (s *soak) sample() (snapshot, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var st status
+	if err := s.ctl.Do(ctx, "GET /v1/status", nil, &st); err != nil {
+		return snapshot{}, fmt.Errorf("GET /v1/status: %w", err)
+	}
+	snap := snapshot{at: time.Since(s.started), rss: st.Process.RSSBytes, fds: st.Process.OpenFDs, goroutines: st.Process.Goroutines}
+	for _, p := range procs() {
+		if p.ppid == s.host.Process.Pid {
+			snap.children++
+			snap.childRSS += p.rss
+		}
+	}
+	return snap, nil
+}
+
+// figures takes five samples 0.5 s apart and returns their medians, so that
+// a call, a turn or a reload in progress at one instant does not count.
+func (s *soak) figures() (snapshot, bool) {
+	var all []snapshot
+	for i := range 5 {
+		if i > 0 {
+			time.Sleep(500 * time.Millisecond)
+		}
+		if snap, err := s.sample(); err == nil {
+			all = append(all, snap)
+		} else {
+			fmt.Fprintln(os.Stderr, "soak:", err)
+		}
+	}
+	if len(all) == 0 {
+		return snapshot{}, false
+	}
+	med := func(f func(snapshot) int64) int64 {
+		v := make([]int64, len(all))
+		for i, a := range all {
+			v[i] = f(a)
+		}
+		slices.Sort(v)
+		return v[len(v)/2]
+	}
+	snap := snapshot{at: all[0].at,
+		rss:        med(func(a snapshot) int64 { return a.rss }),
+		fds:        int(med(func(a snapshot) int64 { return int64(a.fds) })),
+		goroutines: int(med(func(a snapshot) int64 { return int64(a.goroutines) })),
+		children:   int(med(func(a snapshot) int64 { return int64(a.children) })),
+		childRSS:   med(func(a snapshot) int64 { return a.childRSS }),
+	}
+	s.mu.Lock()
+	s.samples = append(s.samples, snap)
+	s.mu.Unlock()
+	return snap, true
+}
+
+type proc struct {
+	pid, ppid int
+	exe       string
+	rss       int64
+	zombie    bool
+}
+
+// procs lists the processes of this machine that can be read.
+func procs() []proc {
+	ents, _ := os.ReadDir("/proc")
+	var out []proc
+	page := int64(os.Getpagesize())
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid …: the fields after the last ')'.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) < 2 {
+			continue
+		}
+		p := proc{pid: pid, zombie: f[0] == "Z"}
+		p.ppid, _ = strconv.Atoi(f[1])
+		p.exe, _ = os.Readlink("/proc/" + e.Name() + "/exe")
+		if m, err := os.ReadFile("/proc/" + e.Name() + "/statm"); err == nil {
+			var size, rss int64
+			fmt.Sscan(string(m), &size, &rss)
+			p.rss = rss * page
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// pluginProcs lists the live processes whose executable is (or was, before
+// a rename replaced it) in the plugin folder.
+func (s *soak) pluginProcs() []proc {
+	var out []proc
+	for _, p := range procs() {
+		if !p.zombie && strings.HasPrefix(p.exe, s.pluginDir+"/") {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// orphans waits up to within for the plugin folder's processes to end and
+// returns those that did not; it kills them, since they are this run's.
+func (s *soak) orphans(within time.Duration) []proc {
+	deadline := time.Now().Add(within)
+	for {
+		left := s.pluginProcs()
+		if len(left) == 0 || time.Now().After(deadline) {
+			for _, p := range left {
+				if pr, err := os.FindProcess(p.pid); err == nil {
+					pr.Kill()
+				}
+			}
+			return left
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (s *soak) progress(label string, snap snapshot) {
+	s.mu.Lock()
+	a := s.acct
+	reloads, drops := len(s.reloads), len(s.drops)
+	s.mu.Unlock()
+	starts, _, ends, _, _ := s.mon.turns(time.Now())
+	if label != "" {
+		label = " (" + label + ")"
+	}
+	fmt.Printf("t=%-7s calls %d ok %d; reloads %d drops %d; turns %d replies %d | host rss %s fds %d goroutines %d | plugins %d, rss %s%s\n",
+		snap.at.Round(time.Second), a.attempted, a.class[okCall], reloads, drops, starts, ends,
+		mb(snap.rss), snap.fds, snap.goroutines, snap.children, mb(snap.childRSS), label)
+}
+
+func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) }

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# Runs every fuzz target in the module (found as scripts/test.sh finds them),
+# one after the other, for the given time each, and prints per target the
+# executions, the new interesting inputs and whether it crashed. Exits 1 if
+# any target crashed (go test leaves the crasher in the package's
+# testdata/fuzz/<Target>/ for the fix) or could not run.
+#
+# Usage: scripts/fuzz.sh [duration] [target-regexp]
+#   duration: per target, as go test's -fuzztime (default 1m)
+#   target-regexp: run only the targets whose name matches (grep -E), e.g.
+#   scripts/fuzz.sh 10m '^FuzzDecode$'
+#   FUZZ_PARALLEL=N sets go test's -parallel (fuzzing workers; default GOMAXPROCS).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/env.sh
+
+duration=${1:-1m}
+only=${2:-}
+logs=$(mktemp -d "${TMPDIR:-/tmp}/agenthost-fuzz.XXXXXX")
+parallel=()
+[ -n "${FUZZ_PARALLEL:-}" ] && parallel=(-parallel "$FUZZ_PARALLEL")
+
+mapfile -t targets < <(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sort -u)
+crashed=0 broken=0 ran=0
+summary=()
+for entry in "${targets[@]}"; do
+  file=${entry%%:*} decl=${entry#*:}
+  target=${decl#func } pkg=$(dirname "$file")
+  if [ -n "$only" ] && ! grep -qE -- "$only" <<<"$target"; then continue; fi
+  ran=$((ran + 1))
+  log="$logs/$target.log"
+  echo "== $target ($pkg), $duration"
+  status=0
+  go test -run='^$' -fuzz="^$target\$" -fuzztime="$duration" "${parallel[@]}" "$pkg" >"$log" 2>&1 || status=$?
+  # The last progress line: "fuzz: elapsed: 1m0s, execs: N (R/sec), new interesting: M (total: K)".
+  last=$(grep -E '^fuzz: elapsed: .*execs: ' "$log" | tail -1 || true)
+  if [[ $last =~ elapsed:\ ([^,]+),\ execs:\ ([0-9]+)\ \(([0-9]+)/sec\),\ new\ interesting:\ ([0-9]+)\ \(total:\ ([0-9]+)\) ]]; then
+    figures="${BASH_REMATCH[2]} execs (${BASH_REMATCH[3]}/sec) in ${BASH_REMATCH[1]}, new interesting ${BASH_REMATCH[4]} (corpus ${BASH_REMATCH[5]})"
+  else
+    figures="no progress line"
+  fi
+  crasher=$(sed -n 's/.*Failing input written to \(.*\)$/\1/p' "$log" | tail -1)
+  if [ -n "$crasher" ]; then
+    crashed=$((crashed + 1))
+    line="$target ($pkg): $figures: CRASH, input $pkg/$crasher"
+    echo "$line"
+    grep -vE '^fuzz: elapsed: ' "$log" | sed 's/^/    /' | head -60
+    echo "    -- the input ($pkg/$crasher):"
+    sed 's/^/    /' "$pkg/$crasher" | head -40
+  elif [ "$status" -ne 0 ]; then
+    broken=$((broken + 1))
+    line="$target ($pkg): $figures: FAILED TO RUN (exit $status)"
+    echo "$line"
+    sed 's/^/    /' "$log" | tail -30
+  else
+    line="$target ($pkg): $figures: no crash"
+    echo "$line"
+  fi
+  summary+=("$line")
+done
+
+echo "== fuzz summary ($ran targets, $duration each)"
+printf '%s\n' "${summary[@]}"
+if [ "$ran" -eq 0 ]; then
+  echo "no fuzz target matched ${only:-anything}" >&2
+  exit 2
+fi
+if [ $((crashed + broken)) -gt 0 ]; then
+  echo "fuzz: $crashed crashed, $broken could not run; the logs: $logs"
+  exit 1
+fi
+rm -rf "$logs"
