@@ -951,3 +951,21 @@ func TestServicePolicyPatternsAreChecked(t *testing.T) {
 		t.Fatalf("%v %v", c, err)
 	}
 }
+
+func TestChangedNamesKeysNotValues(t *testing.T) {
+	a, b := Default(), Default()
+	b.Log.Level = "debug"
+	b.Server.Token = "s3cret"
+	b.Plugins.Config = map[string]any{"clock": map[string]any{"timezone": "Asia/Shanghai"}}
+	b.Services.Deny = []string{"create_file"}
+	got := strings.Join(Changed(a, b), " ")
+	if got != "log.level plugins.config.clock.timezone server.token services.deny" {
+		t.Fatalf("changed: %s", got)
+	}
+	if strings.Contains(got, "s3cret") {
+		t.Fatal("a value in the list")
+	}
+	if c := Changed(a, Default()); len(c) != 0 {
+		t.Fatalf("no change: %v", c)
+	}
+}

@@ -3,8 +3,10 @@ package host
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/conversation"
 	"github.com/agenthost/agenthost/internal/backoff"
 )
@@ -23,10 +25,22 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 		Hooks: h.cfg.Conversation.Hooks, Log: h.log,
 		EarconStart: h.cfg.Conversation.Earcons.ListenStart, EarconEnd: h.cfg.Conversation.Earcons.ListenEnd,
 	}
-	ao := audio.Options{Rate: a.Rate, Retry: backoff.Backoff{Base: a.Retry.Base.D(), Cap: a.Retry.Cap.D()}, Logger: h.log}
+	o.OpenSource, o.OpenSink = devices(a, h.log)
+	c, err := conversation.New(o, h.link)
+	if err != nil {
+		return nil, err
+	}
+	h.conv = c
+	return c, nil
+}
+
+// devices returns the openers of the microphone and the speaker that the
+// audio section asks for; either may be nil.
+func devices(a config.Audio, log *slog.Logger) (openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) {
+	ao := audio.Options{Rate: a.Rate, Retry: backoff.Backoff{Base: a.Retry.Base.D(), Cap: a.Retry.Cap.D()}, Logger: log}
 	switch a.Backend {
 	case "portaudio":
-		o.OpenSource = func(ctx context.Context) (audio.Source, error) {
+		openSource = func(ctx context.Context) (audio.Source, error) {
 			in := ao
 			in.Device = a.Input
 			in.Buffer = a.Frame.D() // one device read, and one wake-up, per frame sent
@@ -36,7 +50,7 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 			}
 			return audio.Paced(src, a.Rate), nil
 		}
-		o.OpenSink = func(ctx context.Context) (audio.Sink, error) {
+		openSink = func(ctx context.Context) (audio.Sink, error) {
 			out := ao
 			out.Device = a.Output
 			sink, err := audio.OpenPortAudioSink(ctx, out)
@@ -47,7 +61,7 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 		}
 	case "file":
 		if a.InputFile != "" {
-			o.OpenSource = func(context.Context) (audio.Source, error) {
+			openSource = func(context.Context) (audio.Source, error) {
 				in := ao
 				in.Loop = true // a looping file stands in for a microphone
 				src, err := audio.OpenFileSource(a.InputFile, in)
@@ -58,7 +72,7 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 			}
 		}
 		if a.OutputFile != "" {
-			o.OpenSink = func(context.Context) (audio.Sink, error) {
+			openSink = func(context.Context) (audio.Sink, error) {
 				sink, err := audio.CreateWAVSink(a.OutputFile, a.Rate)
 				if err != nil {
 					return nil, fmt.Errorf("audio.output_file: %w", err)
@@ -67,10 +81,5 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 			}
 		}
 	}
-	c, err := conversation.New(o, h.link)
-	if err != nil {
-		return nil, err
-	}
-	h.conv = c
-	return c, nil
+	return openSource, openSink
 }

@@ -55,6 +55,7 @@ type Host struct {
 	frames     []func(voice.Frame) // conversation taps
 	observers  []func(CallRecord)  // call observers (metrics)
 	trim       *memtrim.Trimmer
+	level      *slog.LevelVar // the logger's level, set by reloads
 }
 
 // idleTrim: after this long without a call the daemon hands back the memory
@@ -81,14 +82,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 	h.callCtx, h.stopCalls = context.WithCancel(context.Background())
 	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: cfg.Services.Prefixes, Log: log.With("component", "registry"),
 		Policy: services.Policy{Allow: cfg.Services.Allow, Deny: cfg.Services.Deny}})
-	timeouts := map[string]time.Duration{}
-	for name, d := range cfg.Services.Timeouts {
-		timeouts[name] = d.D()
-	}
-	h.disp = services.NewDispatcher(h.reg, services.DispatchOptions{
-		Timeout: cfg.Services.Timeout.D(), Timeouts: timeouts, MaxResult: int(cfg.Services.MaxResult),
-		MaxInFlight: cfg.Services.MaxInFlight, Log: log.With("component", "dispatch"),
-	})
+	limits := dispatchLimits(cfg.Services)
+	limits.Log = log.With("component", "dispatch")
+	h.disp = services.NewDispatcher(h.reg, limits)
 	if cfg.Services.Builtins {
 		if err := h.reg.Put(builtin.New(time.Now)); err != nil {
 			return nil, fmt.Errorf("built-in services: %w", err)
@@ -117,8 +113,12 @@ func (h *Host) Dispatcher() *services.Dispatcher { return h.disp }
 // Link is the connection to the voice server.
 func (h *Host) Link() *link.Link { return h.link }
 
-// Config is the configuration the host runs with.
-func (h *Host) Config() *config.Config { return h.cfg }
+// Config is the configuration the host runs with (the last one applied).
+func (h *Host) Config() *config.Config {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.cfg
+}
 
 // Log is the host's logger.
 func (h *Host) Log() *slog.Logger { return h.log }

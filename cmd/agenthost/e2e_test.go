@@ -31,6 +31,7 @@ type hostProc struct {
 	cmd    *exec.Cmd
 	log    *testbin.Buffer
 	dir    string
+	config string // the config file
 	sets   []string
 	exited chan error
 }
@@ -43,7 +44,7 @@ func startHost(t testing.TB, sim *voicetest.Server, sets ...string) *hostProc {
 // startHostEnv is startHost with extra environment variables.
 func startHostEnv(t testing.TB, sim *voicetest.Server, env []string, sets ...string) *hostProc {
 	t.Helper()
-	return startHostBin(t, testbin.Build(t, "./cmd/agenthost", "testkit"), sim, env, sets...)
+	return startHostBin(t, testbinHost(t), sim, env, sets...)
 }
 
 // startHostBin is startHostEnv with a given host binary.
@@ -60,7 +61,19 @@ func startHostBin(t testing.TB, bin string, sim *voicetest.Server, env []string,
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
-	d := &hostProc{t: t, log: &testbin.Buffer{}, dir: dir, sets: sets, exited: make(chan error, 1)}
+	d := startHostArgs(t, bin, args, dir, env...)
+	d.sets = sets
+	return d
+}
+
+// testbinHost is the host binary the end-to-end tests run.
+func testbinHost(t testing.TB) string { return testbin.Build(t, "./cmd/agenthost", "testkit") }
+
+// startHostArgs starts the host binary with args (which name the config
+// file after --config) in dir.
+func startHostArgs(t testing.TB, bin string, args []string, dir string, env ...string) *hostProc {
+	t.Helper()
+	d := &hostProc{t: t, log: &testbin.Buffer{}, dir: dir, config: args[2], exited: make(chan error, 1)}
 	d.cmd = exec.Command(bin, args...)
 	d.cmd.Env = append(append(os.Environ(), "AGENTHOST_SERVER_TOKEN=e2e-secret-token"), env...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
@@ -100,7 +113,7 @@ func (d *hostProc) stop() error {
 // cli runs another agenthost subcommand against the same config.
 func (d *hostProc) cli(args ...string) (string, error) {
 	bin := testbin.Build(d.t, "./cmd/agenthost", "testkit")
-	full := []string{args[0], "--config", filepath.Join(d.dir, "none.yaml")}
+	full := []string{args[0], "--config", d.config}
 	for _, s := range d.sets {
 		full = append(full, "--set", s)
 	}

@@ -157,8 +157,13 @@ func (e *env) loadConfig() (*config.Config, error) {
 	return cfg, nil
 }
 
-func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
-	var lv slog.Level
+// newLogger returns the logger the configuration asks for; level, when
+// given, holds its level so that it can change while the daemon runs.
+func newLogger(cfg *config.Config, w io.Writer, level ...*slog.LevelVar) *slog.Logger {
+	lv := new(slog.LevelVar)
+	if len(level) > 0 {
+		lv = level[0]
+	}
 	lv.UnmarshalText([]byte(cfg.Log.Level))
 	opts := &slog.HandlerOptions{Level: lv}
 	if cfg.Log.Format == "json" {

@@ -1,6 +1,15 @@
 package main
 
 import (
+	"context"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/coreos/go-systemd/v22/daemon"
+
+	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
 )
 
@@ -13,11 +22,17 @@ func cmdRun(e *env, args []string) error {
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
+	// SIGHUP is a reload (systemctl reload), never the end of the daemon,
+	// even before the daemon is ready to reload.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := e.loadConfig()
 	if err != nil {
 		return err
 	}
-	log := newLogger(cfg, e.stderr)
+	level := new(slog.LevelVar)
+	log := newLogger(cfg, e.stderr, level)
 	for _, w := range cfg.Warnings {
 		log.Warn("configuration: " + w)
 	}
@@ -25,6 +40,7 @@ func cmdRun(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	h.SetLogLevel(level)
 	if err := addTestProviders(h); err != nil {
 		return err
 	}
@@ -40,6 +56,7 @@ func cmdRun(e *env, args []string) error {
 	cs := h.ControlServer()
 	h.AddMCPEndpoints(cs) // for `agenthost mcp`
 	h.Add(cs)
+	h.Add(reloader{e: e, h: h, hup: hup})
 	h.Add(h.SystemdNotifier())
 	ctx, stop := signalContext()
 	defer stop()
@@ -48,3 +65,60 @@ func cmdRun(e *env, args []string) error {
 
 // addTestProviders is replaced in binaries built with -tags testkit.
 var addTestProviders = func(*host.Host) error { return nil }
+
+// reloader loads the configuration again on SIGHUP (systemctl reload) and
+// when the file changes, and applies it; a configuration with problems is
+// refused with the same messages as at start-up, and the running one stays.
+type reloader struct {
+	e   *env
+	h   *host.Host
+	hup chan os.Signal
+}
+
+func (reloader) Name() string { return "configuration reloader" }
+
+func (r reloader) Run(ctx context.Context, ready func()) error {
+	changed := make(chan struct{}, 1)
+	if path := r.h.Config().Path; path != "" {
+		go func() {
+			err := config.Watch(ctx, path, func() {
+				select {
+				case changed <- struct{}{}:
+				default:
+				}
+			})
+			if err != nil {
+				r.h.Log().Warn("the configuration file is not watched; use systemctl reload (SIGHUP) after editing it", "err", err)
+			}
+		}()
+	}
+	ready()
+	for {
+		var why string
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.hup:
+			why = "SIGHUP"
+		case <-changed:
+			why = "the file changed"
+		}
+		r.reload(why)
+	}
+}
+
+func (r reloader) reload(why string) {
+	daemon.SdNotify(false, daemon.SdNotifyReloading)
+	defer daemon.SdNotify(false, daemon.SdNotifyReady)
+	log := r.h.Log()
+	log.Info("reloading the configuration", "because", why)
+	next, err := r.e.loadConfig()
+	if err != nil {
+		log.Error("the configuration was not reloaded; the running one stays. Fix the file and reload again", "err", err)
+		return
+	}
+	for _, w := range next.Warnings {
+		log.Warn("configuration: " + w)
+	}
+	r.h.Apply(next)
+}

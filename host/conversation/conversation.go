@@ -70,6 +70,7 @@ type Conversation struct {
 	waitReply bool   // VAD without AEC: the mic pauses until the reply ends
 	waitGen   int    // counts waits, so a stale reply timer does nothing
 	waitTimer *time.Timer
+	devCancel context.CancelFunc // closes the devices open now (SetDevices)
 }
 
 // New returns a conversation that sends on out.
@@ -129,28 +130,68 @@ func (c *Conversation) Name() string { return "conversation" }
 
 // Run opens the devices, captures and plays until ctx ends.
 func (c *Conversation) Run(ctx context.Context, ready func()) error {
+	var once sync.Once
+	for ctx.Err() == nil {
+		devCtx, cancel := context.WithCancel(ctx)
+		c.mu.Lock()
+		c.devCancel = cancel
+		openSource, openSink := c.o.OpenSource, c.o.OpenSink
+		c.mu.Unlock()
+		c.runDevices(devCtx, openSource, openSink, func() { once.Do(ready) })
+		cancel()
+	}
+	once.Do(ready)
+	c.mu.Lock()
+	c.stopWaitLocked()
+	c.mu.Unlock()
+	return nil
+}
+
+// SetDevices replaces the microphone and speaker (a configuration reload):
+// the ones open now are closed and the new ones opened, while the link and
+// the turns' state stay.
+func (c *Conversation) SetDevices(openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) {
+	c.mu.Lock()
+	c.o.OpenSource, c.o.OpenSink = openSource, openSink
+	cancel := c.devCancel
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// SetHooks replaces the event hooks (a configuration reload).
+func (c *Conversation) SetHooks(cmds map[string]string) { c.hook.set(cmds) }
+
+// runDevices opens the devices, captures and plays until ctx ends.
+func (c *Conversation) runDevices(ctx context.Context, openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error), ready func()) {
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		if c.o.OpenSink != nil {
-			sink, err := c.o.OpenSink(ctx)
+		if openSink != nil {
+			sink, err := openSink(ctx)
 			if err != nil {
 				if ctx.Err() == nil {
 					c.log.Error("no speaker: replies will not be heard", "err", err)
 				}
 			} else {
-				defer sink.Close()
 				c.play.mu.Lock()
 				c.play.sink = sink
 				c.play.mu.Unlock()
+				defer func() {
+					c.play.mu.Lock()
+					c.play.sink = nil
+					c.play.mu.Unlock()
+					sink.Close()
+				}()
 			}
 		}
 		c.play.run(ctx)
 	}()
 	ready()
-	if c.o.OpenSource != nil {
-		src, err := c.o.OpenSource(ctx)
+	if openSource != nil {
+		src, err := openSource(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				c.log.Error("no microphone: nothing will be heard", "err", err)
@@ -168,14 +209,13 @@ func (c *Conversation) Run(ctx context.Context, ready func()) error {
 				}
 			}
 			c.capture(ctx)
+			c.mu.Lock()
+			c.src = nil
+			c.mu.Unlock()
 		}
 	}
 	<-ctx.Done()
 	wg.Wait()
-	c.mu.Lock()
-	c.stopWaitLocked()
-	c.mu.Unlock()
-	return nil
 }
 
 func (c *Conversation) hasMic() bool {

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 // the hook's slot. Its output goes to the log at debug (it may carry what
 // was said), line by line and bounded.
 type hooks struct {
+	mu      sync.Mutex
 	cmds    map[string]string
 	log     *slog.Logger
 	timeout time.Duration
@@ -40,8 +42,17 @@ func newHooks(cmds map[string]string, log *slog.Logger) *hooks {
 	return &hooks{cmds: cmds, log: log, timeout: hookTimeout, slots: make(chan struct{}, maxHooks)}
 }
 
+// set replaces the commands.
+func (h *hooks) set(cmds map[string]string) {
+	h.mu.Lock()
+	h.cmds = cmds
+	h.mu.Unlock()
+}
+
 func (h *hooks) run(event string, fields map[string]string) {
+	h.mu.Lock()
 	cmd := h.cmds[event]
+	h.mu.Unlock()
 	if cmd == "" {
 		return
 	}

@@ -21,6 +21,7 @@ const (
 type conn struct {
 	id      int
 	nc      net.Conn
+	o       *settings // the link's settings when the connection started
 	log     *slog.Logger
 	keep    time.Duration
 	skipped int64
@@ -42,9 +43,9 @@ type conn struct {
 	enc       *voice.Encoder
 }
 
-func newConn(id int, nc net.Conn, keep time.Duration, log *slog.Logger) *conn {
+func newConn(id int, nc net.Conn, o *settings, log *slog.Logger) *conn {
 	now := time.Now()
-	return &conn{id: id, nc: nc, log: log, keep: keep,
+	return &conn{id: id, nc: nc, o: o, log: log, keep: o.keepalive,
 		audio: make(chan voice.Frame, audioQueue), control: make(chan voice.Frame, controlQueue), queued: make(chan struct{}, 1),
 		done: make(chan struct{}), writeErr: make(chan error, 1), ackCh: make(chan struct{}),
 		lastWrite: now, lastRead: now, enc: voice.NewEncoder(nc)}
@@ -94,6 +95,21 @@ func (c *conn) send(f voice.Frame) error {
 	default:
 	}
 	return nil
+}
+
+// flush waits, up to d, until nothing is queued and no write is in
+// progress.
+func (c *conn) flush(d time.Duration) {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		c.wmu.Lock()
+		empty := len(c.audio) == 0 && len(c.control) == 0
+		c.wmu.Unlock()
+		if empty {
+			return
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // failed reports a write that failed; the session then ends.

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,9 +52,9 @@ type settings struct {
 	maxFrame    int
 }
 
-func resolve(o Options) settings {
+func resolve(o Options) *settings {
 	s := o.Server
-	out := settings{address: s.Address, tls: s.TLS, token: o.Token,
+	out := &settings{address: s.Address, tls: s.TLS, token: o.Token,
 		dialTimeout: s.DialTimeout.D(), authTimeout: s.AuthTimeout.D(), keepalive: s.Keepalive.D(),
 		reconnect: backoff.Backoff{Base: s.Reconnect.Base.D(), Cap: s.Reconnect.Cap.D()}, maxFrame: int(s.MaxFrame)}
 	for _, kv := range s.Params.Pairs() {
@@ -78,7 +79,7 @@ var ErrDown = errors.New("link: not connected to the voice server")
 
 // Link keeps one connection to the voice server alive.
 type Link struct {
-	o   settings
+	set atomic.Pointer[settings] // replaced by Update; each connection keeps the one it started with
 	h   Handler
 	log *slog.Logger
 
@@ -86,9 +87,10 @@ type Link struct {
 	cur *conn
 	seq int
 
-	running  atomic.Bool
-	probe    chan chan struct{} // answered by Run's loop, for Check
-	handling stall.Section      // around the Handler's calls from the read loop
+	running     atomic.Bool
+	reconfigure chan struct{}      // Update asks the connection up to make way
+	probe       chan chan struct{} // answered by Run's loop, for Check
+	handling    stall.Section      // around the Handler's calls from the read loop
 }
 
 // New returns a link; Run connects it.
@@ -97,7 +99,42 @@ func New(o Options, h Handler) *Link {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Link{o: resolve(o), h: h, log: log.With("component", "link", "server", o.Server.Address), probe: make(chan chan struct{})}
+	l := &Link{h: h, log: log.With("component", "link"), probe: make(chan chan struct{}), reconfigure: make(chan struct{}, 1)}
+	l.set.Store(resolve(o))
+	return l
+}
+
+// errReconfigured ends a connection so that the next one uses new settings.
+var errReconfigured = errors.New("the server settings changed")
+
+// Update replaces the link's settings (a configuration reload). When the
+// server, its TLS, the token or the AUTH parameters changed, the connection
+// that is up says DISCONNECT and the link connects again at once, once; the
+// other settings apply from the next connection. It reports whether it
+// reconnects.
+func (l *Link) Update(o Options) bool {
+	next := resolve(o)
+	prev := l.set.Swap(next)
+	same := prev.address == next.address && prev.tls == next.tls && slices.Equal(prev.params, next.params) && sameToken(prev.token, next.token)
+	if same {
+		return false
+	}
+	if up, _ := l.Up(); !up {
+		return false
+	}
+	select {
+	case l.reconfigure <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// sameToken compares what two token sources give now; a failing source
+// counts as a change.
+func sameToken(a, b func() (string, error)) bool {
+	ta, err1 := a()
+	tb, err2 := b()
+	return err1 == nil && err2 == nil && ta == tb
 }
 
 // Check reports whether the link makes progress, for the watchdog: Run's
@@ -157,11 +194,17 @@ func (l *Link) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if time.Since(start) > max(30*time.Second, l.o.authTimeout+l.o.reconnect.Base) {
+		if errors.Is(err, errReconfigured) {
+			l.log.Info("reconnecting with the new server settings")
+			failures = 0
+			continue
+		}
+		o := l.set.Load()
+		if time.Since(start) > max(30*time.Second, o.authTimeout+o.reconnect.Base) {
 			failures = 0 // the connection was good for a while: start the backoff over
 		}
 		failures++
-		wait := l.o.reconnect.Delay(failures)
+		wait := o.reconnect.Delay(failures)
 		l.log.Warn("disconnected from the voice server; reconnecting", "err", err, "retry_in", wait.Round(time.Millisecond), "attempt", failures)
 		t := time.NewTimer(wait)
 		if !l.await(ctx, t.C) {
@@ -187,23 +230,24 @@ func (l *Link) await(ctx context.Context, ch <-chan time.Time) bool {
 
 // session runs one connection from dial to close.
 func (l *Link) session(ctx context.Context) error {
-	nc, err := l.dial(ctx)
+	o := l.set.Load()
+	nc, err := l.dial(ctx, o)
 	if err != nil {
 		return err
 	}
-	token, err := l.o.token()
+	token, err := o.token()
 	if err != nil {
 		nc.Close()
 		return fmt.Errorf("reading the token: %w", err)
 	}
-	auth, err := voice.Auth{Token: token, Params: l.o.params}.Marshal()
+	auth, err := voice.Auth{Token: token, Params: o.params}.Marshal()
 	if err != nil {
 		nc.Close()
 		return err
 	}
 	l.mu.Lock()
 	l.seq++
-	c := newConn(l.seq, nc, l.o.keepalive, l.log)
+	c := newConn(l.seq, nc, o, l.log)
 	l.mu.Unlock()
 	defer c.close()
 
@@ -211,7 +255,7 @@ func (l *Link) session(ctx context.Context) error {
 	if err := c.writeNow(voice.Frame{Type: voice.TypeAuth, Task: voice.SystemTask, Payload: auth}); err != nil {
 		return fmt.Errorf("sending AUTH: %w", err)
 	}
-	l.log.Info("connected; AUTH sent", "conn", c.id, "params", paramList(l.o.params))
+	l.log.Info("connected; AUTH sent", "conn", c.id, "server", o.address, "params", paramList(o.params))
 	var wg sync.WaitGroup
 	readErr := make(chan error, 1)
 	wg.Add(2)
@@ -233,6 +277,12 @@ wait:
 			break wait
 		case r := <-l.probe:
 			close(r)
+		case <-l.reconfigure:
+			c.closing.Store(true)
+			c.send(voice.StatusFrame(voice.StatusDisconnect))
+			c.flush(time.Second)
+			err = errReconfigured
+			break wait
 		case <-ctx.Done():
 			err = l.disconnect(c, readErr)
 			break wait
@@ -247,20 +297,20 @@ wait:
 	return err
 }
 
-func (l *Link) dial(ctx context.Context) (net.Conn, error) {
-	d := &net.Dialer{Timeout: l.o.dialTimeout, KeepAlive: 30 * time.Second}
-	if l.o.tls {
-		host, _, _ := net.SplitHostPort(l.o.address)
+func (l *Link) dial(ctx context.Context, o *settings) (net.Conn, error) {
+	d := &net.Dialer{Timeout: o.dialTimeout, KeepAlive: 30 * time.Second}
+	if o.tls {
+		host, _, _ := net.SplitHostPort(o.address)
 		td := &tls.Dialer{NetDialer: d, Config: &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}}
-		nc, err := td.DialContext(ctx, "tcp", l.o.address)
+		nc, err := td.DialContext(ctx, "tcp", o.address)
 		if err != nil {
-			return nil, fmt.Errorf("TLS connection to %s failed: %w (check server.address and server.tls)", l.o.address, err)
+			return nil, fmt.Errorf("TLS connection to %s failed: %w (check server.address and server.tls)", o.address, err)
 		}
 		return nc, nil
 	}
-	nc, err := d.DialContext(ctx, "tcp", l.o.address)
+	nc, err := d.DialContext(ctx, "tcp", o.address)
 	if err != nil {
-		return nil, fmt.Errorf("cannot reach the voice server at %s: %w (check server.address and the network)", l.o.address, err)
+		return nil, fmt.Errorf("cannot reach the voice server at %s: %w (check server.address and the network)", o.address, err)
 	}
 	return nc, nil
 }
@@ -269,8 +319,8 @@ func (l *Link) dial(ctx context.Context) (net.Conn, error) {
 // catches a server that went silent: a PING goes out after Keepalive without
 // traffic, so a healthy server always answers within Keepalive plus a grace.
 func (l *Link) readLoop(c *conn, authAt time.Time) error {
-	dec := voice.NewDecoder(c.nc, voice.WithMaxFrame(l.o.maxFrame))
-	grace := l.o.keepalive + max(30*time.Second, l.o.keepalive/2)
+	dec := voice.NewDecoder(c.nc, voice.WithMaxFrame(c.o.maxFrame))
+	grace := c.o.keepalive + max(30*time.Second, c.o.keepalive/2)
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(grace))
 		f, err := dec.Decode()
@@ -283,7 +333,7 @@ func (l *Link) readLoop(c *conn, authAt time.Time) error {
 				l.log.Warn("dropped a malformed frame from the server", "conn", c.id, "err", err)
 				continue
 			}
-			if !c.closing.Load() && time.Since(authAt) < l.o.authTimeout && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF)) {
+			if !c.closing.Load() && time.Since(authAt) < c.o.authTimeout && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF)) {
 				return l.authFailed(c, "the server closed the connection right after AUTH")
 			}
 			var ne net.Error
@@ -320,7 +370,7 @@ func (l *Link) status(c *conn, f voice.Frame, authAt time.Time) error {
 		l.log.Info("the server is closing the connection", "conn", c.id, "status", text)
 		c.gotDisconnectAck()
 	case voice.StatusKindError:
-		if time.Since(authAt) < l.o.authTimeout {
+		if time.Since(authAt) < c.o.authTimeout {
 			return l.authFailed(c, fmt.Sprintf("the server answered %q", text))
 		}
 		l.log.Warn("the server reports an error", "conn", c.id, "status", text)

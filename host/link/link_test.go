@@ -278,7 +278,7 @@ func TestAudioIsWrittenByItsSender(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	c := newConn(1, a, time.Hour, slog.New(slog.DiscardHandler))
+	c := newConn(1, a, &settings{keepalive: time.Hour}, slog.New(slog.DiscardHandler))
 	defer c.close()
 	c.send(voice.Frame{Type: voice.TypeMCP, Task: voice.MCPTask, Payload: []byte(`{}`)})
 	sent := make(chan error, 1)
@@ -309,7 +309,7 @@ func TestAudioGoesFirst(t *testing.T) {
 	a, b := net.Pipe()
 	defer a.Close()
 	defer b.Close()
-	c := newConn(1, a, time.Hour, slog.New(slog.DiscardHandler))
+	c := newConn(1, a, &settings{keepalive: time.Hour}, slog.New(slog.DiscardHandler))
 	for i := range 3 {
 		c.send(voice.Frame{Type: voice.TypeMCP, Task: voice.MCPTask, Seq: i, Payload: bytes.Repeat([]byte("r"), 70000)})
 	}

@@ -16,19 +16,20 @@ import (
 // said (its STATUS lines), or why the connection or AUTH failed.
 func Probe(ctx context.Context, o Options) ([]string, error) {
 	l := New(o, nil)
-	nc, err := l.dial(ctx)
+	s := l.set.Load()
+	nc, err := l.dial(ctx, s)
 	if err != nil {
 		return nil, err
 	}
 	defer nc.Close()
-	token, err := l.o.token()
+	token, err := s.token()
 	if err != nil {
 		return nil, fmt.Errorf("reading the token: %w", err)
 	}
 	if token == "" {
 		return nil, errors.New("no token configured: set server.token, server.token_file or AGENTHOST_SERVER_TOKEN")
 	}
-	auth, err := voice.Auth{Token: token, Params: l.o.params}.Marshal()
+	auth, err := voice.Auth{Token: token, Params: s.params}.Marshal()
 	if err != nil {
 		return nil, err
 	}
@@ -36,8 +37,8 @@ func Probe(ctx context.Context, o Options) ([]string, error) {
 	if err := enc.Encode(voice.Frame{Type: voice.TypeAuth, Task: voice.SystemTask, Payload: auth}); err != nil {
 		return nil, fmt.Errorf("sending AUTH: %w", err)
 	}
-	nc.SetReadDeadline(time.Now().Add(l.o.authTimeout))
-	dec := voice.NewDecoder(nc, voice.WithMaxFrame(l.o.maxFrame))
+	nc.SetReadDeadline(time.Now().Add(s.authTimeout))
+	dec := voice.NewDecoder(nc, voice.WithMaxFrame(s.maxFrame))
 	var said []string
 	for {
 		f, err := dec.Decode()

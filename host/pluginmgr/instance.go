@@ -158,11 +158,7 @@ func (m *Manager) startOnce(ctx context.Context, name, path string) (*instance, 
 	if desc.Name != "" && desc.Name != name {
 		log.Debug("plugin calls itself by another name; the file name is used", "says", desc.Name)
 	}
-	conf, err := json.Marshal(m.o.config[name])
-	if err != nil || string(conf) == "null" {
-		conf = []byte(`{}`)
-	}
-	if err := r.rpc.Configure(ctx, conf); err != nil {
+	if err := r.rpc.Configure(ctx, m.pluginConfig(name)); err != nil {
 		return fail("it rejected its configuration (plugins.config.%s): %v", name, err)
 	}
 	inst := &instance{name: name, client: client, rpc: r.rpc, desc: desc, thread: thread, stopProc: stopProc, done: make(chan struct{})}
@@ -179,7 +175,7 @@ func (m *Manager) startOnce(ctx context.Context, name, path string) (*instance, 
 // A pinned plugin must be an ELF binary (a script's interpreter would look
 // for the descriptor after it is closed).
 func (m *Manager) pinned(name, path string) (*os.File, error) {
-	pin := m.o.sha256[name]
+	pin := m.pin(name)
 	if pin == "" {
 		return nil, nil
 	}

@@ -8,12 +8,14 @@ package pluginmgr
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -46,8 +48,6 @@ type settings struct {
 	autoMTLS     bool
 	startTimeout time.Duration
 	debounce     time.Duration
-	sha256       map[string]string // name -> pinned digest
-	config       map[string]any    // name -> the plugin's config subtree
 	watch        bool
 	lazy         func(name string) bool
 	cache        descCache
@@ -59,6 +59,10 @@ type Manager struct {
 	sup       supervise.Options // the template of every plugin's supervisor
 	log       *slog.Logger
 	socketDir string
+
+	cfgMu   sync.Mutex        // guards pins and configs, which a reload replaces
+	pins    map[string]string // name -> pinned sha256 digest
+	configs map[string]any    // name -> the plugin's config subtree
 
 	mu      sync.Mutex
 	plugins map[string]*plugin // by name
@@ -85,7 +89,7 @@ func New(o Options, reg supervise.Registry) *Manager {
 	}
 	p := o.Plugins
 	s := settings{dirs: p.Dirs, autoMTLS: p.AutoMTLS, startTimeout: p.StartTimeout.D(), debounce: p.Debounce.D(),
-		sha256: p.SHA256, config: p.Config, watch: o.Watch, lazy: p.IsLazy}
+		watch: o.Watch, lazy: p.IsLazy}
 	// The state folder gives each plugin a data folder and holds the cache
 	// of descriptions that lazy plugins are registered from.
 	if state := p.StateDirectory(); state != "" {
@@ -94,6 +98,7 @@ func New(o Options, reg supervise.Registry) *Manager {
 	}
 	log = log.With("component", "plugins")
 	return &Manager{o: s, log: log, plugins: map[string]*plugin{}, socketDir: filepath.Join(o.RuntimeDir, "plugins"),
+		pins: p.SHA256, configs: p.Config,
 		sup: supervise.Options{Kind: "plugin", Registry: reg, StartTimeout: p.StartTimeout.D(), StopGrace: p.StopGrace.D(),
 			Restart:    backoff.Backoff{Base: p.Restart.Base.D(), Cap: p.Restart.Cap.D()},
 			MaxCrashes: p.Restart.MaxCrashes, CrashWindow: p.Restart.Window.D(), FailedStart: supervise.Broken,
@@ -336,7 +341,7 @@ func (m *Manager) load(p *plugin) {
 	case st == supervise.StateParked:
 		m.log.Info("parked plugin's binary changed; trying it again", "plugin", p.name)
 	}
-	if pin := m.o.sha256[p.name]; pin != "" && !strings.EqualFold(pin, hash) {
+	if pin := m.pin(p.name); pin != "" && !strings.EqualFold(pin, hash) {
 		p.sup.Load(failing(fmt.Errorf("binary sha256 %s does not match plugins.sha256.%s (%s); refusing to start it (install the pinned build or update the pin)", hash, p.name, pin)), nil)
 		return
 	}
@@ -368,6 +373,53 @@ func (m *Manager) load(p *plugin) {
 		p.mu.Unlock()
 	}
 	p.sup.Load(start, desc)
+}
+
+// pin returns the sha256 a plugin is pinned to, "" when none.
+func (m *Manager) pin(name string) string {
+	m.cfgMu.Lock()
+	defer m.cfgMu.Unlock()
+	return m.pins[name]
+}
+
+// pluginConfig returns a plugin's config subtree as a JSON object.
+func (m *Manager) pluginConfig(name string) json.RawMessage {
+	m.cfgMu.Lock()
+	conf, err := json.Marshal(m.configs[name])
+	m.cfgMu.Unlock()
+	if err != nil || string(conf) == "null" {
+		return json.RawMessage(`{}`)
+	}
+	return conf
+}
+
+// Reconfigure applies new plugin settings (a configuration reload):
+// plugins.config at once (a running plugin is configured again; one that
+// rejects its new config keeps the old, as the SDK promises, and says why in
+// the log), and plugins.sha256 from each plugin's next start.
+func (m *Manager) Reconfigure(p config.Plugins) {
+	m.cfgMu.Lock()
+	old := m.configs
+	m.pins, m.configs = p.SHA256, p.Config
+	m.cfgMu.Unlock()
+	for _, pl := range m.all() {
+		if reflect.DeepEqual(old[pl.name], p.Config[pl.name]) {
+			continue
+		}
+		inst, ok := pl.sup.Running().(*instance)
+		if !ok {
+			m.log.Info("plugin config changed; it applies when the plugin next starts", "plugin", pl.name)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), m.o.startTimeout)
+		err := inst.rpc.Configure(ctx, m.pluginConfig(pl.name))
+		cancel()
+		if err != nil {
+			m.log.Error("the plugin rejected its new config (plugins.config."+pl.name+"); it keeps the old one", "plugin", pl.name, "err", err)
+			continue
+		}
+		m.log.Info("plugin configured again with its new config", "plugin", pl.name)
+	}
 }
 
 // failing is a Starter that cannot start: the binary is refused.

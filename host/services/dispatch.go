@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -48,9 +49,9 @@ type DispatchOptions struct {
 // service up, validates the params against its schema, and runs the provider
 // under a deadline, turning whatever happens into exactly one voice.Outcome.
 type Dispatcher struct {
-	reg  *Registry
-	opts DispatchOptions
-	log  *slog.Logger
+	reg    *Registry
+	limits atomic.Pointer[DispatchOptions] // replaced whole by SetLimits
+	log    *slog.Logger
 
 	mu       sync.Mutex
 	inFlight int
@@ -59,6 +60,19 @@ type Dispatcher struct {
 
 // NewDispatcher returns a dispatcher for the services of r.
 func NewDispatcher(r *Registry, opts DispatchOptions) *Dispatcher {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	d := &Dispatcher{reg: r, log: log, ids: make(map[string]struct{})}
+	d.SetLimits(opts)
+	return d
+}
+
+// SetLimits replaces the deadlines and bounds (Timeout, Timeouts,
+// MaxResult, MaxInFlight) for the calls that start from now on; Log is
+// ignored. A configuration reload uses it.
+func (d *Dispatcher) SetLimits(opts DispatchOptions) {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
@@ -75,17 +89,11 @@ func NewDispatcher(r *Registry, opts DispatchOptions) *Dispatcher {
 		}
 	}
 	opts.Timeouts = timeouts
-	log := opts.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	return &Dispatcher{
-		reg:  r,
-		opts: opts,
-		log:  log,
-		ids:  make(map[string]struct{}),
-	}
+	opts.Log = nil
+	d.limits.Store(&opts)
 }
+
+func (d *Dispatcher) opts() *DispatchOptions { return d.limits.Load() }
 
 // Check reports whether the dispatcher makes progress (its lock is not held
 // for good), for the watchdog.
@@ -210,14 +218,14 @@ func (d *Dispatcher) run(ctx context.Context, callID string, e Entry, params jso
 		if text == "" {
 			text = e.Name + " failed"
 		}
-		return failure(truncate(text, d.opts.MaxResult))
+		return failure(truncate(text, d.opts().MaxResult))
 	}
 	data := bytes.TrimSpace(res.data)
 	if len(data) == 0 {
 		return voice.Outcome{Success: true, Data: json.RawMessage(`""`)}
 	}
-	if len(data) > d.opts.MaxResult {
-		return failure(fmt.Sprintf("result of %s is %d bytes, over the %s limit (services.max_result)", e.Name, len(data), sizeString(d.opts.MaxResult)))
+	if len(data) > d.opts().MaxResult {
+		return failure(fmt.Sprintf("result of %s is %d bytes, over the %s limit (services.max_result)", e.Name, len(data), sizeString(d.opts().MaxResult)))
 	}
 	if !json.Valid(data) {
 		return failure(fmt.Sprintf("%s failed: %s returned data that is not valid JSON", e.Name, e.Provider.ID()))
@@ -249,16 +257,16 @@ func (d *Dispatcher) call(ctx context.Context, e Entry, params json.RawMessage) 
 // registered name (or the unprefixed one), else the service's own, else the
 // default.
 func (d *Dispatcher) timeoutFor(e Entry) time.Duration {
-	if t, ok := d.opts.Timeouts[e.Name]; ok {
+	if t, ok := d.opts().Timeouts[e.Name]; ok {
 		return t
 	}
-	if t, ok := d.opts.Timeouts[e.Service.Name]; ok {
+	if t, ok := d.opts().Timeouts[e.Service.Name]; ok {
 		return t
 	}
 	if e.Service.Timeout > 0 {
 		return e.Service.Timeout
 	}
-	return d.opts.Timeout
+	return d.opts().Timeout
 }
 
 // acquire takes a slot for a call, or says why it cannot run. An empty
@@ -271,7 +279,7 @@ func (d *Dispatcher) acquire(id string) string {
 			return fmt.Sprintf("duplicate call_id %s: a call with this id is still running", quoteShort(id))
 		}
 	}
-	if d.inFlight >= d.opts.MaxInFlight {
+	if d.inFlight >= d.opts().MaxInFlight {
 		return fmt.Sprintf("busy: %d calls in flight", d.inFlight)
 	}
 	d.inFlight++

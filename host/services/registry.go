@@ -133,32 +133,12 @@ func (r *Registry) Put(p Provider) error {
 	if id == "" {
 		return errors.New("services: provider has an empty ID")
 	}
-	prefix := r.prefixFor(id)
-	svcs := p.Services()
-	entries := make([]Entry, 0, len(svcs))
-	seen := make(map[string]bool, len(svcs))
-	for _, s := range svcs {
-		if err := checkName(s.Name); err != nil {
-			return fmt.Errorf("provider %s: service %s: %v", id, quoteShort(s.Name), err)
-		}
-		name := prefix + s.Name
-		if err := checkName(name); err != nil {
-			return fmt.Errorf("provider %s: service %q with prefix %q: %v", id, s.Name, prefix, err)
-		}
-		if seen[s.Name] {
-			return fmt.Errorf("provider %s: service %q: offered twice", id, s.Name)
-		}
-		seen[s.Name] = true
-		params, sch, err := compileParameters(s.Parameters)
-		if err != nil {
-			return fmt.Errorf("provider %s: service %q: %v", id, s.Name, err)
-		}
-		s.Parameters = params
-		entries = append(entries, Entry{Name: name, Service: s, Provider: p, Schema: sch})
-	}
-
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	entries, err := r.entriesOf(p)
+	if err != nil {
+		return err
+	}
 	m := &member{p: p, fallback: isFallback(p), services: entries}
 	if old, ok := r.members[id]; ok {
 		m.seq = old.seq
@@ -169,6 +149,58 @@ func (r *Registry) Put(p Provider) error {
 	r.members[id] = m
 	r.publish()
 	return nil
+}
+
+// Reconfigure applies new prefixes and a new policy to every provider (a
+// configuration reload). A provider whose names no longer fit (a prefix that
+// makes a name too long) leaves the set, with an error in the log.
+func (r *Registry) Reconfigure(prefixes map[string]string, policy Policy) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.prefixes = make(map[string]string, len(prefixes))
+	for k, v := range prefixes {
+		r.prefixes[k] = v
+	}
+	r.policy = policy
+	for id, m := range r.members {
+		entries, err := r.entriesOf(m.p)
+		if err != nil {
+			r.log.Error("a provider's services do not fit the new configuration; it leaves the set", "err", err)
+			delete(r.members, id)
+			continue
+		}
+		m.services = entries
+	}
+	r.publish()
+}
+
+// entriesOf checks and compiles p's services under its prefix; r.mu held.
+func (r *Registry) entriesOf(p Provider) ([]Entry, error) {
+	id := p.ID()
+	prefix := r.prefixFor(id)
+	svcs := p.Services()
+	entries := make([]Entry, 0, len(svcs))
+	seen := make(map[string]bool, len(svcs))
+	for _, s := range svcs {
+		if err := checkName(s.Name); err != nil {
+			return nil, fmt.Errorf("provider %s: service %s: %v", id, quoteShort(s.Name), err)
+		}
+		name := prefix + s.Name
+		if err := checkName(name); err != nil {
+			return nil, fmt.Errorf("provider %s: service %q with prefix %q: %v", id, s.Name, prefix, err)
+		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("provider %s: service %q: offered twice", id, s.Name)
+		}
+		seen[s.Name] = true
+		params, sch, err := compileParameters(s.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("provider %s: service %q: %v", id, s.Name, err)
+		}
+		s.Parameters = params
+		entries = append(entries, Entry{Name: name, Service: s, Provider: p, Schema: sch})
+	}
+	return entries, nil
 }
 
 // Remove drops the provider with the given ID; an unknown ID does nothing.

@@ -197,6 +197,16 @@ func (s *Supervisor) Services() []services.Service {
 	return append([]services.Service(nil), s.desc...)
 }
 
+// Running returns the child serving now, or nil.
+func (s *Supervisor) Running() Child {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur == nil {
+		return nil
+	}
+	return s.cur.child
+}
+
 // HonorsContext implements services.ContextProvider: a child's call and a
 // lazy start both end with their context.
 func (s *Supervisor) HonorsContext() bool { return true }

@@ -1,0 +1,116 @@
+package host
+
+import (
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/builtin"
+	"github.com/agenthost/agenthost/host/link"
+	"github.com/agenthost/agenthost/host/services"
+)
+
+// liveKeys are the settings a reload applies without a restart (a key
+// counts when it is one of these or below one). plugins.sha256 applies from
+// each plugin's next start.
+var liveKeys = []string{
+	"log.level",
+	"server",
+	"services",
+	"plugins.config", "plugins.sha256",
+	"conversation.hooks",
+	"audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace",
+}
+
+func isLive(key string) bool {
+	for _, k := range liveKeys {
+		if key == k || strings.HasPrefix(key, k+".") {
+			return true
+		}
+	}
+	return false
+}
+
+// touched reports whether any changed key is prefix or below it.
+func touched(changed []string, prefixes ...string) bool {
+	for _, key := range changed {
+		for _, p := range prefixes {
+			if key == p || strings.HasPrefix(key, p+".") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// SetLogLevel gives the host the level of its logger, which a reload sets.
+func (h *Host) SetLogLevel(lv *slog.LevelVar) { h.level = lv }
+
+// Apply makes a newly loaded (and so validated) configuration the running
+// one, a reload: the log level, services (deadlines, limits, prefixes,
+// policy, built-ins), plugin settings, hooks and audio devices change at
+// once; a change of the server, its token or the AUTH parameters makes the
+// link reconnect, once; every other changed setting is named in the log as
+// waiting for a restart. It returns the changed keys that need a restart.
+func (h *Host) Apply(next *config.Config) []string {
+	h.mu.Lock()
+	prev := h.cfg
+	h.mu.Unlock()
+	changed := config.Changed(prev, next)
+	if len(changed) == 0 {
+		h.log.Info("configuration reloaded: nothing changed")
+		return nil
+	}
+	var live, later []string
+	for _, key := range changed {
+		if isLive(key) {
+			live = append(live, key)
+		} else {
+			later = append(later, key)
+		}
+	}
+	if touched(changed, "log.level") && h.level != nil {
+		h.level.UnmarshalText([]byte(next.Log.Level))
+	}
+	if touched(changed, "services") {
+		h.disp.SetLimits(dispatchLimits(next.Services))
+		h.reg.Reconfigure(next.Services.Prefixes, services.Policy{Allow: next.Services.Allow, Deny: next.Services.Deny})
+		if next.Services.Builtins && !prev.Services.Builtins {
+			h.reg.Put(builtin.New(nil))
+		} else if !next.Services.Builtins && prev.Services.Builtins {
+			h.reg.Remove(builtin.ID)
+		}
+	}
+	if touched(changed, "plugins.config", "plugins.sha256") && h.plugins != nil {
+		h.plugins.Reconfigure(next.Plugins)
+	}
+	if h.conv != nil {
+		if touched(changed, "conversation.hooks") {
+			h.conv.SetHooks(next.Conversation.Hooks)
+		}
+		if touched(changed, "audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace") {
+			h.conv.SetDevices(devices(next.Audio, h.log))
+		}
+	}
+	h.mu.Lock()
+	h.cfg = next
+	h.mu.Unlock()
+	if touched(changed, "server") && h.link.Update(link.Options{Server: next.Server, Token: next.Token, Log: h.log}) {
+		h.log.Info("the server settings changed; reconnecting once")
+	}
+	h.log.Info("configuration reloaded", "applied", strings.Join(live, ", "))
+	if len(later) > 0 {
+		h.log.Warn("these settings changed but apply only after a restart (systemctl restart agenthost)", "settings", strings.Join(later, ", "))
+	}
+	return later
+}
+
+// dispatchLimits are the dispatcher's deadlines and bounds from services.
+func dispatchLimits(s config.Services) services.DispatchOptions {
+	timeouts := make(map[string]time.Duration, len(s.Timeouts))
+	for name, d := range s.Timeouts {
+		timeouts[name] = d.D()
+	}
+	return services.DispatchOptions{Timeout: s.Timeout.D(), Timeouts: timeouts, MaxResult: int(s.MaxResult), MaxInFlight: s.MaxInFlight}
+}
