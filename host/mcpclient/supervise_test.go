@@ -82,7 +82,6 @@ func TestSupervisedListChanged(t *testing.T) {
 // TestSupervisedHTTPDown: an HTTP server that goes down leaves the
 // registry (found by the health check) and comes back when it is up again.
 func TestSupervisedHTTPDown(t *testing.T) {
-	t.Skip("waits on host/supervise: with FailedStart Retry, a restart after a crash that fails goes to crashLoop and parks (supervisor.go restart: only StateDown goes to failedStart); the issue wants an HTTP server that is down retried for ever")
 	srv := mcptest.StartEverything(t, "streamableHttp")
 	log, logs := newLog()
 	sup, r := supervised(t, mcpclient.Options{Server: mcpclient.ServerConfig{URL: srv.URL("/mcp")}, Log: log}, supervise.Retry)
