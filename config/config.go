@@ -37,6 +37,7 @@ type Config struct {
 	Audio        Audio        `yaml:"audio"`
 	Conversation Conversation `yaml:"conversation"`
 	MCP          MCP          `yaml:"mcp"`
+	Metrics      Metrics      `yaml:"metrics"`
 
 	// Path is the file that was loaded ("" if none).
 	Path string `yaml:"-"`
@@ -223,6 +224,13 @@ type GPIO struct {
 type Earcons struct {
 	ListenStart string `yaml:"listen_start"`
 	ListenEnd   string `yaml:"listen_end"`
+}
+
+// Metrics configures the Prometheus endpoint.
+type Metrics struct {
+	// Listen is the address of http://ADDRESS/metrics; "" (the default)
+	// serves nothing.
+	Listen string `yaml:"listen"`
 }
 
 // MCP configures standard MCP servers used as providers, and serving our

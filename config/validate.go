@@ -231,6 +231,12 @@ func (l *loader) validate(c *Config) {
 		}
 	}
 
+	if m := c.Metrics.Listen; m != "" {
+		if _, _, err := net.SplitHostPort(m); err != nil {
+			l.errorf(path("metrics.listen"), "%q is not HOST:PORT, like 127.0.0.1:9464", m)
+		}
+	}
+
 	names := make([]string, 0, len(c.MCP.Servers))
 	for n := range c.MCP.Servers {
 		names = append(names, n)

@@ -36,6 +36,7 @@ func cmdRun(e *env, args []string) error {
 	for _, w := range cfg.Warnings {
 		log.Warn("configuration: " + w)
 	}
+	host.Version = version
 	h, err := host.New(cfg, log)
 	if err != nil {
 		return err
@@ -56,6 +57,9 @@ func cmdRun(e *env, args []string) error {
 	cs := h.ControlServer()
 	h.AddMCPEndpoints(cs) // for `agenthost mcp`
 	h.Add(cs)
+	if ms := h.MetricsServer(); ms != nil {
+		h.Add(ms)
+	}
 	h.Add(reloader{e: e, h: h, hup: hup})
 	h.Add(h.SystemdNotifier())
 	ctx, stop := signalContext()

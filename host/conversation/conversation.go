@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenthost/agenthost/audio"
@@ -71,6 +72,8 @@ type Conversation struct {
 	waitGen   int    // counts waits, so a stale reply timer does nothing
 	waitTimer *time.Timer
 	devCancel context.CancelFunc // closes the devices open now (SetDevices)
+
+	framesIn, framesOut atomic.Int64
 }
 
 // New returns a conversation that sends on out.
@@ -253,8 +256,25 @@ func (c *Conversation) capture(ctx context.Context) {
 		}
 		if err := c.out.Send(voice.Frame{Type: voice.TypeAudio, Task: task, Seq: seq, Payload: payload}); err != nil {
 			c.log.Debug("audio frame not sent", "err", err)
+			continue
 		}
+		c.framesOut.Add(1)
 	}
+}
+
+// Stats are the conversation's counters since it was made, for metrics.
+type Stats struct {
+	FramesIn  int64 // reply audio frames from the server
+	FramesOut int64 // microphone frames sent
+	Underruns int64 // frames of silence played because the reply was late
+	BargeIns  int64 // replies cut short by a new turn
+}
+
+// Stats reports the conversation's counters.
+func (c *Conversation) Stats() Stats {
+	c.play.mu.Lock()
+	defer c.play.mu.Unlock()
+	return Stats{FramesIn: c.framesIn.Load(), FramesOut: c.framesOut.Load(), Underruns: c.play.underruns, BargeIns: c.play.bargeIns}
 }
 
 func (c *Conversation) encode(pcm []int16) ([]byte, error) {
@@ -367,6 +387,7 @@ func (c *Conversation) Frame(f voice.Frame) {
 			c.log.Warn("undecodable reply audio", "task", f.Task, "err", err)
 			return
 		}
+		c.framesIn.Add(1)
 		c.play.push(f.Task, pcm)
 	case voice.TypeEnd:
 		c.log.Info("reply ended", "task", f.Task)

@@ -32,6 +32,8 @@ type player struct {
 	ended    bool
 	cues     [][]int16
 	overflow bool // warned about a full buffer for this reply
+
+	underruns, bargeIns int64 // counted for metrics
 }
 
 func newPlayer(rate int, frame, lead time.Duration, log *slog.Logger, done func(string)) *player {
@@ -64,6 +66,7 @@ func (p *player) cue(pcm []int16) {
 func (p *player) flush(task string) {
 	p.mu.Lock()
 	if n := len(p.buf) - p.off; n > 0 {
+		p.bargeIns++
 		p.log.Info("playback flushed (barge-in)", "task", p.task, "dropped_samples", n)
 	}
 	p.task, p.buf, p.off, p.started, p.ended, p.overflow = task, p.buf[:0], 0, false, false, false
@@ -134,6 +137,7 @@ func (p *player) next(chunk, silence []int16) (kind int, out []int16, task strin
 		p.off += n
 		return play, chunk[:n], ""
 	case p.started && !p.ended:
+		p.underruns++
 		return pad, silence, ""
 	case p.started && p.ended:
 		task = p.task

@@ -87,6 +87,8 @@ type Link struct {
 	cur *conn
 	seq int
 
+	connections  atomic.Int64 // connections that sent AUTH
+	authFailures atomic.Int64
 	running     atomic.Bool
 	reconfigure chan struct{}      // Update asks the connection up to make way
 	probe       chan chan struct{} // answered by Run's loop, for Check
@@ -255,6 +257,7 @@ func (l *Link) session(ctx context.Context) error {
 	if err := c.writeNow(voice.Frame{Type: voice.TypeAuth, Task: voice.SystemTask, Payload: auth}); err != nil {
 		return fmt.Errorf("sending AUTH: %w", err)
 	}
+	l.connections.Add(1)
 	l.log.Info("connected; AUTH sent", "conn", c.id, "server", o.address, "params", paramList(o.params))
 	var wg sync.WaitGroup
 	readErr := make(chan error, 1)
@@ -380,7 +383,19 @@ func (l *Link) status(c *conn, f voice.Frame, authAt time.Time) error {
 	return nil
 }
 
+// Stats are the link's counters since it was made, for metrics.
+type Stats struct {
+	Connections  int64 // connections that sent AUTH (reconnects are this minus one)
+	AuthFailures int64
+}
+
+// Stats reports the link's counters.
+func (l *Link) Stats() Stats {
+	return Stats{Connections: l.connections.Load(), AuthFailures: l.authFailures.Load()}
+}
+
 func (l *Link) authFailed(c *conn, why string) error {
+	l.authFailures.Add(1)
 	err := fmt.Errorf("authentication failed: %s; check server.token, server.token_file or AGENTHOST_SERVER_TOKEN, and the AUTH parameters", why)
 	l.log.Error("the voice server refused the connection", "conn", c.id, "err", err)
 	return err

@@ -436,6 +436,7 @@ type Status struct {
 	PID       int      `json:"pid,omitempty"`
 	Services  []string `json:"services,omitempty"`
 	Restarts  int      `json:"restarts"`
+	Parks     int      `json:"parks,omitempty"`
 	LastError string   `json:"last_error,omitempty"`
 	SHA256    string   `json:"sha256,omitempty"`
 }
@@ -452,7 +453,7 @@ func (m *Manager) Status() []Status {
 			version = st.Info.Version
 		}
 		out = append(out, Status{Name: p.name, Path: p.path, Version: version, State: st.State, PID: st.Info.PID,
-			Services: st.Services, Restarts: st.Restarts, LastError: st.LastError, SHA256: hash})
+			Services: st.Services, Restarts: st.Restarts, Parks: st.Parks, LastError: st.LastError, SHA256: hash})
 	}
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Name, b.Name) })
 	return out

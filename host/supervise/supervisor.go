@@ -84,6 +84,7 @@ type Status struct {
 	Info      Info     `json:"info"`
 	Services  []string `json:"services,omitempty"`
 	Restarts  int      `json:"restarts"`
+	Parks     int      `json:"parks"`
 	LastError string   `json:"last_error,omitempty"`
 }
 
@@ -112,6 +113,7 @@ type Supervisor struct {
 	cur      *life
 	state    string
 	restarts int
+	parks    int
 	crashes  []time.Time
 	lastErr  string
 	retry    *time.Timer
@@ -297,7 +299,7 @@ func (s *Supervisor) Status() Status {
 	defer s.trans.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Status{State: s.state, Restarts: s.restarts, LastError: s.lastErr}
+	st := Status{State: s.state, Restarts: s.restarts, Parks: s.parks, LastError: s.lastErr}
 	if s.cur != nil {
 		st.Info = s.cur.child.Info()
 	}
@@ -569,6 +571,7 @@ func (s *Supervisor) crashLoop(why string) {
 	}
 	n := len(s.crashes)
 	if n >= s.o.MaxCrashes {
+		s.parks++
 		s.mu.Unlock()
 		s.unregister(StateParked, fmt.Sprintf("crashed %d times within %s (last: %s)", n, s.o.CrashWindow, why))
 		s.log.Error(s.o.Kind+" keeps crashing; parked and its services removed. Fix it and load it again (install the binary again, or `touch` it, or reload the config) to retry",

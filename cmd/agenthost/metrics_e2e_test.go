@@ -1,0 +1,60 @@
+package main
+
+import (
+	"io"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/internal/testbin"
+	"github.com/agenthost/agenthost/proto/voice/voicetest"
+)
+
+// TestMetrics: /metrics on metrics.listen names the link, the calls by
+// service and outcome, the plugins and the audio; promtool (Debian's
+// prometheus package, unpacked by scripts/install-promtool.sh) accepts it.
+func TestMetrics(t *testing.T) {
+	sim := newSim(t, voicetest.Options{})
+	d, _ := startPluginHost(t, sim, func(dir string) { copyExec(t, bundled(t, "clock"), filepath.Join(dir, "clock")) },
+		"metrics.listen=127.0.0.1:0")
+	pluginsReady(t, sim)
+	url := regexp.MustCompile(`url=(http://\S+/metrics)`).FindStringSubmatch(d.logLine("metrics served"))[1]
+	call(t, sim, "get_current_time", `{}`)
+	call(t, sim, "get_current_time", `{"format":"weekly"}`) // invalid: an error outcome
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	text := string(body)
+	for _, want := range []string{
+		"agenthost_link_up 1",
+		"agenthost_link_connections_total 1",
+		`agenthost_calls_total{outcome="success",service="get_current_time"} 1`,
+		`agenthost_calls_total{outcome="error",service="get_current_time"} 1`,
+		`agenthost_call_duration_seconds_count{service="get_current_time"} 2`,
+		`agenthost_plugin_state{plugin="clock",state="running"} 1`,
+		`agenthost_plugin_restarts_total{plugin="clock"} 0`,
+		"agenthost_audio_frames_sent_total 0",
+		"agenthost_registers_sent_total 1",
+		"agenthost_build_info{",
+		"go_goroutines",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	out, err := exec.Command(filepath.Join(testbin.ModuleRoot(t), "scripts", "install-promtool.sh")).Output()
+	if err != nil {
+		t.Fatalf("install-promtool.sh: %v", err)
+	}
+	check := exec.Command(strings.TrimSpace(string(out)), "check", "metrics")
+	check.Stdin = strings.NewReader(text)
+	if b, err := check.CombinedOutput(); err != nil {
+		t.Fatalf("promtool check metrics: %v\n%s", err, b)
+	}
+}

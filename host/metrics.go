@@ -1,0 +1,168 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"runtime"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/agenthost/agenthost/host/supervise"
+)
+
+// Version is the daemon's version for agenthost_build_info (cmd sets it).
+var Version = "dev"
+
+// metrics is what the daemon exports to Prometheus: counters that the
+// components keep (read at scrape time) and the calls, observed as they end.
+type metrics struct {
+	h        *Host
+	reg      *prometheus.Registry
+	calls    *prometheus.CounterVec
+	duration *prometheus.HistogramVec
+}
+
+var (
+	descUp           = prometheus.NewDesc("agenthost_link_up", "1 while the link to the voice server is up.", nil, nil)
+	descConnections  = prometheus.NewDesc("agenthost_link_connections_total", "Connections to the voice server that sent AUTH (reconnects are all but the first).", nil, nil)
+	descAuthFailures = prometheus.NewDesc("agenthost_link_auth_failures_total", "Connections the voice server refused after AUTH.", nil, nil)
+	descRegisters    = prometheus.NewDesc("agenthost_registers_sent_total", "MCP register messages sent to the voice server.", nil, nil)
+	descServices     = prometheus.NewDesc("agenthost_services", "Services registered now.", nil, nil)
+	descInFlight     = prometheus.NewDesc("agenthost_calls_in_flight", "Calls running now.", nil, nil)
+	descPlugin       = prometheus.NewDesc("agenthost_plugin_state", "1 for the state each plugin is in.", []string{"plugin", "state"}, nil)
+	descRestarts     = prometheus.NewDesc("agenthost_plugin_restarts_total", "Restarts of a plugin after it crashed.", []string{"plugin"}, nil)
+	descParks        = prometheus.NewDesc("agenthost_plugin_parks_total", "Times a plugin was parked after crashing repeatedly.", []string{"plugin"}, nil)
+	descFramesIn     = prometheus.NewDesc("agenthost_audio_frames_received_total", "Reply audio frames received from the voice server.", nil, nil)
+	descFramesOut    = prometheus.NewDesc("agenthost_audio_frames_sent_total", "Microphone audio frames sent to the voice server.", nil, nil)
+	descUnderruns    = prometheus.NewDesc("agenthost_audio_underruns_total", "Frames of silence played because a reply was late.", nil, nil)
+	descBargeIns     = prometheus.NewDesc("agenthost_audio_barge_ins_total", "Replies cut short by a new turn.", nil, nil)
+	descBuild        = prometheus.NewDesc("agenthost_build_info", "The daemon's version; always 1.", []string{"version", "goversion"}, nil)
+)
+
+var pluginStates = []string{supervise.StateStarting, supervise.StateRunning, supervise.StateIdle, supervise.StateRestarting,
+	supervise.StateParked, supervise.StateBroken, supervise.StateDown, supervise.StateStopped}
+
+func newMetrics(h *Host) *metrics {
+	m := &metrics{h: h, reg: prometheus.NewRegistry(),
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agenthost_calls_total",
+			Help: "Calls from the voice server by service and outcome (success or error)."}, []string{"service", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agenthost_call_duration_seconds",
+			Help:    "The host's time for a call from the voice server: dispatch, the provider, queueing the result.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"service"}),
+	}
+	m.reg.MustRegister(m, m.calls, m.duration, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	h.OnCall(m.observe)
+	return m
+}
+
+func (m *metrics) observe(r CallRecord) {
+	outcome := "success"
+	if !r.Success {
+		outcome = "error"
+	}
+	service := r.Method
+	if _, known := m.h.reg.Lookup(service); !known {
+		service = "(unknown)" // the server's mistakes must not grow the label set
+	}
+	m.calls.WithLabelValues(service, outcome).Inc()
+	m.duration.WithLabelValues(service).Observe(r.Took.Seconds())
+}
+
+// Describe implements prometheus.Collector.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(m, ch) }
+
+// Collect implements prometheus.Collector: the components' counters now.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	h := m.h
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
+	}
+	up, _ := h.link.Up()
+	gauge(descUp, b2f(up))
+	ls := h.link.Stats()
+	counter(descConnections, float64(ls.Connections))
+	counter(descAuthFailures, float64(ls.AuthFailures))
+	h.mu.Lock()
+	counter(descRegisters, float64(h.registers))
+	h.mu.Unlock()
+	gauge(descServices, float64(len(h.reg.Names())))
+	gauge(descInFlight, float64(h.disp.InFlight()))
+	if h.plugins != nil {
+		for _, p := range h.plugins.Status() {
+			for _, st := range pluginStates {
+				gauge(descPlugin, b2f(p.State == st), p.Name, st)
+			}
+			counter(descRestarts, float64(p.Restarts), p.Name)
+			counter(descParks, float64(p.Parks), p.Name)
+		}
+	}
+	if h.conv != nil {
+		cs := h.conv.Stats()
+		counter(descFramesIn, float64(cs.FramesIn))
+		counter(descFramesOut, float64(cs.FramesOut))
+		counter(descUnderruns, float64(cs.Underruns))
+		counter(descBargeIns, float64(cs.BargeIns))
+	}
+	gauge(descBuild, 1, Version, runtime.Version())
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// MetricsServer returns the component that serves /metrics on
+// metrics.listen, or nil when that is empty (the default).
+func (h *Host) MetricsServer() Component {
+	addr := h.cfg.Metrics.Listen
+	if addr == "" {
+		return nil
+	}
+	return metricsServer{addr: addr, m: newMetrics(h), h: h}
+}
+
+type metricsServer struct {
+	addr string
+	m    *metrics
+	h    *Host
+}
+
+func (metricsServer) Name() string { return "metrics endpoint" }
+
+func (s metricsServer) Run(ctx context.Context, ready func()) error {
+	ln, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("metrics.listen %s: %w (choose another address, or leave metrics.listen empty)", s.addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	s.h.log.Info("metrics served", "url", "http://"+ln.Addr().String()+"/metrics")
+	ready()
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(sctx)
+		<-errc
+		return nil
+	case err := <-errc:
+		if errors.Is(err, http.ErrServerClosed) {
+			return nil
+		}
+		return err
+	}
+}
