@@ -233,35 +233,66 @@ type Metrics struct {
 	Listen string `yaml:"listen"`
 }
 
-// MCP configures standard MCP servers used as providers, and serving our
-// services to MCP clients. Neither is implemented yet: the keys are checked,
-// and a non-empty Servers or Serve.Enabled draws a warning that they are
-// ignored.
+// MCP configures standard MCP servers used as providers, and the host as an
+// MCP server for desktop MCP clients.
 type MCP struct {
+	// Servers maps a name to a server, in the `mcpServers` shape of desktop
+	// MCP clients (a top-level mcpServers key is accepted too).
 	Servers map[string]MCPServer `yaml:"servers"`
-	Serve   MCPServe             `yaml:"serve"`
+	// ServersFile names a JSON file in the mcpServers format of desktop
+	// clients (Claude Desktop's claude_desktop_config.json, say), imported
+	// as is beside Servers; its unknown fields draw a warning.
+	ServersFile string `yaml:"servers_file"`
+	// StartTimeout bounds a server's start: its program, initialize and
+	// the first tools/list (npx may download a package first).
+	StartTimeout Duration `yaml:"start_timeout"`
+	Serve        MCPServe `yaml:"serve"`
 }
 
-// MCPServer is one entry of mcp.servers, in the `mcpServers` shape: either
-// Command (+Args, Env) for stdio, or URL (+Headers) for HTTP. Other keys are
-// kept in Extra and otherwise ignored.
+// MCPServer is one entry of mcp.servers: Command (+Args, Env, Cwd) for a
+// server on stdio, or URL (+Headers) for one over Streamable HTTP (the
+// legacy SSE transport is tried when the server only speaks that). ${VAR}
+// and ${VAR:-default} in its strings come from the environment. Other keys
+// (of other clients) are kept in Extra, warned about and ignored.
 type MCPServer struct {
+	Type    string            `yaml:"type,omitempty"` // stdio | http | sse; "" = from command or url
 	Command string            `yaml:"command,omitempty"`
 	Args    []string          `yaml:"args,omitempty"`
 	Env     map[string]string `yaml:"env,omitempty" cfg:"secret"`
+	Cwd     string            `yaml:"cwd,omitempty"`
 	URL     string            `yaml:"url,omitempty"`
 	Headers map[string]string `yaml:"headers,omitempty" cfg:"secret"`
-	Prefix  string            `yaml:"prefix,omitempty"`
-	// Timeout is the per-call deadline for this server's services
-	// (0 = services.timeout).
-	Timeout Duration       `yaml:"timeout,omitempty"`
-	Extra   map[string]any `yaml:",inline"`
+	// Disabled servers are not started.
+	Disabled bool `yaml:"disabled,omitempty"`
+	// Timeout is the deadline of a call to one of the server's tools
+	// (0 = services.timeout): a duration ("30s") or, as desktop clients
+	// write it, a number of seconds.
+	Timeout Seconds `yaml:"timeout,omitempty"`
+	// AllowedTools, when not empty, are the only tools offered; ExcludedTools
+	// never are. Names or glob patterns.
+	AllowedTools  []string `yaml:"allowed_tools,omitempty"`
+	ExcludedTools []string `yaml:"excluded_tools,omitempty"`
+	// Prefix goes before every tool name in the register.
+	Prefix string `yaml:"prefix,omitempty"`
+	// Roots are the folders (or URIs) the server is told about (roots/list).
+	// None by default: some servers replace the folders on their command
+	// line with these, so a default would change what they may touch.
+	Roots []string       `yaml:"roots,omitempty"`
+	Extra map[string]any `yaml:",inline"`
 }
 
-// MCPServe offers our services to desktop MCP clients.
+// MCPServe offers the host's services to MCP clients over Streamable HTTP
+// (`agenthost mcp` serves them on stdio without any of this).
 type MCPServe struct {
-	Enabled bool   `yaml:"enabled"`
-	Listen  string `yaml:"listen"`
+	// Listen is HOST:PORT of http://HOST:PORT/mcp; "" (the default) serves
+	// nothing. Keep it on loopback unless a token guards it.
+	Listen string `yaml:"listen"`
+	// Token, when set (or read from TokenFile), is the bearer token every
+	// request must carry.
+	Token     string `yaml:"token" cfg:"secret"`
+	TokenFile string `yaml:"token_file"`
+	// AllowedOrigins are the browser origins accepted besides localhost.
+	AllowedOrigins []string `yaml:"allowed_origins"`
 }
 
 // Default returns the built-in defaults.
@@ -315,8 +346,27 @@ func Default() *Config {
 			GPIO:          GPIO{Line: -1},
 			Hooks:         map[string]string{},
 		},
-		MCP: MCP{Servers: map[string]MCPServer{}},
+		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{AllowedOrigins: []string{}}},
 	}
+}
+
+// BearerToken returns the token MCP clients must send to mcp.serve: Token,
+// else the trimmed contents of TokenFile ($VARS expanded), else "" (none).
+func (s MCPServe) BearerToken() (string, error) {
+	if t := strings.TrimSpace(s.Token); t != "" {
+		return t, nil
+	}
+	if s.TokenFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(os.ExpandEnv(s.TokenFile))
+	if err != nil {
+		return "", fmt.Errorf("mcp.serve.token_file: %w", err)
+	}
+	if t := strings.TrimSpace(string(b)); t != "" {
+		return t, nil
+	}
+	return "", fmt.Errorf("mcp.serve.token_file: %s is empty", s.TokenFile)
 }
 
 // Token returns the server token: server.token if set, else the trimmed

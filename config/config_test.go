@@ -276,7 +276,7 @@ log: {level: loud}
 func TestWarnings(t *testing.T) {
 	clearEnv(t)
 	c := mustLoad(t, writeConfig(t, "server:\n  keepalive: 5m\nmcpServers:\n  fs: {command: x, comand: y, type: stdio}\n"), nil)
-	if len(c.Warnings) != 3 {
+	if len(c.Warnings) != 2 {
 		t.Fatalf("warnings = %q", c.Warnings)
 	}
 	if !strings.Contains(c.Warnings[0], ":2: server.keepalive: 5m is not below 5m") {
@@ -284,9 +284,6 @@ func TestWarnings(t *testing.T) {
 	}
 	if !strings.Contains(c.Warnings[1], "mcp.servers.fs.comand: not a field of an MCP server and ignored; did you mean command?") {
 		t.Errorf("mcp warning = %q", c.Warnings[1])
-	}
-	if !strings.Contains(c.Warnings[2], ":3: mcp: mcpServers (fs) is not implemented yet in this version and is ignored") {
-		t.Errorf("mcp not-implemented warning = %q", c.Warnings[2])
 	}
 	// Warnings travel with the error too.
 	_, err := Load(writeConfig(t, "server:\n  keepalive: 10m\nlog: {level: x}\n"), nil)
@@ -447,14 +444,13 @@ mcpServers:
 		t.Errorf("hooks = %v", c.Conversation.Hooks)
 	}
 	fs, web := c.MCP.Servers["fs"], c.MCP.Servers["web"]
-	if fs.Command != "npx" || len(fs.Args) != 3 || fs.Env["DEBUG"] != "1" || fs.Extra["type"] != "stdio" || fs.Extra["disabled"] != false {
+	if fs.Command != "npx" || len(fs.Args) != 3 || fs.Env["DEBUG"] != "1" || fs.Type != "stdio" || fs.Disabled {
 		t.Errorf("fs = %+v", fs)
 	}
 	if web.URL != "https://mcp.example.com/mcp" || web.Headers["Authorization"] != "Bearer abc" || web.Prefix != "web_" || web.Timeout.D() != 30*time.Second {
 		t.Errorf("web = %+v", web)
 	}
-	// The only warning: the MCP bridge is not implemented yet.
-	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], "mcp: mcpServers (fs, web) is not implemented yet") {
+	if len(c.Warnings) != 0 {
 		t.Errorf("warnings: %q", c.Warnings)
 	}
 }
@@ -892,12 +888,22 @@ func TestOpusRateAndFrame(t *testing.T) {
 	}
 }
 
-func TestMCPNotImplementedWarns(t *testing.T) {
+func TestMCPServersAsDesktopClientsWriteThem(t *testing.T) {
 	clearEnv(t)
-	c := mustLoad(t, writeConfig(t, "log: {}\nmcp:\n  servers:\n    fs: {command: x}\n    web: {url: https://h/mcp}\n  serve:\n    enabled: true\n"), nil)
-	want := []string{
-		":3: mcp: mcp.servers (fs, web) is not implemented yet in this version and is ignored",
-		":7: mcp: mcp.serve.enabled: true is not implemented yet in this version and is ignored",
+	// Pasted from a desktop client: a timeout in seconds, another client's
+	// own key (warned and ignored), and the old serve.enabled (obsolete).
+	c := mustLoad(t, writeConfig(t, `mcpServers:
+  fs: {"command": "npx", "args": ["-y", "x"], "timeout": 60, "autoApprove": []}
+mcp:
+  serve:
+    enabled: true
+`), nil)
+	if fs := c.MCP.Servers["fs"]; fs.Timeout.D() != time.Minute || fs.Command != "npx" {
+		t.Errorf("fs = %+v", fs)
+	}
+	want := []string{ // obsolete keys are found while reading, the rest after
+		":5: mcp.serve.enabled: obsolete and ignored",
+		":2: mcp.servers.fs.autoApprove: not a field agenthost uses",
 	}
 	if len(c.Warnings) != len(want) {
 		t.Fatalf("warnings = %q", c.Warnings)
@@ -907,15 +913,9 @@ func TestMCPNotImplementedWarns(t *testing.T) {
 			t.Errorf("warning %d = %q, want %q", i, c.Warnings[i], w)
 		}
 	}
-	// From an override: no file line.
-	c = mustLoad(t, "", map[string]any{"mcp.serve.enabled": "true"})
-	if len(c.Warnings) != 1 || !strings.HasPrefix(c.Warnings[0], "override: mcp: mcp.serve.enabled: true is not implemented yet") {
-		t.Errorf("override warnings = %q", c.Warnings)
-	}
-	// The empty defaults (as in the example file) say nothing.
-	c = mustLoad(t, writeConfig(t, "mcp:\n  servers: {}\n  serve: {enabled: false}\n"), nil)
-	if len(c.Warnings) != 0 {
-		t.Errorf("empty mcp: warnings = %q", c.Warnings)
+	if _, err := Load("", map[string]any{"mcp.serve.listen": "nohostport", "mcp.servers.x.command": "y", "mcp.servers.x.type": "carrier-pigeon"}); err == nil ||
+		!strings.Contains(err.Error(), "mcp.serve.listen") || !strings.Contains(err.Error(), "carrier-pigeon") {
+		t.Errorf("bad mcp settings: %v", err)
 	}
 }
 

@@ -49,6 +49,7 @@ func structFields(t reflect.Type) *fieldInfo {
 
 var (
 	durationType = reflect.TypeOf(Duration(0))
+	secondsType  = reflect.TypeOf(Seconds(0))
 	sizeType     = reflect.TypeOf(Size(0))
 )
 
@@ -124,6 +125,21 @@ func toInt(v any) (int64, bool) {
 func (l *loader) decode(raw any, v reflect.Value, p []string, secret bool) {
 	t := v.Type()
 	switch {
+	case t == secondsType:
+		if n, ok := raw.(float64); ok && n >= 0 {
+			v.SetInt(int64(n * float64(time.Second)))
+			return
+		}
+		if n, ok := toInt(raw); ok && n >= 0 {
+			if _, isStr := raw.(string); !isStr {
+				v.SetInt(n * int64(time.Second))
+				return
+			}
+		}
+		var d Duration
+		l.decode(raw, reflect.ValueOf(&d).Elem(), p, secret)
+		v.SetInt(int64(d))
+		return
 	case t == durationType:
 		switch x := raw.(type) {
 		case string:

@@ -26,9 +26,9 @@
 // known events) and unknown fields inside an mcp.servers entry.
 //
 // A top-level mcpServers key is accepted as an alias of mcp.servers, so an
-// MCP client's server list can be pasted in as is. The MCP bridge is not
-// implemented yet: the mcp keys are checked, and servers or serve.enabled
-// draw a warning that they are ignored.
+// MCP client's server list can be pasted in as is; a server's timeout may be
+// a number of seconds there, as those clients write it, and other clients'
+// keys draw a warning and are ignored.
 //
 // Keys that earlier versions had and nothing reads any more (conversation.vad)
 // draw a warning in the file and are dropped, so an old file still loads.

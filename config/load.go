@@ -252,7 +252,8 @@ func (l *loader) parseFile(b []byte) (map[string]any, error) {
 // (so an old file still loads); from the environment or an override they
 // are unknown keys like any other.
 var obsoleteKeys = map[string]string{
-	"conversation.vad": "the voice server detects speech itself",
+	"conversation.vad":  "the voice server detects speech itself",
+	"mcp.serve.enabled": "mcp.serve.listen alone turns the MCP endpoint on",
 }
 
 // dropObsolete removes obsoleteKeys from the parsed file, with a warning each.

@@ -24,6 +24,9 @@ func (c *Config) Redacted() string {
 	if r.Server.Token != "" {
 		r.Server.Token = Mask
 	}
+	if r.MCP.Serve.Token != "" {
+		r.MCP.Serve.Token = Mask
+	}
 	r.Plugins.Config, _ = maskAny(c.Plugins.Config).(map[string]any)
 	r.MCP.Servers = make(map[string]MCPServer, len(c.MCP.Servers))
 	for n, s := range c.MCP.Servers {

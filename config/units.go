@@ -16,6 +16,16 @@ type Duration time.Duration
 // D returns d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
 
+// Seconds is a Duration that also reads a bare number, as seconds: the way
+// desktop MCP clients write a server's timeout.
+type Seconds Duration
+
+// D returns s as a time.Duration.
+func (s Seconds) D() time.Duration { return time.Duration(s) }
+
+// MarshalText implements encoding.TextMarshaler.
+func (s Seconds) MarshalText() ([]byte, error) { return Duration(s).MarshalText() }
+
 // String formats d compactly ("4m", "1m30s", "500ms"); the result parses
 // back to the same value with ParseDuration.
 func (d Duration) String() string {

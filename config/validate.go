@@ -2,7 +2,6 @@ package config
 
 import (
 	"encoding/hex"
-	"fmt"
 	"net"
 	"net/url"
 	gopath "path"
@@ -267,38 +266,31 @@ func (l *loader) validate(c *Config) {
 				l.errorf(sub("headers"), "headers apply to url servers only; this one has a command")
 			}
 		}
+		switch strings.ToLower(sv.Type) {
+		case "", "stdio", "http", "streamable-http", "streamablehttp", "streamable_http", "sse":
+		default:
+			l.errorf(sub("type"), "%q is not stdio, http or sse", sv.Type)
+		}
 		if sv.Timeout < 0 {
-			l.errorf(sub("timeout"), "%s must not be negative (0 means services.timeout)", sv.Timeout)
+			l.errorf(sub("timeout"), "%s must not be negative (0 means services.timeout)", Duration(sv.Timeout))
 		}
 		for _, k := range sortedKeys(sv.Extra) {
-			if s := closest(k, known, typoLimit(len(k))); s != "" && k != "type" {
+			if s := closest(k, known, typoLimit(len(k))); s != "" {
 				l.warnf(sub(k), "not a field of an MCP server and ignored; did you mean %s?", s)
+			} else {
+				l.warnf(sub(k), "not a field agenthost uses (another client's, perhaps) and ignored")
 			}
 		}
 	}
-	// Nothing reads the mcp section yet: say so rather than accept a
-	// setting that does nothing.
-	if len(names) > 0 {
-		key := "mcp.servers"
-		if l.mcpAlias {
-			key = "mcpServers"
+	l.positive("mcp.start_timeout", c.MCP.StartTimeout)
+	if m := c.MCP.Serve.Listen; m != "" {
+		if _, _, err := net.SplitHostPort(m); err != nil {
+			l.errorf(path("mcp.serve.listen"), "%q is not HOST:PORT, like 127.0.0.1:8765", m)
 		}
-		l.mcpNotImplemented(path("mcp.servers"), fmt.Sprintf("%s (%s)", key, strings.Join(names, ", ")),
-			"no MCP server is started and their tools are not offered")
 	}
-	if c.MCP.Serve.Enabled {
-		l.mcpNotImplemented(path("mcp.serve.enabled"), "mcp.serve.enabled: true", "nothing is served to MCP clients")
+	if c.MCP.Serve.Token != "" && c.MCP.Serve.TokenFile != "" {
+		l.errorf(path("mcp.serve.token_file"), "set mcp.serve.token or mcp.serve.token_file, not both")
 	}
-}
-
-// mcpNotImplemented warns that what (set at key p) is accepted but does nothing
-// in this version.
-func (l *loader) mcpNotImplemented(p []string, what, effect string) {
-	msg := fmt.Sprintf("mcp: %s is not implemented yet in this version and is ignored; %s", what, effect)
-	if w, _ := l.where(p); w != "" {
-		msg = w + ": " + msg
-	}
-	l.warnings = append(l.warnings, msg)
 }
 
 func contains(list []string, v string) bool {
