@@ -18,7 +18,6 @@
 # which talks to ALSA directly as the user agenthost in the group audio.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-repo=$PWD
 
 from="" mode=auto action=install who=${SUDO_USER:-}
 while (($#)); do
