@@ -19,6 +19,7 @@ import (
 	"github.com/agenthost/agenthost/host/builtin"
 	"github.com/agenthost/agenthost/host/conversation"
 	"github.com/agenthost/agenthost/host/link"
+	"github.com/agenthost/agenthost/host/mcpclient"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/internal/memtrim"
@@ -56,6 +57,8 @@ type Host struct {
 	observers  []func(CallRecord)  // call observers (metrics)
 	trim       *memtrim.Trimmer
 	level      *slog.LevelVar // the logger's level, set by reloads
+	mcpSrv     *mcpServers
+	mcpConfs   map[string]mcpclient.ServerConfig // the MCP servers the configuration names
 }
 
 // idleTrim: after this long without a call the daemon hands back the memory
@@ -80,7 +83,12 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 	}
 	h := &Host{cfg: cfg, log: log}
 	h.callCtx, h.stopCalls = context.WithCancel(context.Background())
-	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: cfg.Services.Prefixes, Log: log.With("component", "registry"),
+	var warnings []string
+	h.mcpConfs, warnings = mcpConfigs(cfg)
+	for _, w := range warnings {
+		log.Warn("configuration: " + w)
+	}
+	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: registryPrefixes(cfg, h.mcpConfs), Log: log.With("component", "registry"),
 		Policy: services.Policy{Allow: cfg.Services.Allow, Deny: cfg.Services.Deny}})
 	limits := dispatchLimits(cfg.Services)
 	limits.Log = log.With("component", "dispatch")
@@ -328,13 +336,14 @@ func (h *Host) mcp(conn int, f voice.Frame) {
 
 // Status is a summary for `agenthost status` and the control socket.
 type Status struct {
-	Connected bool     `json:"connected"`
-	Conn      int      `json:"connection"`
-	Registers int      `json:"registers_sent"`
-	Services  []string `json:"services"`
-	Conflicts []string `json:"conflicts,omitempty"`
-	InFlight  int      `json:"calls_in_flight"`
-	Process   Process  `json:"process"`
+	Connected bool        `json:"connected"`
+	Conn      int         `json:"connection"`
+	Registers int         `json:"registers_sent"`
+	Services  []string    `json:"services"`
+	Conflicts []string    `json:"conflicts,omitempty"`
+	InFlight  int         `json:"calls_in_flight"`
+	MCP       []MCPStatus `json:"mcp_servers,omitempty"`
+	Process   Process     `json:"process"`
 }
 
 // Process is what the daemon's own process holds, for watching it over time.
@@ -367,6 +376,9 @@ func (h *Host) Status() Status {
 	h.mu.Unlock()
 	for _, e := range h.reg.Entries() {
 		s.Services = append(s.Services, e.Name)
+	}
+	if h.mcpSrv != nil {
+		s.MCP = h.mcpSrv.status()
 	}
 	return s
 }

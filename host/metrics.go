@@ -38,6 +38,9 @@ var (
 	descPlugin       = prometheus.NewDesc("agenthost_plugin_state", "1 for the state each plugin is in.", []string{"plugin", "state"}, nil)
 	descRestarts     = prometheus.NewDesc("agenthost_plugin_restarts_total", "Restarts of a plugin after it crashed.", []string{"plugin"}, nil)
 	descParks        = prometheus.NewDesc("agenthost_plugin_parks_total", "Times a plugin was parked after crashing repeatedly.", []string{"plugin"}, nil)
+	descMCPState     = prometheus.NewDesc("agenthost_mcp_server_state", "1 for the state each MCP server is in.", []string{"server", "transport", "state"}, nil)
+	descMCPTools     = prometheus.NewDesc("agenthost_mcp_server_tools", "Tools an MCP server offers now.", []string{"server"}, nil)
+	descMCPRestarts  = prometheus.NewDesc("agenthost_mcp_server_restarts_total", "Restarts of an MCP server after it ended or could not be reached.", []string{"server"}, nil)
 	descFramesIn     = prometheus.NewDesc("agenthost_audio_frames_received_total", "Reply audio frames received from the voice server.", nil, nil)
 	descFramesOut    = prometheus.NewDesc("agenthost_audio_frames_sent_total", "Microphone audio frames sent to the voice server.", nil, nil)
 	descUnderruns    = prometheus.NewDesc("agenthost_audio_underruns_total", "Frames of silence played because a reply was late.", nil, nil)
@@ -103,6 +106,15 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 			}
 			counter(descRestarts, float64(p.Restarts), p.Name)
 			counter(descParks, float64(p.Parks), p.Name)
+		}
+	}
+	if h.mcpSrv != nil {
+		for _, s := range h.mcpSrv.status() {
+			for _, st := range pluginStates {
+				gauge(descMCPState, b2f(s.State == st), s.Name, s.Transport, st)
+			}
+			gauge(descMCPTools, float64(len(s.Tools)), s.Name)
+			counter(descMCPRestarts, float64(s.Restarts), s.Name)
 		}
 	}
 	if h.conv != nil {

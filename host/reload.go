@@ -8,6 +8,7 @@ import (
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/builtin"
 	"github.com/agenthost/agenthost/host/link"
+	"github.com/agenthost/agenthost/host/mcpclient"
 	"github.com/agenthost/agenthost/host/services"
 )
 
@@ -20,6 +21,7 @@ var liveKeys = []string{
 	"services",
 	"plugins.config", "plugins.sha256",
 	"conversation.hooks",
+	"mcp.servers", "mcp.servers_file",
 	"audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace",
 }
 
@@ -73,9 +75,18 @@ func (h *Host) Apply(next *config.Config) []string {
 	if touched(changed, "log.level") && h.level != nil {
 		h.level.UnmarshalText([]byte(next.Log.Level))
 	}
-	if touched(changed, "services") {
+	var mcpConfs map[string]mcpclient.ServerConfig
+	if touched(changed, "mcp.servers", "mcp.servers_file") {
+		var warnings []string
+		mcpConfs, warnings = mcpConfigs(next)
+		for _, w := range warnings {
+			h.log.Warn("configuration: " + w)
+		}
+		h.mcpConfs = mcpConfs
+	}
+	if touched(changed, "services", "mcp.servers", "mcp.servers_file") {
 		h.disp.SetLimits(dispatchLimits(next.Services))
-		h.reg.Reconfigure(next.Services.Prefixes, services.Policy{Allow: next.Services.Allow, Deny: next.Services.Deny})
+		h.reg.Reconfigure(registryPrefixes(next, h.mcpConfs), services.Policy{Allow: next.Services.Allow, Deny: next.Services.Deny})
 		if next.Services.Builtins && !prev.Services.Builtins {
 			h.reg.Put(builtin.New(nil))
 		} else if !next.Services.Builtins && prev.Services.Builtins {
@@ -96,6 +107,9 @@ func (h *Host) Apply(next *config.Config) []string {
 	h.mu.Lock()
 	h.cfg = next
 	h.mu.Unlock()
+	if mcpConfs != nil && h.mcpSrv != nil {
+		h.mcpSrv.apply(mcpConfs)
+	}
 	if touched(changed, "server") && h.link.Update(link.Options{Server: next.Server, Token: next.Token, Log: h.log}) {
 		h.log.Info("the server settings changed; reconnecting once")
 	}

@@ -106,6 +106,7 @@ func callWithoutDaemon(cfg *config.Config, service string, params json.RawMessag
 		return voice.Outcome{}, err
 	}
 	h.Add(h.Plugins(false))
+	h.Add(h.MCPServers())
 	var out voice.Outcome
 	err = h.RunProviders(context.Background(), func(ctx context.Context) {
 		out = h.CallLocal(ctx, service, params)

@@ -85,6 +85,7 @@ func cmdMCP(e *env, args []string) error {
 		return err
 	}
 	h.Add(h.Plugins(true))
+	h.Add(h.MCPServers())
 	var serveErr error
 	err = h.RunProviders(ctx, func(ctx context.Context) {
 		srv := h.MCPServer(version)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/mcpserver"
 )
 
 func init() {
@@ -50,6 +51,7 @@ func cmdRun(e *env, args []string) error {
 		return err
 	}
 	h.Add(h.Plugins(true))
+	h.Add(h.MCPServers())
 	h.Add(conv)
 	for _, t := range h.Triggers(conv) {
 		h.Add(t)
@@ -59,6 +61,13 @@ func cmdRun(e *env, args []string) error {
 	h.Add(cs)
 	if ms := h.MetricsServer(); ms != nil {
 		h.Add(ms)
+	}
+	if serve := cfg.MCP.Serve; serve.Listen != "" {
+		token, err := serve.BearerToken()
+		if err != nil {
+			return &exitError{2, err}
+		}
+		h.Add(h.MCPEndpoint(serve.Listen, version, mcpserver.HTTPOptions{Token: token, AllowedOrigins: serve.AllowedOrigins}))
 	}
 	h.Add(reloader{e: e, h: h, hup: hup})
 	h.Add(h.SystemdNotifier())

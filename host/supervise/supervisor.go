@@ -56,6 +56,11 @@ type Options struct {
 	// call starts it, and it stops after IdleStop without calls.
 	Lazy     bool
 	IdleStop time.Duration
+	// UnregisterWhileDown takes the services out of the register while a
+	// child that died is being restarted (an MCP server); otherwise they stay
+	// and calls fail fast until the restart (a plugin, whose restart takes
+	// milliseconds).
+	UnregisterWhileDown bool
 	// HealthInterval, when set, asks a child that has a Health method on
 	// this interval; a failed check is handled like a crash.
 	HealthInterval time.Duration
@@ -550,6 +555,14 @@ func (s *Supervisor) crash(l *life, why string) {
 	s.cur = nil
 	s.mu.Unlock()
 	s.retire(l, 0)
+	if s.o.UnregisterWhileDown {
+		s.trans.Lock()
+		s.o.Registry.Remove(s.o.ID)
+		s.mu.Lock()
+		s.desc = nil
+		s.mu.Unlock()
+		s.trans.Unlock()
+	}
 	if s.o.FailedStart == Retry {
 		// A server that went away is down, not broken: out of the
 		// register until it answers again, retried for ever.

@@ -1,0 +1,224 @@
+package host
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/mcpclient"
+	"github.com/agenthost/agenthost/host/supervise"
+	"github.com/agenthost/agenthost/internal/backoff"
+)
+
+// mcpConfigs are the MCP servers the configuration asks for: mcp.servers and
+// the servers of mcp.servers_file (the YAML wins a name that both have),
+// with ${VAR}s expanded. The warnings say what was ignored or unset.
+func mcpConfigs(cfg *config.Config) (map[string]mcpclient.ServerConfig, []string) {
+	out := map[string]mcpclient.ServerConfig{}
+	var warnings []string
+	if cfg.MCP.ServersFile != "" {
+		file, w, err := mcpclient.LoadServersFile(cfg.MCP.ServersFile)
+		warnings = append(warnings, w...)
+		if err != nil {
+			warnings = append(warnings, fmt.Sprintf("mcp.servers_file: %v; its servers are not started", err))
+		}
+		for name, s := range file {
+			out[name] = s
+		}
+	}
+	for name, s := range cfg.MCP.Servers {
+		if _, both := out[name]; both {
+			warnings = append(warnings, fmt.Sprintf("mcp server %q is in mcp.servers and in mcp.servers_file; mcp.servers wins", name))
+		}
+		out[name] = mcpclient.ServerConfig{Type: s.Type, Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd, URL: s.URL,
+			Headers: s.Headers, Disabled: s.Disabled, Timeout: mcpclient.Duration(s.Timeout), AllowedTools: s.AllowedTools,
+			ExcludedTools: s.ExcludedTools, Prefix: s.Prefix, Roots: s.Roots}
+	}
+	for name, s := range out {
+		s, w := s.Expand(name)
+		out[name] = s
+		warnings = append(warnings, w...)
+	}
+	return out, warnings
+}
+
+// registryPrefixes are services.prefixes and each MCP server's prefix
+// (under its provider ID, mcp:<name>).
+func registryPrefixes(cfg *config.Config, servers map[string]mcpclient.ServerConfig) map[string]string {
+	out := map[string]string{}
+	for k, v := range cfg.Services.Prefixes {
+		out[k] = v
+	}
+	for name, s := range servers {
+		if s.Prefix != "" {
+			out[mcpclient.ProviderID(name)] = s.Prefix
+		}
+	}
+	return out
+}
+
+// mcpServers runs the configured MCP servers as providers, one supervisor
+// each (the plugins' life cycle: a stdio server that exits is restarted
+// with backoff and parked; an HTTP server that is down is retried for ever,
+// its services out of the register meanwhile).
+type mcpServers struct {
+	h *Host
+
+	mu      sync.Mutex
+	running map[string]*mcpServer
+	stopped bool
+}
+
+type mcpServer struct {
+	sup  *supervise.Supervisor
+	conf mcpclient.ServerConfig
+	http bool
+}
+
+// MCPStatus is one MCP server for `agenthost status` and metrics.
+type MCPStatus struct {
+	Name      string            `json:"name"`
+	Transport string            `json:"transport"`
+	State     string            `json:"state"`
+	Tools     []string          `json:"tools,omitempty"`
+	Restarts  int               `json:"restarts"`
+	LastError string            `json:"last_error,omitempty"`
+	Session   *mcpclient.Status `json:"session,omitempty"` // tools left out, resources, prompts
+}
+
+// MCPServers returns the component that runs the configured MCP servers.
+func (h *Host) MCPServers() Component {
+	if h.mcpSrv == nil {
+		h.mcpSrv = &mcpServers{h: h, running: map[string]*mcpServer{}}
+	}
+	return h.mcpSrv
+}
+
+func (m *mcpServers) Name() string { return "MCP servers" }
+
+// Run starts the servers, reports ready once each has come up or failed
+// (within a few seconds: a slow one joins the register later), and stops
+// them all when ctx ends.
+func (m *mcpServers) Run(ctx context.Context, ready func()) error {
+	m.apply(m.h.mcpConfs)
+	deadline := time.After(min(m.h.Config().MCP.StartTimeout.D(), 10*time.Second))
+	for _, s := range m.all() {
+		select {
+		case <-s.sup.Settled():
+		case <-deadline:
+		case <-ctx.Done():
+		}
+	}
+	ready()
+	<-ctx.Done()
+	m.mu.Lock()
+	m.stopped = true
+	all := m.running
+	m.running = map[string]*mcpServer{}
+	m.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, s := range all {
+		wg.Add(1)
+		go func() { defer wg.Done(); s.sup.Stop() }()
+	}
+	wg.Wait()
+	return nil
+}
+
+func (m *mcpServers) all() []*mcpServer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]*mcpServer, 0, len(m.running))
+	for _, s := range m.running {
+		out = append(out, s)
+	}
+	return out
+}
+
+// apply runs exactly the enabled servers of confs: new ones start, removed
+// ones stop, changed ones are loaded again (the old session serves until the
+// new one is up).
+func (m *mcpServers) apply(confs map[string]mcpclient.ServerConfig) {
+	cfg := m.h.Config()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.stopped {
+		return
+	}
+	for name, s := range m.running {
+		if c, ok := confs[name]; !ok || c.Disabled || isHTTP(c) != s.http {
+			delete(m.running, name)
+			go s.sup.Stop()
+			m.h.log.Info("mcp server stopped: it left the configuration (or changed transport)", "mcp", name)
+		}
+	}
+	for name, c := range confs {
+		if c.Disabled {
+			continue
+		}
+		start, err := mcpclient.NewStarter(mcpclient.Options{Name: name, Server: c, Log: m.h.log, Version: Version,
+			StartTimeout: cfg.MCP.StartTimeout.D(), KillGrace: cfg.Plugins.StopGrace.D()})
+		if err != nil {
+			m.h.log.Error("mcp server not started: its configuration is wrong", "mcp", name, "err", err)
+			continue
+		}
+		s := m.running[name]
+		switch {
+		case s == nil:
+			s = &mcpServer{sup: supervise.New(m.supervision(cfg, name, isHTTP(c))), conf: c, http: isHTTP(c)}
+			m.running[name] = s
+		case reflect.DeepEqual(s.conf, c):
+			continue
+		default:
+			s.conf = c
+			m.h.log.Info("mcp server configuration changed; connecting again", "mcp", name)
+		}
+		s.sup.Load(start, nil)
+	}
+}
+
+func (m *mcpServers) supervision(cfg *config.Config, name string, http bool) supervise.Options {
+	p := cfg.Plugins
+	o := supervise.Options{ID: mcpclient.ProviderID(name), Kind: "MCP server", Name: name, Registry: m.h.reg,
+		Log: m.h.log.With("mcp", name), StartTimeout: cfg.MCP.StartTimeout.D(), StopGrace: p.StopGrace.D(),
+		Restart:    backoff.Backoff{Base: p.Restart.Base.D(), Cap: p.Restart.Cap.D()},
+		MaxCrashes: p.Restart.MaxCrashes, CrashWindow: p.Restart.Window.D(), FailedStart: supervise.Crash,
+		UnregisterWhileDown: true, HealthInterval: p.HealthInterval.D()}
+	if http {
+		o.FailedStart = supervise.Retry
+	}
+	return o
+}
+
+func isHTTP(c mcpclient.ServerConfig) bool { return c.URL != "" }
+
+// status lists the servers, sorted by name.
+func (m *mcpServers) status() []MCPStatus {
+	m.mu.Lock()
+	names := make([]string, 0, len(m.running))
+	for name := range m.running {
+		names = append(names, name)
+	}
+	running := m.running
+	m.mu.Unlock()
+	sort.Strings(names)
+	out := make([]MCPStatus, 0, len(names))
+	for _, name := range names {
+		s := running[name]
+		st := s.sup.Status()
+		ms := MCPStatus{Name: name, Transport: mcpclient.TransportStdio, State: st.State, Tools: st.Services, Restarts: st.Restarts, LastError: st.LastError}
+		if s.http {
+			ms.Transport = mcpclient.TransportStreamable
+		}
+		if sess, ok := s.sup.Running().(interface{ Status() mcpclient.Status }); ok {
+			ss := sess.Status()
+			ms.Transport, ms.Session = ss.Transport, &ss
+		}
+		out = append(out, ms)
+	}
+	return out
+}
