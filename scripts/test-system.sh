@@ -13,9 +13,8 @@
 # throw-away overlay on top of it, so the cache stays pristine.
 # Usage: scripts/test-system.sh [go test flags, e.g. -run 'TestSystem/watchdog']
 # Env: KEEP=1 leaves the work folder (journal, logs) in place.
-# The check "reload (SIGHUP) applies log.level" waits for the host's SIGHUP
-# reload (issue 8, "Live changes"); until that lands it fails, and
-# `scripts/test-system.sh -skip 'TestSystem/reload'` leaves it out.
+# One check can be left out with go test's -skip, e.g.
+# `scripts/test-system.sh -skip 'TestSystem/reload'`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
