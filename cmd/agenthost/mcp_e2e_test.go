@@ -277,3 +277,25 @@ func TestMCPListChangedOnPluginReload(t *testing.T) {
 		t.Errorf("faulty_ok: %v %+v", err, res)
 	}
 }
+
+// TestMCPInspectorDaemonEndpoint: the daemon's own Streamable HTTP endpoint
+// (mcp.serve.listen, with mcp.serve.token) serves the Inspector the same.
+func TestMCPInspectorDaemonEndpoint(t *testing.T) {
+	sim := newSim(t, voicetest.Options{})
+	const token = "mcp-e2e-daemon-token-51f7"
+	addr := fmt.Sprintf("127.0.0.1:%d", mcptest.FreePort(t))
+	d, _ := startPluginHost(t, sim, func(dir string) { copyExec(t, testPlugin(t, "bare", ""), filepath.Join(dir, "bare")) },
+		"mcp.serve.listen="+addr, "mcp.serve.token="+token)
+	pluginsReady(t, sim)
+	auth := []string{"http://" + addr + "/mcp", "--transport", "http", "--header", "Authorization: Bearer " + token}
+	if tools := inspectorTools(t, auth...); !has(tools, "bare_pid") {
+		t.Errorf("tools %v lack bare_pid", tools)
+	}
+	if text, isErr := inspectorCall(t, "bare_pid", nil, auth...); isErr || text == "" {
+		t.Errorf("bare_pid = %q (isError %v)", text, isErr)
+	}
+	d.logLine("msg=call", "method=bare_pid", "success=true")
+	if strings.Contains(d.log.String(), token) {
+		t.Error("the MCP token reached the log")
+	}
+}
