@@ -20,6 +20,15 @@ logs=$(mktemp -d "${TMPDIR:-/tmp}/agenthost-fuzz.XXXXXX")
 parallel=()
 [ -n "${FUZZ_PARALLEL:-}" ] && parallel=(-parallel "$FUZZ_PARALLEL")
 
+# seconds turns a Go duration as go test prints it (1h2m3s, 10m0s, 5s) into whole seconds.
+seconds() {
+  local d=$1 total=0
+  [[ $d =~ ([0-9]+)h ]] && total=$((total + BASH_REMATCH[1] * 3600))
+  [[ $d =~ ([0-9]+)m([0-9]|$) ]] && total=$((total + BASH_REMATCH[1] * 60))
+  [[ $d =~ ([0-9.]+)s$ ]] && total=$((total + ${BASH_REMATCH[1]%.*}))
+  echo "$total"
+}
+
 mapfile -t targets < <(grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sort -u)
 crashed=0 broken=0 ran=0
 summary=()
@@ -35,9 +44,11 @@ for entry in "${targets[@]}"; do
   # The last progress line: "fuzz: elapsed: 1m0s, execs: N (R/sec), new interesting: M (total: K)".
   last=$(grep -E '^fuzz: elapsed: .*execs: ' "$log" | tail -1 || true)
   if [[ $last =~ elapsed:\ ([^,]+),\ execs:\ ([0-9]+)\ \(([0-9]+)/sec\),\ new\ interesting:\ ([0-9]+)\ \(total:\ ([0-9]+)\) ]]; then
-    figures="${BASH_REMATCH[2]} execs (${BASH_REMATCH[3]}/sec) in ${BASH_REMATCH[1]}, new interesting ${BASH_REMATCH[4]} (corpus ${BASH_REMATCH[5]})"
+    # The rate on the last line is of its last interval (often 0/sec): give the mean.
+    secs=$(seconds "${BASH_REMATCH[1]}")
+    figures="${BASH_REMATCH[2]} execs in ${BASH_REMATCH[1]} ($((BASH_REMATCH[2] / (secs > 0 ? secs : 1)))/sec), new interesting ${BASH_REMATCH[4]} (corpus ${BASH_REMATCH[5]})"
   else
-    figures="no progress line"
+    figures="no progress line (it ended within its first 3 s)"
   fi
   crasher=$(sed -n 's/.*Failing input written to \(.*\)$/\1/p' "$log" | tail -1)
   if [ -n "$crasher" ]; then
