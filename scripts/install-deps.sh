@@ -12,6 +12,9 @@ PACKAGES=(
   libopus-dev libopusfile-dev libsoxr-dev                                      # Opus codec, resampler
   sox espeak-ng                                                                # test speech and measurement
 )
+# The MCP tests run third-party MCP programs (Node >= 20, from npm); a machine
+# without Node gets Debian's (whose version the tests check).
+command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -20,6 +20,11 @@ fi
 echo "== go test -race"
 go test -race -count=1 -timeout 20m "$@" ./...
 if [ $# -eq 0 ]; then
+  # Plugins are lazy by default; every plugin test runs eager too.
+  echo "== plugin tests again with eager plugins (AGENTHOST_PLUGINS_LAZY=false)"
+  AGENTHOST_PLUGINS_LAZY=false go test -race -count=1 -timeout 20m -run 'Plugin|Lazy|SIGTERM|Slow|Pin' ./host/pluginmgr/ ./cmd/agenthost/
+fi
+if [ $# -eq 0 ]; then
   echo "== fuzz (short runs; longer: go test -run='^\$' -fuzz=NAME -fuzztime=60s PKG)"
   grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sort -u | while IFS=: read -r file decl; do
     target=${decl#func }; pkg=$(dirname "$file")
