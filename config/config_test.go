@@ -969,3 +969,25 @@ func TestChangedNamesKeysNotValues(t *testing.T) {
 		t.Fatalf("no change: %v", c)
 	}
 }
+
+func TestTokenFromAMissingCredentialIsNone(t *testing.T) {
+	c := Default()
+	c.Server.TokenFile = "$CREDENTIALS_DIRECTORY/token"
+	t.Setenv("CREDENTIALS_DIRECTORY", "")
+	if tok, err := c.Token(); tok != "" || err != nil {
+		t.Fatalf("no credentials folder: %q %v", tok, err)
+	}
+	dir := t.TempDir()
+	t.Setenv("CREDENTIALS_DIRECTORY", dir)
+	if tok, err := c.Token(); tok != "" || err != nil {
+		t.Fatalf("no token in it: %q %v", tok, err)
+	}
+	os.WriteFile(filepath.Join(dir, "token"), []byte(" tok\n"), 0o600)
+	if tok, err := c.Token(); tok != "tok" || err != nil {
+		t.Fatalf("a token: %q %v", tok, err)
+	}
+	c.Server.TokenFile = filepath.Join(dir, "missing")
+	if _, err := c.Token(); err == nil {
+		t.Fatal("a missing token file that is not a credential must be an error")
+	}
+}

@@ -22,7 +22,14 @@ import (
 // version is set at build time with -ldflags "-X main.version=…".
 var version = "dev"
 
-// exitError carries an exit status: 2 for usage and configuration errors.
+// exitError carries an exit status: 2 for usage errors, exitConfig for a
+// configuration with problems.
+//
+// The unit's RestartPreventExitStatus names exitConfig: a daemon that cannot
+// start from its file must not be restarted over and over. It is not 2,
+// which the Go runtime also uses when it dies of a panic.
+const exitConfig = 78 // EX_CONFIG of sysexits.h
+
 type exitError struct {
 	code int
 	err  error
@@ -152,7 +159,7 @@ func (e *env) loadConfig() (*config.Config, error) {
 	}
 	cfg, err := config.Load(path, overrides)
 	if err != nil {
-		return nil, &exitError{2, fmt.Errorf("the configuration has problems:\n%w", err)}
+		return nil, &exitError{exitConfig, fmt.Errorf("the configuration has problems:\n%w", err)}
 	}
 	return cfg, nil
 }

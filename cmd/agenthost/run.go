@@ -65,7 +65,7 @@ func cmdRun(e *env, args []string) error {
 	if serve := cfg.MCP.Serve; serve.Listen != "" {
 		token, err := serve.BearerToken()
 		if err != nil {
-			return &exitError{2, err}
+			return &exitError{exitConfig, err}
 		}
 		h.Add(h.MCPEndpoint(serve.Listen, version, mcpserver.HTTPOptions{Token: token, AllowedOrigins: serve.AllowedOrigins}))
 	}

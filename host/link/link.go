@@ -88,11 +88,12 @@ type Link struct {
 	seq int
 
 	connections  atomic.Int64 // connections that sent AUTH
+	noTokenSaid  atomic.Bool
 	authFailures atomic.Int64
-	running     atomic.Bool
-	reconfigure chan struct{}      // Update asks the connection up to make way
-	probe       chan chan struct{} // answered by Run's loop, for Check
-	handling    stall.Section      // around the Handler's calls from the read loop
+	running      atomic.Bool
+	reconfigure  chan struct{}      // Update asks the connection up to make way
+	probe        chan chan struct{} // answered by Run's loop, for Check
+	handling     stall.Section      // around the Handler's calls from the read loop
 }
 
 // New returns a link; Run connects it.
@@ -241,6 +242,9 @@ func (l *Link) session(ctx context.Context) error {
 	if err != nil {
 		nc.Close()
 		return fmt.Errorf("reading the token: %w", err)
+	}
+	if token == "" && !l.noTokenSaid.Swap(true) {
+		l.log.Warn("no token is configured; a server that needs one will refuse the connection (set server.token_file, install the systemd credential agenthost.token, or set AGENTHOST_SERVER_TOKEN)")
 	}
 	auth, err := voice.Auth{Token: token, Params: o.params}.Marshal()
 	if err != nil {

@@ -262,8 +262,15 @@ func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher) {
 // ignored says which names are never plugins: hidden and temporary files of
 // an install in progress (write to a temporary name, then rename).
 func ignored(base string) bool {
-	return strings.HasPrefix(base, ".") || strings.HasSuffix(base, ".tmp") || strings.HasSuffix(base, "-go-tmp-umask") ||
-		strings.HasSuffix(base, "~") || strings.HasSuffix(base, ".md")
+	if strings.HasPrefix(base, ".") || strings.HasSuffix(base, "~") || strings.HasSuffix(base, ".md") {
+		return true
+	}
+	for _, suffix := range []string{".tmp", "-go-tmp-umask", ".dpkg-new", ".dpkg-tmp", ".dpkg-old", ".dpkg-dist", ".dpkg-bak", ".dpkg-remove"} {
+		if strings.HasSuffix(base, suffix) {
+			return true
+		}
+	}
+	return false
 }
 
 // changed looks at one path after it settled and tells its plugin.

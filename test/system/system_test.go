@@ -383,10 +383,10 @@ func TestSystem(t *testing.T) {
 		if out, err := b.run("", "systemctl", "restart", unit); err == nil {
 			t.Fatalf("systemctl restart with a bad config succeeded:\n%s", out)
 		}
-		if st := b.prop("ExecMainStatus"); st != "2" {
-			t.Errorf("exit status %s, want 2 (configuration error)", st)
+		if st := b.prop("ExecMainStatus"); st != "78" {
+			t.Errorf("exit status %s, want 78 (configuration error)", st)
 		}
-		// RestartPreventExitStatus=2: failed at once, not "auto-restart".
+		// RestartPreventExitStatus=78: failed at once, not "auto-restart".
 		if st, sub := b.prop("ActiveState"), b.prop("SubState"); st != "failed" || sub != "failed" {
 			t.Errorf("state %s/%s, want failed/failed (no restart loop)", st, sub)
 		}
