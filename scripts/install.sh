@@ -130,6 +130,7 @@ put systemd/agenthost.service /lib/systemd/system/agenthost.service 0644
 put systemd/user/agenthost.service /usr/lib/systemd/user/agenthost.service 0644
 put packaging/sysusers.conf /usr/lib/sysusers.d/agenthost.conf 0644
 put systemd/examples/gpio.conf /usr/share/doc/agenthost/examples/gpio.conf 0644
+put systemd/examples/mcp-node.conf /usr/share/doc/agenthost/examples/mcp-node.conf 0644
 
 # The config: installed once, never overwritten (like a conffile).
 if [ ! -e /etc/agenthost/agenthost.yaml ]; then
