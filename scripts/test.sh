@@ -25,6 +25,17 @@ if [ $# -eq 0 ]; then
   AGENTHOST_PLUGINS_LAZY=false go test -race -count=1 -timeout 20m -run 'Plugin|Lazy|SIGTERM|Slow|Pin' ./host/pluginmgr/ ./cmd/agenthost/
 fi
 if [ $# -eq 0 ]; then
+  echo "== the packages under a real systemd (scripts/test-system.sh)"
+  if [ "$(id -u)" -eq 0 ]; then
+    scripts/test-system.sh
+  elif sudo -n true 2>/dev/null; then
+    sudo scripts/test-system.sh
+  else
+    echo "test-system: needs root (debootstrap, unshare, chroot): run sudo scripts/test-system.sh" >&2
+    exit 1
+  fi
+fi
+if [ $# -eq 0 ]; then
   echo "== fuzz (short runs; longer: go test -run='^\$' -fuzz=NAME -fuzztime=60s PKG)"
   grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sort -u | while IFS=: read -r file decl; do
     target=${decl#func }; pkg=$(dirname "$file")
