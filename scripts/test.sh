@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need, then runs go vet and
 # staticcheck, checks the systemd unit's exposure, runs every test with the
-# race detector, and gives each fuzz target a short run.
+# race detector (the plugin tests twice: lazy and eager plugins), installs
+# the packages under a real systemd (scripts/test-system.sh), and gives each
+# fuzz target a short run.
 # Usage: scripts/test.sh [go test flags...]   e.g. scripts/test.sh -run TestLink
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,10 +38,6 @@ if [ $# -eq 0 ]; then
   fi
 fi
 if [ $# -eq 0 ]; then
-  echo "== fuzz (short runs; longer: go test -run='^\$' -fuzz=NAME -fuzztime=60s PKG)"
-  grep -rHo --include='*_test.go' '^func Fuzz[A-Za-z0-9_]*' . | sort -u | while IFS=: read -r file decl; do
-    target=${decl#func }; pkg=$(dirname "$file")
-    go test -run='^$' -fuzz="^$target\$" -fuzztime="${FUZZTIME:-5s}" "$pkg" >/dev/null
-    echo "fuzz $target ($pkg): ok"
-  done
+  echo "== fuzz: every target briefly (longer: scripts/fuzz.sh 10m)"
+  scripts/fuzz.sh "${FUZZTIME:-5s}"
 fi
