@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
+	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/control"
@@ -43,6 +45,13 @@ func cmdCheck(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "warning: %s\n", w)
 	}
 	fmt.Fprintf(e.stdout, "\n# effective settings (secrets masked)\n%s\n", cfg.Redacted())
+	if cfg.Audio.Backend == "portaudio" {
+		report, warn := audio.SoundReport(os.Getuid(), audio.SoundServers())
+		fmt.Fprintf(e.stdout, "sound: %s\n", report)
+		if warn != "" {
+			fmt.Fprintf(e.stdout, "warning: %s\n", warn)
+		}
+	}
 	if *offline {
 		return nil
 	}

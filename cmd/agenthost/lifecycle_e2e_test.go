@@ -104,3 +104,45 @@ func TestPlaintextLinkToAnotherHostIsWarned(t *testing.T) {
 		t.Fatal("a loopback server drew the plaintext warning")
 	}
 }
+
+// TestCheckSaysWhichSoundServerOwnsTheCard: `agenthost check` names the
+// sound server and warns when another user's owns the card. The PipeWire
+// here is a FAKE (a sleep named pipewire, run as nobody): only its name and
+// owner matter to the check.
+func TestCheckSaysWhichSoundServerOwnsTheCard(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("running a process as another user needs root")
+	}
+	dir, err := os.MkdirTemp("", "agenthost-fake-pipewire-") // a folder nobody may enter
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "pipewire")
+	copyExec(t, "/bin/sleep", bin)
+	os.WriteFile(filepath.Join(dir, "none.yaml"), []byte("# defaults\n"), 0o644)
+	fake := exec.Command("runuser", "-u", "nobody", "--", bin, "61.7")
+	if err := fake.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { exec.Command("pkill", "-f", bin+" 61.7").Run(); fake.Wait() }()
+	host := testbinHost(t)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := exec.Command(host, "check", "--offline", "--config", filepath.Join(dir, "none.yaml"), "--set", "audio.backend=portaudio").CombinedOutput()
+		if err != nil {
+			t.Fatalf("check: %v\n%s", err, out)
+		}
+		if strings.Contains(string(out), "pipewire (pid") {
+			if !strings.Contains(string(out), "user nobody") || !strings.Contains(string(out), "warning: a sound server of another user owns the sound card") {
+				t.Fatalf("check:\n%s", out)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("check does not name the sound server:\n%s", out)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
