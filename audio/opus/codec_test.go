@@ -7,8 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agenthost/agenthost/audio/audiotest"
 	"go.uber.org/goleak"
+
+	"github.com/agenthost/agenthost/audio/audiotest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -140,7 +140,6 @@ type hostStatus struct {
 	} `json:"mcp_servers"`
 }
 
-
 // TestBadMCPServersLeaveTheHostServing: a server whose program is not
 // there, one that prints only junk on stdout, one that hangs at
 // initialize, one with a tool whose schema is invalid, and a result far

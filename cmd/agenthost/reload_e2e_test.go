@@ -170,7 +170,11 @@ func TestReloadAudioDevices(t *testing.T) {
 		t.Fatalf("talk start: %v %s", err, out)
 	}
 	task := strings.TrimSpace(out[strings.LastIndex(out, " ")+1:])
-	sample := func(v int16) []byte { s := make([]byte, 2); binary.LittleEndian.PutUint16(s, uint16(v)); return bytes.Repeat(s, 8) }
+	sample := func(v int16) []byte {
+		s := make([]byte, 2)
+		binary.LittleEndian.PutUint16(s, uint16(v))
+		return bytes.Repeat(s, 8)
+	}
 	waitFor(t, sim, "audio from the first file", func() bool { return bytes.Contains(sim.Audio(task), sample(1000)) })
 	f.edit(t, map[string]any{"audio": map[string]any{"input_file": b}})
 	f.logShows("configuration reloaded")

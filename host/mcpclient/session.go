@@ -33,6 +33,7 @@ import (
 
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/supervise"
+	"github.com/agenthost/agenthost/internal/quietlog"
 )
 
 // Defaults of Options.
@@ -253,7 +254,7 @@ func start(ctx context.Context, o Options, kind string, roots rootList) (*Sessio
 func (s *Session) newClient(roots rootList) *mcp.Client {
 	caps := roots.capabilities() // no sampling, no elicitation
 	c := mcp.NewClient(&mcp.Implementation{Name: "agenthost", Version: s.o.Version}, &mcp.ClientOptions{
-		Logger:       sdkLogger(s.log),
+		Logger:       quietlog.For(s.log, "go-sdk"),
 		Capabilities: caps,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			s.mu.Lock()

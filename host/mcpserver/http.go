@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/agenthost/agenthost/internal/quietlog"
 )
 
 // Path is where the Streamable HTTP endpoint is served.
@@ -39,7 +41,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &mcp.StreamableHTTPOptions{
-		Logger: sdkLogger(o.Log),
+		Logger: quietlog.For(o.Log, "go-sdk"),
 	})
 	allowed := map[string]bool{}
 	for _, a := range o.AllowedOrigins {

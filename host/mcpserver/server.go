@@ -18,6 +18,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/internal/quietlog"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -102,7 +103,7 @@ func New(cat Catalog, caller Caller, o Options) *Server {
 	}
 	s := &Server{cat: cat, caller: caller, log: o.Log, offered: map[string][]byte{}}
 	s.srv = mcp.NewServer(&mcp.Implementation{Name: o.Name, Title: "agenthost: the speaker's services", Version: o.Version}, &mcp.ServerOptions{
-		Logger: sdkLogger(o.Log),
+		Logger: quietlog.For(o.Log, "go-sdk"),
 		// Tools (with listChanged) are announced even while the set is empty.
 		Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
 		Instructions: "These tools are the services of a voice speaker (agenthost): its plugins, " +

@@ -3,10 +3,11 @@ package services_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/agenthost/agenthost/internal/testbin"
 	"log/slog"
 	"strings"
 	"testing"
+
+	"github.com/agenthost/agenthost/internal/testbin"
 
 	"go.uber.org/goleak"
 

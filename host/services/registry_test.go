@@ -3,10 +3,11 @@ package services_test
 import (
 	"context"
 	"encoding/json"
-	"github.com/agenthost/agenthost/internal/testbin"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/testbin"
 
 	"github.com/agenthost/agenthost/host/builtin"
 	"github.com/agenthost/agenthost/host/services"

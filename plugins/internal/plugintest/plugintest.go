@@ -7,7 +7,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/agenthost/agenthost/internal/testbin"
 	"io"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/testbin"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"

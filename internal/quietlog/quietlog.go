@@ -1,15 +1,17 @@
-package mcpserver
+// Package quietlog hands a library a logger whose routine lines (below
+// warn) go out at debug: the go-sdk's info lines about sessions connecting
+// and initializing are noise at info.
+package quietlog
 
 import (
 	"context"
 	"log/slog"
 )
 
-// sdkLogger is the go-sdk's logger: its info lines (sessions connecting,
-// initialized) are routine, so they go out at debug; warnings and errors
-// keep their level.
-func sdkLogger(log *slog.Logger) *slog.Logger {
-	return slog.New(demote{log.Handler()}).With("from", "go-sdk")
+// For returns log for the library named from: its lines below warn at
+// debug, warnings and errors at their level, each with from=<from>.
+func For(log *slog.Logger, from string) *slog.Logger {
+	return slog.New(demote{log.Handler()}).With("from", from)
 }
 
 type demote struct{ slog.Handler }
