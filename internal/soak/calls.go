@@ -62,25 +62,38 @@ const (
 	noAnswerDrop // no result, and a deliberate drop happened while in flight
 	notSent      // the simulator had no connection to send it on (right after a drop)
 	notSentAlone // the same, with no drop in the 10 s before
+	atStall      // failed, no answer or not sent while this program (or the machine) stood still
 	nClasses
 )
 
 // accounts are the load's figures; soak.mu guards them.
 type accounts struct {
 	attempted  int
+	skipped    int // calls not made because this program was late for them (a stall)
 	class      [nClasses]int
 	latency    []time.Duration // of the successful calls
 	perService map[string]*[nClasses]int
 	examples   []string // the first few unexplained problems
 }
 
-// load starts calls at the rate until ctx ends; calls tracks them.
+// load starts calls at the rate until ctx ends; calls tracks them. A call
+// this program is late for by more than lateSkip (it stood still: a long
+// GC, a machine under load) is skipped rather than sent in a burst, so the
+// host always sees the steady rate.
 func (s *soak) load(ctx context.Context, calls *sync.WaitGroup) {
+	const lateSkip = 250 * time.Millisecond
 	interval := time.Duration(float64(time.Second) / s.o.rate)
 	for i := 0; ; i++ {
-		sleepUntil(ctx, s.started.Add(time.Duration(i)*interval))
+		at := s.started.Add(time.Duration(i) * interval)
+		sleepUntil(ctx, at)
 		if ctx.Err() != nil {
 			return
+		}
+		if time.Since(at) > lateSkip {
+			s.mu.Lock()
+			s.acct.skipped++
+			s.mu.Unlock()
+			continue
 		}
 		calls.Add(1)
 		go func() {
@@ -117,6 +130,9 @@ func (s *soak) call(i int, c callSpec) {
 		if cerr := c.check(string(out.Data)); cerr != nil {
 			class, why = failedCall, fmt.Sprintf("wrong answer (%v): %.200s", cerr, out.Data)
 		}
+	}
+	if (class == failedCall || class == noAnswer || class == notSentAlone) && s.stallNear(t0.Add(-time.Second), t1) {
+		class = atStall
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()

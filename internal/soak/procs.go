@@ -1,8 +1,10 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -16,6 +18,8 @@ type snapshot struct {
 	rss        int64         // the host's, from GET /v1/status
 	fds        int
 	goroutines int
+	heapGoal   int64 // go_memstats_next_gc_bytes from /metrics: (1+GOGC/100)·live heap
+	heapObjs   int64 // go_memstats_heap_objects
 	children   int   // processes whose parent is the host
 	childRSS   int64 // their resident memory together
 }
@@ -38,6 +42,11 @@ func (s *soak) sample() (snapshot, error) {
 		return snapshot{}, fmt.Errorf("GET /v1/status: %w", err)
 	}
 	snap := snapshot{at: time.Since(s.started), rss: st.Process.RSSBytes, fds: st.Process.OpenFDs, goroutines: st.Process.Goroutines}
+	m, err := s.metrics(ctx)
+	if err != nil {
+		return snapshot{}, err
+	}
+	snap.heapGoal, snap.heapObjs = int64(m["go_memstats_next_gc_bytes"]), int64(m["go_memstats_heap_objects"])
 	for _, p := range procs() {
 		if p.ppid == s.host.Process.Pid {
 			snap.children++
@@ -76,6 +85,8 @@ func (s *soak) figures() (snapshot, bool) {
 		rss:        med(func(a snapshot) int64 { return a.rss }),
 		fds:        int(med(func(a snapshot) int64 { return int64(a.fds) })),
 		goroutines: int(med(func(a snapshot) int64 { return int64(a.goroutines) })),
+		heapGoal:   med(func(a snapshot) int64 { return a.heapGoal }),
+		heapObjs:   med(func(a snapshot) int64 { return a.heapObjs }),
 		children:   int(med(func(a snapshot) int64 { return int64(a.children) })),
 		childRSS:   med(func(a snapshot) int64 { return a.childRSS }),
 	}
@@ -83,6 +94,31 @@ func (s *soak) figures() (snapshot, bool) {
 	s.samples = append(s.samples, snap)
 	s.mu.Unlock()
 	return snap, true
+}
+
+// metrics reads the host's /metrics: the samples without labels.
+func (s *soak) metrics(ctx context.Context) (map[string]float64, error) {
+	req, err := http.NewRequestWithContext(ctx, "GET", "http://"+s.metricsAddr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("GET /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	m := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || strings.HasPrefix(name, "#") || strings.Contains(name, "{") {
+			continue
+		}
+		if v, err := strconv.ParseFloat(val, 64); err == nil {
+			m[name] = v
+		}
+	}
+	return m, sc.Err()
 }
 
 type proc struct {
@@ -164,12 +200,13 @@ func (s *soak) progress(label string, snap snapshot) {
 	reloads, drops := len(s.reloads), len(s.drops)
 	s.mu.Unlock()
 	starts, _, ends, _, _ := s.mon.turns(time.Now())
+	stalls := s.heart.report().n
 	if label != "" {
 		label = " (" + label + ")"
 	}
-	fmt.Printf("t=%-7s calls %d ok %d; reloads %d drops %d; turns %d replies %d | host rss %s fds %d goroutines %d | plugins %d, rss %s%s\n",
-		snap.at.Round(time.Second), a.attempted, a.class[okCall], reloads, drops, starts, ends,
-		mb(snap.rss), snap.fds, snap.goroutines, snap.children, mb(snap.childRSS), label)
+	fmt.Printf("t=%-7s calls %d ok %d; reloads %d drops %d; turns %d replies %d; stalls %d | host rss %s heap goal %s objects %d fds %d goroutines %d | plugins %d, rss %s%s\n",
+		snap.at.Round(time.Second), a.attempted, a.class[okCall], reloads, drops, starts, ends, stalls,
+		mb(snap.rss), mb(snap.heapGoal), snap.heapObjs, snap.fds, snap.goroutines, snap.children, mb(snap.childRSS), label)
 }
 
 func mb(b int64) string { return fmt.Sprintf("%.1f MB", float64(b)/(1<<20)) }

@@ -203,6 +203,9 @@ func (r *result) judge(s *soak) {
 		if g := r.end.rss - r.start.rss; g > maxRSSGrowth {
 			r.failf("the host's RSS grew by %s (bound %s)", mb(g), mb(maxRSSGrowth))
 		}
+		if g := r.end.heapGoal - r.start.heapGoal; g > maxHeapGrowth {
+			r.failf("the host's heap goal grew by %s (bound %s)", mb(g), mb(maxHeapGrowth))
+		}
 		if g := r.end.goroutines - r.start.goroutines; g > maxGoroutineGrowth {
 			r.failf("the host's goroutines grew by %d (bound %d)", g, maxGoroutineGrowth)
 		}
@@ -248,6 +251,8 @@ func (r *result) print(s *soak) {
 		a.attempted, r.sent, r.answered, a.class[okCall], a.class[failedCall], r.lost+a.class[noAnswer], r.twice)
 	fmt.Printf("         dropped with the link %d (no answer %d, failed %d); not sent, no link after a drop %d; answered on a later connection %d; unexplained no-link %d\n",
 		r.droppedWithLink, a.class[noAnswerDrop], a.class[failedAtDrop], a.class[notSent], r.elsewhere, a.class[notSentAlone])
+	fmt.Printf("         skipped, this program was late for them %d; failed or no answer while this program stood still %d\n",
+		a.skipped, a.class[atStall])
 	fmt.Printf("latency: p50 %s, p99 %s, max %s (%d successful calls)\n", pct(lat, 50), pct(lat, 99), pct(lat, 100), len(lat))
 	var names []string
 	for n := range a.perService {
@@ -257,7 +262,7 @@ func (r *result) print(s *soak) {
 	for _, n := range names {
 		c := a.perService[n]
 		fmt.Printf("         %-25s ok %d, failed %d, no answer %d, dropped/not sent %d\n", n, c[okCall], c[failedCall],
-			c[noAnswer], c[noAnswerDrop]+c[failedAtDrop]+c[notSent]+c[notSentAlone])
+			c[noAnswer], c[noAnswerDrop]+c[failedAtDrop]+c[notSent]+c[notSentAlone]+c[atStall])
 	}
 	fmt.Printf("reloads: %d (applied %d; rename to new sha256 in GET /v1/plugins: median %s, max %s); registers at the simulator %d\n",
 		len(reloads), len(applied), pct(applied, 50), pct(applied, 100), len(s.sim.Registers()))
@@ -265,6 +270,8 @@ func (r *result) print(s *soak) {
 		drops, pct(reconn, 50), pct(reconn, 100), r.conns, r.deliberate, r.atShutdown)
 	fmt.Printf("voice:   mode vad; turns started %d, ended by the simulator's VAD %d, replies streamed %d, microphone frames %d; longest time without a new turn %s\n",
 		r.voice.starts, r.voice.stops, r.voice.ends, r.voice.audio, r.voice.maxGap.Round(time.Millisecond))
+	st := s.heart.report()
+	fmt.Printf("driver:  stood still %d times for over %s (longest %s%s); heap %s at the end\n", st.n, stallMin, st.longest.Round(time.Millisecond), st.when, mb(st.heap))
 	if len(r.pids) > 0 {
 		var l []string
 		for _, p := range r.pids {
@@ -284,6 +291,8 @@ func (r *result) print(s *soak) {
 	fmt.Printf("host:    pid %d\n", s.host.Process.Pid)
 	row("", fmt.Sprintf("start@%s", r.start.at.Round(time.Second)), fmt.Sprintf("end@%s", r.end.at.Round(time.Second)), "bound")
 	row("rss", mb(r.start.rss), mb(r.end.rss), "growth ≤ "+mb(maxRSSGrowth))
+	row("heap goal (next GC)", mb(r.start.heapGoal), mb(r.end.heapGoal), "growth ≤ "+mb(maxHeapGrowth))
+	row("heap objects", fmt.Sprint(r.start.heapObjs), fmt.Sprint(r.end.heapObjs), "")
 	row("open fds", fmt.Sprint(r.start.fds), fmt.Sprint(r.end.fds), fmt.Sprintf("growth ≤ %d", maxFDGrowth))
 	row("goroutines", fmt.Sprint(r.start.goroutines), fmt.Sprint(r.end.goroutines), fmt.Sprintf("growth ≤ %d", maxGoroutineGrowth))
 	row("plugin processes", fmt.Sprint(r.start.children), fmt.Sprint(r.end.children), fmt.Sprintf("≤ %d", maxPluginProcs))
@@ -295,10 +304,12 @@ func (r *result) print(s *soak) {
 		lo, hi := samples[0], samples[0]
 		for _, x := range samples {
 			lo.rss, hi.rss = min(lo.rss, x.rss), max(hi.rss, x.rss)
+			lo.heapGoal, hi.heapGoal = min(lo.heapGoal, x.heapGoal), max(hi.heapGoal, x.heapGoal)
 			lo.fds, hi.fds = min(lo.fds, x.fds), max(hi.fds, x.fds)
 			lo.goroutines, hi.goroutines = min(lo.goroutines, x.goroutines), max(hi.goroutines, x.goroutines)
 		}
-		fmt.Printf("  over %d readings: rss %s–%s, fds %d–%d, goroutines %d–%d\n", len(samples), mb(lo.rss), mb(hi.rss), lo.fds, hi.fds, lo.goroutines, hi.goroutines)
+		fmt.Printf("  over %d readings: rss %s–%s, heap goal %s–%s, fds %d–%d, goroutines %d–%d\n", len(samples), mb(lo.rss), mb(hi.rss),
+			mb(lo.heapGoal), mb(hi.heapGoal), lo.fds, hi.fds, lo.goroutines, hi.goroutines)
 	}
 	fmt.Printf("orphans after the host stopped: %d\n", len(r.orphans))
 	for _, lvl := range []string{"ERROR", "WARN"} {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,17 +30,19 @@ const token = "soak-token"
 type soak struct {
 	o                                     options
 	pluginDir, stage, filesRoot, sockPath string
+	metricsAddr                           string // the host's /metrics, on loopback
 	hostLog                               string
 	variants                              [2]string // two clock binaries that differ only in appended bytes
 	hashes                                [2]string
 	started                               time.Time // when the load began
 
-	sim  *voicetest.Server
-	mon  *monitor
-	ctl  *control.Client
-	host *exec.Cmd
-	exit chan struct{} // closed when the host process has exited
-	err  error         // its exit status, once exit is closed
+	sim   *voicetest.Server
+	mon   *monitor
+	heart *heartbeat
+	ctl   *control.Client
+	host  *exec.Cmd
+	exit  chan struct{} // closed when the host process has exited
+	err   error         // its exit status, once exit is closed
 
 	mu        sync.Mutex
 	drops     []time.Time // deliberate drops, when they began
@@ -105,6 +108,9 @@ func setup(o options) (*soak, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.metricsAddr, err = freePort(); err != nil {
+		return s, err
+	}
 	cfg := filepath.Join(work, "agenthost.yaml")
 	if err := os.WriteFile(cfg, []byte(s.config(work, mic)), 0o640); err != nil {
 		return s, err
@@ -148,8 +154,9 @@ audio:
 conversation:
   control_socket: %q
   push_to_talk_key: false
+metrics: {listen: %q}
 `, s.sim.Addr(), s.pluginDir, filepath.Join(work, "run"), filepath.Join(work, "state"), s.filesRoot,
-		mic, filepath.Join(work, "speaker.wav"), s.sockPath)
+		mic, filepath.Join(work, "speaker.wav"), s.sockPath, s.metricsAddr)
 }
 
 // startHost runs `agenthost run` in a process group of its own (so a
@@ -249,6 +256,16 @@ func (s *soak) shutdown() {
 	}
 }
 
+// freePort returns a loopback address with a port free now.
+func freePort() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
 // micClip is the looping microphone: half a second of a loud 440 Hz tone
 // (speech to the simulator's VAD) and 1.5 s of silence, 16 kHz s16le.
 func micClip() []byte {
@@ -317,6 +334,8 @@ func (s *soak) run(sig context.Context) *result {
 		}
 	}()
 
+	s.heart = newHeartbeat(s.started)
+	go s.heart.run(ctx)
 	var wg sync.WaitGroup
 	calls := &sync.WaitGroup{}
 	wg.Add(3)
@@ -442,6 +461,9 @@ func (s *soak) drop(int) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// stallNear reports whether this program stood still at some time in [from, to].
+func (s *soak) stallNear(from, to time.Time) bool { return s.heart.near(from, to) }
 
 // dropNear reports whether a deliberate drop began in [from, to].
 func (s *soak) dropNear(from, to time.Time) bool {
