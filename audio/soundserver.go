@@ -2,13 +2,11 @@ package audio
 
 import (
 	"fmt"
-	"os"
 	"os/user"
-	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"github.com/agenthost/agenthost/internal/procs"
 )
 
 // SoundServer is a sound server that runs on this machine: PipeWire or
@@ -24,36 +22,17 @@ type SoundServer struct {
 // SoundServers lists the sound servers running now (from /proc), sorted by
 // PID.
 func SoundServers() []SoundServer {
-	ents, _ := os.ReadDir("/proc")
 	var out []SoundServer
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
+	for _, p := range procs.All() {
+		if p.Comm != "pipewire" && p.Comm != "pulseaudio" {
 			continue
 		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil {
-			continue
-		}
-		name := strings.TrimSpace(string(comm))
-		if name != "pipewire" && name != "pulseaudio" {
-			continue
-		}
-		fi, err := os.Stat(filepath.Join("/proc", e.Name()))
-		if err != nil {
-			continue
-		}
-		s := SoundServer{Name: name, PID: pid, UID: -1}
-		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-			s.UID = int(st.Uid)
-			s.User = strconv.Itoa(s.UID)
-			if u, err := user.LookupId(s.User); err == nil {
-				s.User = u.Username
-			}
+		s := SoundServer{Name: p.Comm, PID: p.PID, UID: p.UID, User: strconv.Itoa(p.UID)}
+		if u, err := user.LookupId(s.User); err == nil {
+			s.User = u.Username
 		}
 		out = append(out, s)
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out
 }
 

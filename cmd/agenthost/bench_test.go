@@ -3,11 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
-	"os"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,15 +78,6 @@ func BenchmarkHostCall(b *testing.B) {
 }
 
 func rssMB(b *testing.B, pid int) float64 {
-	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(string(s), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && f[0] == "VmRSS:" {
-			kb, _ := strconv.Atoi(f[1])
-			return float64(kb) / 1024
-		}
-	}
-	return 0
+	rss, _ := memOf(b, pid)
+	return rss
 }

@@ -13,11 +13,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/procs"
 
 	"github.com/hashicorp/go-hclog"
 	goplugin "github.com/hashicorp/go-plugin"
@@ -349,24 +350,11 @@ func BenchmarkPluginRSS(b *testing.B) {
 
 // memOf returns a process's VmRSS and RssAnon in MB.
 func memOf(b *testing.B, pid int) (rss, anon float64) {
-	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	m, err := procs.Memory(pid)
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, line := range strings.Split(string(s), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		kb, _ := strconv.Atoi(f[1])
-		switch f[0] {
-		case "VmRSS:":
-			rss = float64(kb) / 1024
-		case "RssAnon:":
-			anon = float64(kb) / 1024
-		}
-	}
-	return rss, anon
+	return float64(m.RSS) / (1 << 20), float64(m.Anon) / (1 << 20)
 }
 
 // BenchmarkLazyPlugins: ten lazy plugins (the clock, under ten names and
@@ -412,13 +400,13 @@ func BenchmarkLazyPlugins(b *testing.B) {
 		return d, sim, ready
 	}
 	cold, _, coldReady := start()
-	coldProcs := len(processesFrom(dir))
+	coldProcs := len(procs.In(dir))
 	coldRSS, _ := memOf(b, cold.cmd.Process.Pid)
 	if err := cold.stop(); err != nil {
 		b.Fatal(err)
 	}
 	d, sim, warmReady := start()
-	warmProcs := len(processesFrom(dir))
+	warmProcs := len(procs.In(dir))
 	warmRSS, warmAnon := memOf(b, d.cmd.Process.Pid)
 
 	var lat []time.Duration

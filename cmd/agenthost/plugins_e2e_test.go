@@ -23,6 +23,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/procs"
+
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/internal/testbin"
 	"github.com/agenthost/agenthost/proto/voice"
@@ -307,37 +309,13 @@ func versionOf(r voice.Register) string {
 // or a zombie that only waits to be reaped).
 func processGone(pid int, within time.Duration) bool {
 	deadline := time.Now().Add(within)
-	for {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return true
-		}
-		// pid (comm) S …: the state follows the last ')'.
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
-			return true
-		}
+	for procs.Alive(pid) {
 		if time.Now().After(deadline) {
 			return false
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-}
-
-// processesFrom lists the running processes whose executable is in dir.
-func processesFrom(dir string) []string {
-	ents, _ := os.ReadDir("/proc")
-	var out []string
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
-		if err == nil && strings.HasPrefix(exe, dir+"/") && !processGone(pid, 0) {
-			out = append(out, fmt.Sprintf("%d %s", pid, exe))
-		}
-	}
-	return out
+	return true
 }
 
 // TestPluginHotReload installs, replaces (in each way people do) and removes
@@ -677,7 +655,7 @@ func TestPluginProcessesEndWithHost(t *testing.T) {
 					t.Errorf("plugin process %d (%d of %d) outlived the host", pid, i+1, len(pids))
 				}
 			}
-			if left := processesFrom(dir); len(left) > 0 {
+			if left := procs.In(dir); len(left) > 0 {
 				t.Errorf("processes from the plugin folder remain: %v", left)
 			}
 			if sig == syscall.SIGTERM {
@@ -747,7 +725,7 @@ func TestPluginsCommandAndCall(t *testing.T) {
 	if err != nil || !strings.Contains(callOut, `"version": "7"`) {
 		t.Fatalf("agenthost call versioned_info without a daemon: %v\n%s", err, callOut)
 	}
-	if left := processesFrom(dir); len(left) > 0 {
+	if left := procs.In(dir); len(left) > 0 {
 		t.Errorf("agenthost call left plugin processes: %v", left)
 	}
 	if _, err := d.cli("call", "no_such_service", `{}`); err == nil {

@@ -4,43 +4,23 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/procs"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 )
 
-// processesOf lists the processes running a binary from dir.
-func processesOf(dir string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if exe, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid)); err == nil && strings.HasPrefix(exe, dir+"/") {
-			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
-				if i := strings.LastIndexByte(string(b), ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
-					continue
-				}
-			}
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
 // noProcesses waits until no process runs from dir.
 func noProcesses(t *testing.T, dir, what string) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
-	for len(processesOf(dir)) > 0 {
+	for len(procs.In(dir)) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: processes still run from %s: %v", what, dir, processesOf(dir))
+			t.Fatalf("%s: processes still run from %s: %v", what, dir, procs.In(dir))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

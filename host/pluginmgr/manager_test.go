@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/procs"
+
 	"go.uber.org/goleak"
 
 	"github.com/agenthost/agenthost/config"
@@ -189,21 +191,16 @@ func (x *mgr) call(method, params string) voice.Outcome {
 	return x.disp.Dispatch(context.Background(), voice.Call{CallID: id, Method: method, Params: json.RawMessage(params)})
 }
 
+// gone waits until pid no longer runs.
 func gone(pid int) bool {
 	deadline := time.Now().Add(15 * time.Second)
-	for {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			return true
-		}
-		if i := strings.LastIndexByte(string(b), ')'); i > 0 && len(b) > i+2 && b[i+2] == 'Z' {
-			return true
-		}
+	for procs.Alive(pid) {
 		if time.Now().After(deadline) {
 			return false
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+	return true
 }
 
 // TestPluginManagerReloadUnderCalls replaces a plugin five times while

@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/procs"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -236,7 +238,7 @@ func TestPluginExitsWhenHostDies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !alive(pid) {
+	if !procs.Alive(pid) {
 		t.Fatalf("plugin %d is not running", pid)
 	}
 	if err := host.Process.Signal(syscall.SIGKILL); err != nil {
@@ -245,27 +247,13 @@ func TestPluginExitsWhenHostDies(t *testing.T) {
 	host.Wait()
 
 	deadline := time.Now().Add(30 * time.Second) // a bound, not a timing assertion
-	for alive(pid) {
+	for procs.Alive(pid) {
 		if time.Now().After(deadline) {
 			syscall.Kill(pid, syscall.SIGKILL)
 			t.Fatalf("plugin %d still runs after its host died", pid)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// alive reports whether pid runs (a zombie left to a non-reaping init counts
-// as dead).
-func alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return syscall.Kill(pid, 0) == nil
-	}
-	s := string(stat)
-	if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) {
-		return s[i+2] != 'Z' && s[i+2] != 'X'
-	}
-	return true
 }
 
 // fakeT is enough of testing.TB for plugintest.Start in the fake host.

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/procs"
+
 	"github.com/agenthost/agenthost/internal/testbin"
 )
 
@@ -144,28 +146,14 @@ func (s *Server) Stop() {
 // of parts is alive (a zombie does not count), to show that a test left
 // no process behind.
 func Running(parts ...string) bool {
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
+	for _, p := range procs.All() {
+		all := p.Alive()
+		for _, part := range parts {
+			all = all && strings.Contains(p.Cmdline, part)
 		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(b) == 0 {
-			continue
+		if all {
+			return true
 		}
-		cmdline := strings.ReplaceAll(string(b), "\x00", " ")
-		all := true
-		for _, p := range parts {
-			all = all && strings.Contains(cmdline, p)
-		}
-		if !all {
-			continue
-		}
-		st, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if i := strings.LastIndexByte(string(st), ')'); i > 0 && len(st) > i+2 && st[i+2] == 'Z' {
-			continue
-		}
-		return true
 	}
 	return false
 }
