@@ -305,19 +305,6 @@ func versionOf(r voice.Register) string {
 	return v
 }
 
-// processGone waits until the process pid no longer runs (absent from /proc,
-// or a zombie that only waits to be reaped).
-func processGone(pid int, within time.Duration) bool {
-	deadline := time.Now().Add(within)
-	for procs.Alive(pid) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return true
-}
-
 // TestPluginHotReload installs, replaces (in each way people do) and removes
 // a plugin while the host runs and a loop calls another plugin: every change
 // gives exactly one register on the same connection, a binary that did not
@@ -365,11 +352,11 @@ func TestPluginHotReload(t *testing.T) {
 			if got.PID == lastPID {
 				t.Fatalf("%s: the same process %d still serves", step, got.PID)
 			}
-			if lastPID != 0 && !processGone(lastPID, 15*time.Second) {
+			if lastPID != 0 && !procs.Gone(lastPID, 15*time.Second) {
 				t.Fatalf("%s: the old instance (pid %d) was not stopped", step, lastPID)
 			}
 			lastPID = got.PID
-		} else if !processGone(lastPID, 15*time.Second) {
+		} else if !procs.Gone(lastPID, 15*time.Second) {
 			t.Fatalf("%s: the removed plugin's process %d still runs", step, lastPID)
 		}
 		loop.await(t, before, 3)
@@ -458,7 +445,7 @@ func TestPluginCrashMidCall(t *testing.T) {
 	}
 	d.logLine("plugin crashed; restarting it", "plugin=faulty", "crashes=1")
 	d.logLine("level=ERROR", "plugin process exited", "plugin=faulty", "exit status 3")
-	if !processGone(first, 15*time.Second) {
+	if !procs.Gone(first, 15*time.Second) {
 		t.Fatalf("the crashed process %d still runs", first)
 	}
 	// Wait for the restart: calls in between fail with a message that says so.
@@ -504,7 +491,7 @@ func TestPluginCrashMidCall(t *testing.T) {
 	if st := d.pluginList()["faulty"]; st.State != "parked" || st.PID != 0 || !strings.Contains(st.LastError, "crashed 2 times") {
 		t.Fatalf("after parking: %+v", st)
 	}
-	if !processGone(second, 15*time.Second) {
+	if !procs.Gone(second, 15*time.Second) {
 		t.Fatalf("the parked plugin's process %d still runs", second)
 	}
 	if out := call(t, sim, "faulty_ok", `{}`); out.Success || !strings.Contains(out.Error, "unknown service") {
@@ -651,7 +638,7 @@ func TestPluginProcessesEndWithHost(t *testing.T) {
 				d.exited <- nil
 			}
 			for i, pid := range pids {
-				if !processGone(pid, 15*time.Second) {
+				if !procs.Gone(pid, 15*time.Second) {
 					t.Errorf("plugin process %d (%d of %d) outlived the host", pid, i+1, len(pids))
 				}
 			}

@@ -26,7 +26,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
-	"unicode/utf8"
+
+	"github.com/agenthost/agenthost/internal/clip"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -514,7 +515,7 @@ func (s *Session) listTools(ctx context.Context) (bool, error) {
 			break
 		}
 		if seen[res.NextCursor] {
-			return false, fmt.Errorf("the server repeats the page cursor %q", truncate(res.NextCursor, 40))
+			return false, fmt.Errorf("the server repeats the page cursor %q", clip.String(res.NextCursor, 40))
 		}
 		seen[res.NextCursor] = true
 		params = &mcp.ListToolsParams{Cursor: res.NextCursor}
@@ -560,7 +561,7 @@ func (s *Session) reduceTools(tools []*mcp.Tool) ([]services.Service, []LeftOut)
 			continue
 		}
 		if !toolName.MatchString(t.Name) || !toolName.MatchString(s.o.Server.Prefix+t.Name) {
-			left = append(left, LeftOut{Tool: truncate(t.Name, 80), Reason: fmt.Sprintf("the name (with prefix %q) must be 1 to 64 letters, digits, '_', '.' or '-'", s.o.Server.Prefix)})
+			left = append(left, LeftOut{Tool: clip.String(t.Name, 80), Reason: fmt.Sprintf("the name (with prefix %q) must be 1 to 64 letters, digits, '_', '.' or '-'", s.o.Server.Prefix)})
 			continue
 		}
 		if taken[t.Name] {
@@ -907,16 +908,4 @@ func redactURL(s string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.String()
-}
-
-// truncate shortens s to at most n bytes on a rune boundary.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
 }

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/clip"
+
 	"github.com/agenthost/agenthost/internal/childenv"
 	"github.com/agenthost/agenthost/internal/linewriter"
 )
@@ -168,12 +170,12 @@ func (p *process) line(line []byte, w io.Writer) {
 	p.garbage++
 	n := p.garbage
 	if n == 1 {
-		p.firstJunk = truncate(string(t), 200)
+		p.firstJunk = clip.String(string(t), 200)
 	}
 	p.mu.Unlock()
 	if n <= maxGarbageLogged || n%100 == 0 {
 		p.log.Warn("the server printed a line that is not JSON-RPC on stdout; ignored (an MCP stdio server must write only JSON-RPC there, and log to stderr)",
-			"line", truncate(string(t), 200), "count", n)
+			"line", clip.String(string(t), 200), "count", n)
 	}
 }
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/clip"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/internal/quietlog"
@@ -53,8 +55,8 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !localOrigin(origin) && !allowed[strings.ToLower(origin)] {
-			o.Log.Warn("refused an MCP request from a foreign origin", "origin", truncate(origin, 100), "remote", r.RemoteAddr)
-			http.Error(w, "Forbidden: origin "+truncate(origin, 100)+" is not allowed", http.StatusForbidden)
+			o.Log.Warn("refused an MCP request from a foreign origin", "origin", clip.String(origin, 100), "remote", r.RemoteAddr)
+			http.Error(w, "Forbidden: origin "+clip.String(origin, 100)+" is not allowed", http.StatusForbidden)
 			return
 		}
 		if o.Token != "" {
@@ -127,11 +129,4 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, o HTTPOptions) erro
 		return err
 	}
 	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "…"
 }

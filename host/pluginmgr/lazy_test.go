@@ -61,7 +61,7 @@ func TestLazyPluginLifeCycle(t *testing.T) {
 		t.Fatalf("the first call: %+v, status %+v", out, running)
 	}
 	x.waitStatus("faulty", "idle again", func(s pluginmgr.Status) bool { return s.State == "idle" && s.PID == 0 })
-	if !gone(running.PID) {
+	if !procs.Gone(running.PID, 15*time.Second) {
 		t.Fatalf("the idle process %d still runs", running.PID)
 	}
 	x.stop()

@@ -191,18 +191,6 @@ func (x *mgr) call(method, params string) voice.Outcome {
 	return x.disp.Dispatch(context.Background(), voice.Call{CallID: id, Method: method, Params: json.RawMessage(params)})
 }
 
-// gone waits until pid no longer runs.
-func gone(pid int) bool {
-	deadline := time.Now().Add(15 * time.Second)
-	for procs.Alive(pid) {
-		if time.Now().After(deadline) {
-			return false
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return true
-}
-
 // TestPluginManagerReloadUnderCalls replaces a plugin five times while
 // goroutines call it and another plugin and read the manager's status: no
 // call fails, each new build gets a new process, old processes stop.
@@ -269,7 +257,7 @@ func TestPluginManagerReloadUnderCalls(t *testing.T) {
 		t.Fatalf("too few calls to show anything: %v", counts)
 	}
 	for _, pid := range pids[:len(pids)-1] {
-		if !gone(pid) {
+		if !procs.Gone(pid, 15*time.Second) {
 			t.Errorf("the replaced process %d still runs", pid)
 		}
 	}
@@ -311,7 +299,7 @@ func TestPluginManagerParkedPluginRetriedOnTouch(t *testing.T) {
 	if _, ok := x.reg.Lookup("faulty_ok"); ok {
 		t.Fatal("the parked plugin's services are still registered")
 	}
-	if !gone(first.PID) {
+	if !procs.Gone(first.PID, 15*time.Second) {
 		t.Fatalf("the crashed process %d still runs", first.PID)
 	}
 	now := time.Now()
@@ -365,7 +353,7 @@ func TestPluginManagerStopsEverything(t *testing.T) {
 	x.call("faulty_hang", `{}`) // a handler still running in the plugin
 	x.stop()
 	for _, pid := range pids {
-		if !gone(pid) {
+		if !procs.Gone(pid, 15*time.Second) {
 			t.Errorf("plugin process %d outlived Run", pid)
 		}
 	}

@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/clip"
+
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agenthost/agenthost/internal/stall"
@@ -138,7 +140,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, c voice.Call) (out voice.Outc
 	defer func() {
 		if v := recover(); v != nil {
 			d.log.Error("dispatch panicked", "method", method, "call_id", c.CallID, "panic", v, "stack", string(debug.Stack()))
-			out = failure(fmt.Sprintf("%s failed: internal error in the host", truncate(method, 64)))
+			out = failure(fmt.Sprintf("%s failed: internal error in the host", clip.String(method, 64)))
 		}
 		d.logCall(c, start, out)
 	}()
@@ -218,7 +220,7 @@ func (d *Dispatcher) run(ctx context.Context, callID string, e Entry, params jso
 		if text == "" {
 			text = e.Name + " failed"
 		}
-		return failure(truncate(text, d.opts().MaxResult))
+		return failure(clip.String(text, d.opts().MaxResult))
 	}
 	data := bytes.TrimSpace(res.data)
 	if len(data) == 0 {

@@ -10,7 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/agenthost/agenthost/internal/clip"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
@@ -201,7 +202,7 @@ func (r renderer) at(loc []string, msg string) string {
 	if len(loc) == 0 {
 		return msg
 	}
-	return truncate(r.path(loc), 80) + ": " + msg
+	return clip.String(r.path(loc), 80) + ": " + msg
 }
 
 // path renders an instance location as a.b[2], walking the instance to tell
@@ -306,7 +307,7 @@ func display(v any) string {
 	case string:
 		return quoteShort(v)
 	case json.Number:
-		return truncate(v.String(), 40)
+		return clip.String(v.String(), 40)
 	case nil:
 		return "null"
 	case bool, float64, int, int64:
@@ -340,7 +341,7 @@ func ratString(r *big.Rat) string {
 		return "?"
 	}
 	if r.IsInt() {
-		return truncate(r.Num().String(), 40)
+		return clip.String(r.Num().String(), 40)
 	}
 	f, _ := r.Float64()
 	return strconv.FormatFloat(f, 'g', -1, 64)
@@ -349,19 +350,7 @@ func ratString(r *big.Rat) string {
 // quoteShort quotes s for a message, shortened so a huge value from the
 // server cannot make a huge error.
 func quoteShort(s string) string {
-	return strconv.Quote(truncate(s, 64))
-}
-
-// truncate shortens s to at most n bytes on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + "…"
+	return strconv.Quote(clip.String(s, 64))
 }
 
 func compactJSON(v any) string {
@@ -369,7 +358,7 @@ func compactJSON(v any) string {
 	if err != nil {
 		return fmt.Sprint(v)
 	}
-	return truncate(string(b), 64)
+	return clip.String(string(b), 64)
 }
 
 func plural(n int) string {

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // Proc is one process as /proc shows it.
@@ -82,6 +83,19 @@ func All() []Proc {
 func Alive(pid int) bool {
 	p, err := Read(pid)
 	return err == nil && p.Alive()
+}
+
+// Gone waits up to within for pid to end (a zombie counts as ended) and
+// reports whether it did.
+func Gone(pid int, within time.Duration) bool {
+	deadline := time.Now().Add(within)
+	for Alive(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
 }
 
 // In lists the live processes whose executable is (or was, before a rename

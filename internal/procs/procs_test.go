@@ -43,7 +43,7 @@ func TestAChildIsSeenUntilItIsReaped(t *testing.T) {
 	if p.PPID != os.Getpid() || p.Comm != "nap (1)" || p.Exe != exe || p.Cmdline != exe+" 30" || p.UID != os.Getuid() {
 		t.Fatalf("read %+v, want parent %d, comm %q, exe %q, uid %d", p, os.Getpid(), "nap (1)", exe, os.Getuid())
 	}
-	if !procs.Alive(pid) {
+	if !procs.Alive(pid) || procs.Gone(pid, 0) {
 		t.Fatal("a running child is not alive")
 	}
 	if m, err := procs.Memory(pid); err != nil || m.RSS <= 0 || m.Anon <= 0 || m.Anon > m.RSS {
@@ -60,7 +60,7 @@ func TestAChildIsSeenUntilItIsReaped(t *testing.T) {
 	if q, err := procs.Read(pid); err != nil || q.State != 'Z' {
 		t.Fatalf("killed child: %+v, %v; want a zombie", q, err)
 	}
-	if procs.Alive(pid) || len(procs.In(dir)) != 0 {
+	if procs.Alive(pid) || !procs.Gone(pid, 0) || len(procs.In(dir)) != 0 {
 		t.Fatal("a zombie counts as alive")
 	}
 	cmd.Wait()
