@@ -11,6 +11,11 @@ type life struct {
 	child   Child
 	retired chan struct{} // closed when retire starts: no new calls, no crash reports
 
+	// gone is closed when a call found the child dead; its watcher, not the
+	// caller, reports that to the supervisor, so no call waits on it.
+	gone     chan struct{}
+	goneOnce sync.Once
+
 	mu       sync.Mutex
 	calls    int
 	retiring bool
@@ -19,7 +24,20 @@ type life struct {
 }
 
 func newLife(c Child) *life {
-	return &life{child: c, retired: make(chan struct{}), drained: make(chan struct{})}
+	return &life{child: c, retired: make(chan struct{}), gone: make(chan struct{}), drained: make(chan struct{})}
+}
+
+// markGone records that the child died (a call found it dead, or the
+// supervisor handles its crash).
+func (l *life) markGone() { l.goneOnce.Do(func() { close(l.gone) }) }
+
+func (l *life) isGone() bool {
+	select {
+	case <-l.gone:
+		return true
+	default:
+		return false
+	}
 }
 
 // acquire admits a call unless the child is being retired.

@@ -59,7 +59,8 @@ type Options struct {
 	// UnregisterWhileDown takes the services out of the register while a
 	// child that died is being restarted (an MCP server); otherwise they stay
 	// and calls fail fast until the restart (a plugin, whose restart takes
-	// milliseconds).
+	// milliseconds). Not for a Lazy provider: a crashed lazy child waits
+	// for a call to restart, and a call cannot reach unregistered services.
 	UnregisterWhileDown bool
 	// HealthInterval, when set, asks a child that has a Health method on
 	// this interval; a failed check is handled like a crash.
@@ -118,6 +119,7 @@ type Supervisor struct {
 	cur      *life
 	state    string
 	restarts int
+	outage   int // failed tries since the provider last answered (Retry's backoff)
 	parks    int
 	crashes  []time.Time
 	lastErr  string
@@ -228,7 +230,13 @@ func (s *Supervisor) Call(ctx context.Context, method string, params json.RawMes
 	defer s.release(l)
 	data, err := l.child.Call(ctx, method, params)
 	if err != nil && errors.Is(err, ErrGone) && ctx.Err() == nil {
-		s.exited(l, "it died during a call")
+		// A crash marks the life gone before retiring it; a life retired
+		// and not gone was killed on purpose (Stop, or replaced) after
+		// its grace.
+		if l.isRetired() && !l.isGone() {
+			return nil, fmt.Errorf("%s %s was stopped before the call finished (shut down or replaced); try again", s.o.Kind, s.o.Name)
+		}
+		l.markGone()
 		return nil, fmt.Errorf("%s %s crashed during the call; it is being restarted", s.o.Kind, s.o.Name)
 	}
 	return data, err
@@ -260,6 +268,8 @@ func (s *Supervisor) acquire(ctx context.Context) (*life, error) {
 		}
 		select {
 		case <-sc.done:
+		case <-s.done: // stopped before it got to the start
+			return nil, s.unavailable(StateStopped, "")
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -291,11 +301,6 @@ func (s *Supervisor) release(l *life) {
 	if l.release() && s.o.Lazy {
 		l.armIdle(s.o.IdleStop, func() { s.send(event{kind: evIdle, life: l}) })
 	}
-}
-
-// exited reports a child that died (or failed its health check).
-func (s *Supervisor) exited(l *life, why string) {
-	s.send(event{kind: evExited, life: l, why: why})
 }
 
 // Status reports the provider's state.
@@ -428,12 +433,13 @@ func (s *Supervisor) install(child Child) (l, old *life, err error) {
 	s.trans.Lock()
 	s.mu.Lock()
 	old, state, lastErr := s.cur, s.state, s.lastErr
-	s.cur, s.state, s.lastErr = l, StateRunning, ""
+	outage := s.outage
+	s.cur, s.state, s.lastErr, s.outage = l, StateRunning, "", 0
 	s.mu.Unlock()
 	err = s.register(child.Services())
 	if err != nil {
 		s.mu.Lock()
-		s.cur, s.state, s.lastErr = old, state, lastErr
+		s.cur, s.state, s.lastErr, s.outage = old, state, lastErr, outage
 		s.mu.Unlock()
 	}
 	s.trans.Unlock()
@@ -525,7 +531,12 @@ func (s *Supervisor) watch(l *life) {
 		select {
 		case <-l.child.Done():
 			if !l.isRetired() {
-				s.exited(l, "the process exited unexpectedly")
+				s.send(event{kind: evExited, life: l, why: "the process exited unexpectedly"})
+			}
+			return
+		case <-l.gone:
+			if !l.isRetired() {
+				s.send(event{kind: evExited, life: l, why: "it died during a call"})
 			}
 			return
 		case <-l.retired:
@@ -538,7 +549,7 @@ func (s *Supervisor) watch(l *life) {
 			cancel()
 			if err != nil && !l.isRetired() {
 				s.log.Warn(s.o.Kind+" failed its health check; restarting it", "err", err)
-				s.exited(l, "health check failed: "+err.Error())
+				s.send(event{kind: evExited, life: l, why: "health check failed: " + err.Error()})
 				return
 			}
 		}
@@ -554,6 +565,7 @@ func (s *Supervisor) crash(l *life, why string) {
 	}
 	s.cur = nil
 	s.mu.Unlock()
+	l.markGone()
 	s.retire(l, 0)
 	if s.o.UnregisterWhileDown {
 		s.trans.Lock()
@@ -608,7 +620,8 @@ func (s *Supervisor) failedStart(err error) {
 		s.unregister(StateDown, err.Error())
 		s.mu.Lock()
 		s.restarts++
-		wait := s.o.Restart.Delay(min(s.restarts, 32))
+		s.outage++
+		wait := s.o.Restart.Delay(min(s.outage, 32))
 		s.stopRetryLocked()
 		s.retry = time.AfterFunc(wait, func() { s.send(event{kind: evRestart}) })
 		s.mu.Unlock()

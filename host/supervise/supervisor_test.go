@@ -1095,3 +1095,142 @@ func TestUnreachableServerIsRetriedForEverOutOfTheRegister(t *testing.T) {
 		wantRegistered(t, l)
 	})
 }
+
+func TestCallDuringStopOfALazyProviderGetsAClearError(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLab(t)
+		l.anyPut = true
+		o := l.options()
+		o.Lazy, o.IdleStop = true, time.Minute
+		s := supervise.New(o)
+		s.Load(l.starter([]string{"now"}, nil), []services.Service{{Name: "now"}})
+		settle(t, s)
+
+		// A new binary without a cached description: the supervisor starts
+		// it to describe it. Cancelled, the start ends after a second (the
+		// half-started process takes that long to die).
+		entered := make(chan struct{})
+		s.Load(func(ctx context.Context) (supervise.Child, error) {
+			close(entered)
+			<-ctx.Done()
+			time.Sleep(time.Second)
+			return nil, ctx.Err()
+		}, nil)
+		<-entered
+		stopped := make(chan struct{})
+		go func() {
+			s.Stop()
+			close(stopped)
+		}()
+		synctest.Wait() // Stop has cancelled the start and waits for the supervisor
+
+		r := <-callAsync(s, "now")
+		<-stopped
+		if r.err == nil || errors.Is(r.err, context.DeadlineExceeded) {
+			t.Fatalf("a call made while Stop ran got (%s, %v); want at once an error saying the plugin stopped, not a wait for the call's deadline", r.data, r.err)
+		}
+	})
+}
+
+func TestCallsThatFindTheChildGoneReturnByTheirDeadlineWhileTheSupervisorIsBusy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLab(t)
+		s := supervise.New(l.options())
+		t.Cleanup(s.Stop)
+		entered, broken := make(chan string, 64), make(chan struct{})
+		s.Load(l.starter([]string{"now"}, func(c *testChild) {
+			c.onCall = func(ctx context.Context, c *testChild, method string) (json.RawMessage, error) {
+				entered <- method
+				select {
+				case <-broken:
+					return nil, fmt.Errorf("child %d: %w", c.n, supervise.ErrGone)
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
+		}), nil)
+		settle(t, s)
+
+		const n, deadline = 20, 10 * time.Second // the dispatcher's default deadline
+		results := make(chan error, n)
+		for range n {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), deadline)
+				defer cancel()
+				_, err := s.Call(ctx, "now", nil)
+				results <- err
+			}()
+			<-entered
+		}
+		// A new version loads; its start takes up to StartTimeout (a minute).
+		s.Load(func(ctx context.Context) (supervise.Child, error) {
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}, nil)
+		synctest.Wait()
+		close(broken) // the old child's process dies under its calls
+
+		time.Sleep(deadline + time.Second)
+		synctest.Wait()
+		if got := len(results); got != n {
+			t.Fatalf("%d of %d calls were still running a second after their deadline (Supervisor.HonorsContext says a call ends with its context)", n-got, n)
+		}
+	})
+}
+
+func TestCallKilledByStopIsNotToldThePluginIsRestarting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLab(t)
+		s := supervise.New(l.options())
+		entered := make(chan string, 1)
+		s.Load(l.starter([]string{"now"}, func(c *testChild) { c.onCall = blockingCall(entered, nil) }), nil)
+		settle(t, s)
+		inFlight := callAsync(s, "now")
+		<-entered
+
+		s.Stop() // the call is still running when the grace ends
+		r := <-inFlight
+		if r.err == nil || strings.Contains(r.err.Error(), "restart") {
+			t.Fatalf("a call ended by Stop got (%s, %v); want an error saying the plugin stopped, not that it is being restarted", r.data, r.err)
+		}
+	})
+}
+
+func TestServerBackFromALongOutageIsRetriedSoonAfterItsNextDrop(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLab(t)
+		o := l.options()
+		o.Kind, o.FailedStart, o.UnregisterWhileDown = "MCP server", supervise.Retry, true
+		s := supervise.New(o)
+		t.Cleanup(s.Stop)
+		var up atomic.Bool
+		var tries atomic.Int32
+		start := l.starter([]string{"now"}, nil)
+		s.Load(func(ctx context.Context) (supervise.Child, error) {
+			tries.Add(1)
+			if !up.Load() {
+				return nil, errors.New("connection refused")
+			}
+			return start(ctx)
+		}, nil)
+		settle(t, s)
+		time.Sleep(time.Hour) // retries have reached the cap (8 s)
+		up.Store(true)
+		time.Sleep(o.Restart.Cap * 2)
+		synctest.Wait()
+		wantState(t, s, supervise.StateRunning)
+
+		// Up for a day, then it drops: the first retry comes after about
+		// Base (1 s ±20%), not after the cap the old outage had reached.
+		time.Sleep(24 * time.Hour)
+		up.Store(false)
+		before := tries.Load()
+		l.child(1).die()
+		synctest.Wait()
+		time.Sleep(o.Restart.Base * 3 / 2)
+		synctest.Wait()
+		if tries.Load() == before {
+			t.Fatalf("no retry %s after the server dropped: the backoff kept growing from the earlier outage", o.Restart.Base*3/2)
+		}
+	})
+}
