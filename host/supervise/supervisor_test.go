@@ -1234,3 +1234,33 @@ func TestServerBackFromALongOutageIsRetriedSoonAfterItsNextDrop(t *testing.T) {
 		}
 	})
 }
+
+// TestEventsForAStoppedSupervisorAreDropped is issue 11's defect 5 where it
+// lives now: events about a provider that has stopped (its child dies, a
+// Load comes, its idle timer fires) are dropped, neither panicking on a
+// closed channel nor blocking their sender. The events channel is never
+// closed; senders give up when the loop's done channel is.
+func TestEventsForAStoppedSupervisorAreDropped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLab(t)
+		l.anyPut = true
+		o := l.options()
+		o.Lazy, o.IdleStop = true, time.Minute
+		s := supervise.New(o)
+		s.Load(l.starter([]string{"now"}, nil), []services.Service{{Name: "now"}})
+		settle(t, s)
+		if _, err := call(s, "now"); err != nil { // starts child 1 and arms its idle timer
+			t.Fatal(err)
+		}
+		s.Stop()
+		l.child(1).die()
+		for range 40 { // more senders than the events buffer holds
+			s.Load(l.starter([]string{"now"}, nil), nil)
+		}
+		time.Sleep(2 * o.IdleStop) // the idle timer would fire after Stop
+		synctest.Wait()            // every sender has returned: nothing blocks in the bubble
+		if l.starts() != 1 {
+			t.Fatalf("events after Stop started children: %q", l.events())
+		}
+	})
+}
