@@ -12,8 +12,9 @@ PACKAGES=(
   libopus-dev libopusfile-dev libsoxr-dev                                      # Opus codec, resampler
   sox espeak-ng                                                                # test speech and measurement
 )
-# The MCP tests run third-party MCP programs (Node >= 20, from npm); a machine
-# without Node gets Debian's (whose version the tests check).
+# The MCP tests run third-party MCP programs from npm; a machine without Node
+# gets Debian's, and where that is older than 20 (bookworm's 18)
+# scripts/install-mcp-test-deps.sh adds a Node 20 from the npm registry.
 command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
 
 missing=()

@@ -2,8 +2,8 @@
 # The test command: installs what the tests need, then runs go vet and
 # staticcheck, checks the systemd unit's exposure, runs every test with the
 # race detector (the plugin tests twice: lazy and eager plugins), installs
-# the packages under a real systemd (scripts/test-system.sh), and gives each
-# fuzz target a short run.
+# the packages under a real systemd (scripts/test-system.sh), soaks the host
+# for a minute (scripts/soak.sh) and gives each fuzz target a short run.
 # Usage: scripts/test.sh [go test flags...]   e.g. scripts/test.sh -run TestLink
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +36,10 @@ if [ $# -eq 0 ]; then
     echo "test-system: needs root (debootstrap, unshare, chroot): run sudo scripts/test-system.sh" >&2
     exit 1
   fi
+fi
+if [ $# -eq 0 ]; then
+  echo "== soak: a minute of calls, reloads, link drops and voice turns (longer: scripts/soak.sh 1h)"
+  scripts/soak.sh "${SOAKTIME:-60s}"
 fi
 if [ $# -eq 0 ]; then
   echo "== fuzz: every target briefly (longer: scripts/fuzz.sh 10m)"

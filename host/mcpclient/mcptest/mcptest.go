@@ -30,7 +30,8 @@ var (
 )
 
 // Deps returns the folder the test programs are installed in (its
-// node_modules/.bin holds them), running the install script the first time.
+// node_modules/.bin holds them), running the install script the first time,
+// and puts a Node the script installed first on this process's PATH.
 // AGENTHOST_MCP_TEST_DEPS names another folder.
 func Deps(t testing.TB) string {
 	t.Helper()
@@ -44,6 +45,12 @@ func Deps(t testing.TB) string {
 			return
 		}
 		dir = strings.TrimSpace(string(out))
+		// Where the machine's Node is too old the script installed one in
+		// node_modules/.bin; the programs' "#!/usr/bin/env node" finds it first.
+		bin := filepath.Join(dir, "node_modules", ".bin")
+		if _, e := os.Stat(filepath.Join(bin, "node")); e == nil {
+			os.Setenv("PATH", bin+string(os.PathListSeparator)+os.Getenv("PATH"))
+		}
 	})
 	if err != nil {
 		t.Fatal(err)
