@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/procs"
 )
 
 // snapshot is one reading of the host and its plugin processes.
@@ -47,10 +49,12 @@ func (s *soak) sample() (snapshot, error) {
 		return snapshot{}, err
 	}
 	snap.heapGoal, snap.heapObjs = int64(m["go_memstats_next_gc_bytes"]), int64(m["go_memstats_heap_objects"])
-	for _, p := range procs() {
-		if p.ppid == s.host.Process.Pid {
+	for _, p := range procs.All() {
+		if p.PPID == s.host.Process.Pid {
 			snap.children++
-			snap.childRSS += p.rss
+			if m, err := procs.Memory(p.PID); err == nil {
+				snap.childRSS += m.RSS
+			}
 		}
 	}
 	return snap, nil
@@ -121,70 +125,15 @@ func (s *soak) metrics(ctx context.Context) (map[string]float64, error) {
 	return m, sc.Err()
 }
 
-type proc struct {
-	pid, ppid int
-	exe       string
-	rss       int64
-	zombie    bool
-}
-
-// procs lists the processes of this machine that can be read.
-func procs() []proc {
-	ents, _ := os.ReadDir("/proc")
-	var out []proc
-	page := int64(os.Getpagesize())
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid …: the fields after the last ')'.
-		i := strings.LastIndexByte(string(b), ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		p := proc{pid: pid, zombie: f[0] == "Z"}
-		p.ppid, _ = strconv.Atoi(f[1])
-		p.exe, _ = os.Readlink("/proc/" + e.Name() + "/exe")
-		if m, err := os.ReadFile("/proc/" + e.Name() + "/statm"); err == nil {
-			var size, rss int64
-			fmt.Sscan(string(m), &size, &rss)
-			p.rss = rss * page
-		}
-		out = append(out, p)
-	}
-	return out
-}
-
-// pluginProcs lists the live processes whose executable is (or was, before
-// a rename replaced it) in the plugin folder.
-func (s *soak) pluginProcs() []proc {
-	var out []proc
-	for _, p := range procs() {
-		if !p.zombie && strings.HasPrefix(p.exe, s.pluginDir+"/") {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
 // orphans waits up to within for the plugin folder's processes to end and
 // returns those that did not; it kills them, since they are this run's.
-func (s *soak) orphans(within time.Duration) []proc {
+func (s *soak) orphans(within time.Duration) []procs.Proc {
 	deadline := time.Now().Add(within)
 	for {
-		left := s.pluginProcs()
+		left := procs.In(s.pluginDir)
 		if len(left) == 0 || time.Now().After(deadline) {
 			for _, p := range left {
-				if pr, err := os.FindProcess(p.pid); err == nil {
+				if pr, err := os.FindProcess(p.PID); err == nil {
 					pr.Kill()
 				}
 			}

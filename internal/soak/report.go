@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/procs"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -18,7 +19,7 @@ type result struct {
 	start, end     snapshot
 	startOK, endOK bool
 	interrupted    bool
-	pids           []proc // plugin processes when the load ended
+	pids           []procs.Proc // plugin processes when the load ended
 	voice          struct {
 		starts, stops, ends, audio int
 		maxGap                     time.Duration
@@ -28,7 +29,7 @@ type result struct {
 	sent, answered, lost, twice, droppedWithLink, elsewhere, strays int
 	conns, deliberate, atShutdown                                   int
 	unexplainedDisconnects                                          []string
-	orphans                                                         []proc
+	orphans                                                         []procs.Proc
 	logLevels                                                       map[string]map[string]int // level -> msg -> count
 	failures                                                        []string
 }
@@ -222,7 +223,7 @@ func (r *result) judge(s *soak) {
 	if len(r.orphans) > 0 {
 		var l []string
 		for _, p := range r.orphans {
-			l = append(l, fmt.Sprintf("pid %d %s", p.pid, p.exe))
+			l = append(l, fmt.Sprintf("pid %d %s", p.PID, p.Exe))
 		}
 		r.failf("processes of the plugin folder outlived the host (killed now): %s", strings.Join(l, ", "))
 	}
@@ -275,7 +276,7 @@ func (r *result) print(s *soak) {
 	if len(r.pids) > 0 {
 		var l []string
 		for _, p := range r.pids {
-			l = append(l, fmt.Sprintf("%d", p.pid))
+			l = append(l, fmt.Sprintf("%d", p.PID))
 		}
 		fmt.Printf("plugin processes when the load ended: %s\n", strings.Join(l, " "))
 	}

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host/control"
+	"github.com/agenthost/agenthost/internal/procs"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
 
@@ -376,7 +377,7 @@ func (s *soak) run(sig context.Context) *result {
 	}
 	wg.Wait()
 	waitTimeout(calls, s.o.callTimeout+5*time.Second)
-	r.pids = s.pluginProcs()
+	r.pids = procs.In(s.pluginDir)
 	return r
 }
 
