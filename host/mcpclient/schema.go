@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -46,6 +47,12 @@ import (
 
 // maxSchemaDepth bounds nesting (and $ref expansion) of a reduced schema.
 const maxSchemaDepth = 32
+
+// maxSchemaNodes bounds the schemas visited while reducing one, $refs
+// expanded: definitions that refer to each other several times would
+// otherwise expand without practical end, and a register that large is of
+// no use to the voice server anyway.
+const maxSchemaNodes = 5000
 
 // ReduceSchema returns the reduced form of a tool's inputSchema, or an
 // error that says why it cannot be reduced faithfully. An absent or null
@@ -101,8 +108,9 @@ func compiles(b []byte) error {
 }
 
 type reducer struct {
-	root map[string]any
-	refs []string // $refs being expanded, to find cycles
+	root  map[string]any
+	refs  []string // $refs being expanded, to find cycles
+	nodes int      // schemas visited, against maxSchemaNodes
 }
 
 // types are the voice server's types.
@@ -170,6 +178,9 @@ func (r *reducer) flatten(m map[string]any, path string, depth int) (map[string]
 	if depth > maxSchemaDepth {
 		return nil, fmt.Errorf("%s is nested more than %d levels deep", at(path), maxSchemaDepth)
 	}
+	if r.nodes++; r.nodes > maxSchemaNodes {
+		return nil, fmt.Errorf("%s is too large: more than %d schemas once its $refs are expanded", at(path), maxSchemaNodes)
+	}
 	if ref, ok := m["$ref"]; ok {
 		s, ok := ref.(string)
 		if !ok {
@@ -202,6 +213,7 @@ func (r *reducer) flatten(m map[string]any, path string, depth int) (map[string]
 			return nil, fmt.Errorf("%s: allOf must be a non-empty array", at(path))
 		}
 		acc := without(m, "allOf")
+		branches := r.branchRefs()
 		for _, sub := range list {
 			sm, ok := sub.(map[string]any)
 			if !ok {
@@ -214,10 +226,12 @@ func (r *reducer) flatten(m map[string]any, path string, depth int) (map[string]
 			if err != nil {
 				return nil, err
 			}
+			branches.next()
 			if acc, err = merge(acc, f, path); err != nil {
 				return nil, err
 			}
 		}
+		branches.end()
 		m = acc
 	}
 	for _, kw := range []string{"anyOf", "oneOf"} {
@@ -230,6 +244,7 @@ func (r *reducer) flatten(m map[string]any, path string, depth int) (map[string]
 			return nil, fmt.Errorf("%s: %s must be a non-empty array", at(path), kw)
 		}
 		var branches []map[string]any
+		refs := r.branchRefs()
 		for _, sub := range list {
 			sm, ok := sub.(map[string]any)
 			if !ok {
@@ -239,11 +254,13 @@ func (r *reducer) flatten(m map[string]any, path string, depth int) (map[string]
 			if err != nil {
 				return nil, err
 			}
+			refs.next()
 			if isNull(f) {
 				continue
 			}
 			branches = append(branches, f)
 		}
+		refs.end()
 		rest := without(m, kw)
 		switch {
 		case len(branches) == 0:
@@ -265,6 +282,33 @@ func (r *reducer) flatten(m map[string]any, path string, depth int) (map[string]
 	}
 	return m, nil
 }
+
+// branchRefs keeps the $refs that sibling branches (of allOf, anyOf, oneOf)
+// expand apart: a branch does not see its siblings' refs, so two branches
+// that refer to one definition are not a cycle, and the schema they make
+// together keeps all of them while its children are reduced.
+func (r *reducer) branchRefs() *refBranches {
+	return &refBranches{r: r, base: len(r.refs)}
+}
+
+type refBranches struct {
+	r      *reducer
+	base   int
+	pushed []string
+}
+
+// next ends one branch: its refs are set aside.
+func (b *refBranches) next() {
+	for _, s := range b.r.refs[b.base:] {
+		if !slices.Contains(b.pushed, s) {
+			b.pushed = append(b.pushed, s)
+		}
+	}
+	b.r.refs = b.r.refs[:b.base]
+}
+
+// end puts every branch's refs back on the stack.
+func (b *refBranches) end() { b.r.refs = append(b.r.refs, b.pushed...) }
 
 // isNull reports whether a schema accepts only null.
 func isNull(m map[string]any) bool {

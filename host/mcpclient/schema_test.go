@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 	"testing"
@@ -199,5 +200,38 @@ func TestReduceKeepsRequiredOrderStable(t *testing.T) {
 	json.Unmarshal(out, &m)
 	if !sort.StringsAreSorted([]string{"a"}) || strings.Join(m.Required, ",") != "b,a" {
 		t.Errorf("required = %v, want [b a] (order kept, duplicates dropped)", m.Required)
+	}
+}
+
+// TestReduceSchemaRefusesAnExplosion: $defs that each refer twice to the
+// next expand to 2^depth nodes; the reduction gives up with an error
+// (found by review: it ran on the supervisor's loop without end).
+func TestReduceSchemaRefusesAnExplosion(t *testing.T) {
+	defs := map[string]any{}
+	for i := range 30 {
+		next := map[string]any{"$ref": fmt.Sprintf("#/$defs/l%d", i+1)}
+		defs[fmt.Sprintf("l%d", i)] = map[string]any{"type": "object", "properties": map[string]any{"a": next, "b": next}}
+	}
+	defs["l30"] = map[string]any{"type": "string"}
+	in, _ := json.Marshal(map[string]any{"$ref": "#/$defs/l0", "$defs": defs})
+	_, err := ReduceSchema(in)
+	if err == nil || !strings.Contains(err.Error(), "too large") {
+		t.Fatalf("got %v, want an error that the schema is too large", err)
+	}
+}
+
+// TestReduceSchemaDiamondIsNotRecursive: two allOf branches that both
+// refer to one definition share it; that is not a cycle.
+func TestReduceSchemaDiamondIsNotRecursive(t *testing.T) {
+	in := `{"allOf":[{"$ref":"#/$defs/b"},{"$ref":"#/$defs/c"}],"$defs":{
+		"a":{"type":"object","properties":{"x":{"type":"string"}}},
+		"b":{"$ref":"#/$defs/a","required":["x"]},
+		"c":{"$ref":"#/$defs/a","description":"c"}}}`
+	got, err := ReduceSchema(json.RawMessage(in))
+	if err != nil {
+		t.Fatalf("ReduceSchema: %v", err)
+	}
+	if want := `{"description":"c","properties":{"x":{"type":"string"}},"required":["x"],"type":"object"}`; string(got) != want {
+		t.Errorf("got  %s\nwant %s", got, want)
 	}
 }
