@@ -110,6 +110,7 @@ func NewStarter(o Options) (supervise.Starter, error) {
 	return func(ctx context.Context) (supervise.Child, error) {
 		s, err := start(ctx, o, kind, roots)
 		if err != nil {
+			err = scrubURL(err, o.Server.URL)
 			o.Log.Warn("mcp server did not start", "err", err)
 			return nil, err
 		}
@@ -622,7 +623,7 @@ func (s *Session) listOthers(ctx context.Context) {
 	if caps.Resources != nil {
 		for r, err := range s.cs.Resources(ctx, nil) {
 			if err != nil {
-				s.log.Info("resources/list failed", "err", err)
+				s.log.Info("resources/list failed", "err", s.scrub(err))
 				break
 			}
 			resources = append(resources, Resource{URI: r.URI, Name: r.Name, MIMEType: r.MIMEType})
@@ -632,7 +633,7 @@ func (s *Session) listOthers(ctx context.Context) {
 		}
 		for r, err := range s.cs.ResourceTemplates(ctx, nil) {
 			if err != nil {
-				s.log.Debug("resources/templates/list failed", "err", err)
+				s.log.Debug("resources/templates/list failed", "err", s.scrub(err))
 				break
 			}
 			templates = append(templates, Resource{URI: r.URITemplate, Name: r.Name, MIMEType: r.MIMEType})
@@ -644,7 +645,7 @@ func (s *Session) listOthers(ctx context.Context) {
 	if caps.Prompts != nil {
 		for p, err := range s.cs.Prompts(ctx, nil) {
 			if err != nil {
-				s.log.Info("prompts/list failed", "err", err)
+				s.log.Info("prompts/list failed", "err", s.scrub(err))
 				break
 			}
 			pr := Prompt{Name: p.Name, Description: p.Description}
@@ -868,16 +869,40 @@ func (t headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // scrub replaces the configured URL, which may carry a token in its query
 // or user information, with its redacted form in an error's text.
-func (s *Session) scrub(err error) error {
-	raw := s.o.Server.URL
-	if err == nil || raw == "" || !strings.Contains(err.Error(), raw) {
+func (s *Session) scrub(err error) error { return scrubURL(err, s.o.Server.URL) }
+
+// scrubURL hides the secrets of the URL raw (its password and query
+// values) wherever err's message shows them: the URL as configured, as
+// net/http prints it (password masked, query kept), or in parts.
+func scrubURL(err error, raw string) error {
+	if err == nil || raw == "" {
 		return err
 	}
-	red := redactURL(raw)
-	if red == raw {
+	msg := strings.ReplaceAll(err.Error(), raw, redactURL(raw))
+	if u, perr := url.Parse(raw); perr == nil {
+		var secrets []string
+		if p, ok := u.User.Password(); ok {
+			secrets = append(secrets, p)
+		}
+		for _, vs := range u.Query() {
+			secrets = append(secrets, vs...)
+		}
+		for _, q := range strings.Split(u.RawQuery, "&") {
+			if _, v, ok := strings.Cut(q, "="); ok {
+				secrets = append(secrets, v) // as written, escapes and all
+			}
+		}
+		for _, v := range secrets {
+			if len(v) >= 4 { // shorter values are not secrets, and would mask common words
+				msg = strings.ReplaceAll(msg, v, "***")
+				msg = strings.ReplaceAll(msg, url.QueryEscape(v), "***")
+			}
+		}
+	}
+	if msg == err.Error() {
 		return err
 	}
-	return scrubbed{msg: strings.ReplaceAll(err.Error(), raw, red), err: err}
+	return scrubbed{msg: msg, err: err}
 }
 
 type scrubbed struct {
