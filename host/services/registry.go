@@ -214,6 +214,18 @@ func (r *Registry) Remove(id string) {
 	r.publish()
 }
 
+// RemoveProvider removes p's services, unless another provider has since
+// taken its ID (a successor put while p was stopping keeps its services).
+func (r *Registry) RemoveProvider(p Provider) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m, ok := r.members[p.ID()]; !ok || m.p != p {
+		return
+	}
+	delete(r.members, p.ID())
+	r.publish()
+}
+
 // publish rebuilds the merged set, logs what is new, stores it and signals
 // Changes when its canonical JSON differs. Called with r.mu held.
 func (r *Registry) publish() {

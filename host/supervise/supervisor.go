@@ -18,7 +18,7 @@ import (
 // Registry is where a supervisor's services go.
 type Registry interface {
 	Put(services.Provider) error
-	Remove(id string)
+	RemoveProvider(services.Provider) // only if it still holds its ID
 }
 
 // FailedStart says what a start that fails means for a provider.
@@ -569,7 +569,7 @@ func (s *Supervisor) crash(l *life, why string) {
 	s.retire(l, 0)
 	if s.o.UnregisterWhileDown {
 		s.trans.Lock()
-		s.o.Registry.Remove(s.o.ID)
+		s.o.Registry.RemoveProvider(s)
 		s.mu.Lock()
 		s.desc = nil
 		s.mu.Unlock()
@@ -722,7 +722,7 @@ func (s *Supervisor) stop() {
 func (s *Supervisor) unregister(state, why string) {
 	s.trans.Lock()
 	defer s.trans.Unlock()
-	s.o.Registry.Remove(s.o.ID)
+	s.o.Registry.RemoveProvider(s)
 	s.mu.Lock()
 	s.state, s.desc = state, nil
 	if why != "" {

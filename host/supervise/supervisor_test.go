@@ -98,10 +98,10 @@ func (l *lab) Put(p services.Provider) error {
 	return l.reg.Put(p)
 }
 
-// Remove implements supervise.Registry.
-func (l *lab) Remove(id string) {
-	l.note("remove %s", id)
-	l.reg.Remove(id)
+// RemoveProvider implements supervise.Registry.
+func (l *lab) RemoveProvider(p services.Provider) {
+	l.note("remove %s", p.ID())
+	l.reg.RemoveProvider(p)
 }
 
 func (l *lab) putCount() int {
@@ -1262,5 +1262,31 @@ func TestEventsForAStoppedSupervisorAreDropped(t *testing.T) {
 		if l.starts() != 1 {
 			t.Fatalf("events after Stop started children: %q", l.events())
 		}
+	})
+}
+
+// TestAStoppingSupervisorLeavesItsSuccessorsServices: a reload that
+// changes how a provider runs (an MCP server from command to url) stops
+// the old supervisor in the background and starts a new one under the
+// same ID; when the old one's Stop comes last, it must not take the new
+// one's services out of the register (found by review).
+func TestAStoppingSupervisorLeavesItsSuccessorsServices(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := newLab(t)
+		old := supervise.New(l.options())
+		old.Load(l.starter([]string{"now"}, nil), nil)
+		settle(t, old)
+		successor := supervise.New(l.options())
+		successor.Load(l.starter([]string{"now"}, nil), nil)
+		settle(t, successor)
+		old.Stop()
+		synctest.Wait()
+		if got := l.registered(); !slices.Contains(got, "clock_now") {
+			t.Errorf("after the old supervisor stopped the register holds %q, want its successor's clock_now (log: %q)", got, l.events())
+		}
+		if _, err := call(successor, "now"); err != nil {
+			t.Errorf("a call to the successor: %v", err)
+		}
+		successor.Stop()
 	})
 }
