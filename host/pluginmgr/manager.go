@@ -77,7 +77,8 @@ type plugin struct {
 	sup  *supervise.Supervisor
 
 	mu      sync.Mutex
-	hash    string // of the binary last loaded
+	hash    string // of the binary last handed to the supervisor
+	served  string // of the binary that last started or was described from the cache
 	version string // from the cached description
 }
 
@@ -330,7 +331,8 @@ func (m *Manager) changed(path string) {
 }
 
 // load hands the binary now at p.path to p's supervisor, unless it is the
-// one already running.
+// one already serving (or starting). A build that failed to start is tried
+// again: the touch that follows a fix means "try it now".
 func (m *Manager) load(p *plugin) {
 	hash, err := fileHash(p.path)
 	if err != nil {
@@ -338,11 +340,12 @@ func (m *Manager) load(p *plugin) {
 		return
 	}
 	p.mu.Lock()
-	same := p.hash == hash
+	served, handed := p.served == hash, p.hash == hash
 	p.hash = hash
 	p.mu.Unlock()
 	switch st := p.sup.Status().State; {
-	case same && (st == supervise.StateRunning || st == supervise.StateIdle || st == supervise.StateRestarting || st == supervise.StateStarting):
+	case served && (st == supervise.StateRunning || st == supervise.StateIdle || st == supervise.StateRestarting),
+		handed && st == supervise.StateStarting:
 		m.log.Debug("plugin binary touched but unchanged; nothing to do", "plugin", p.name, "state", st)
 		return
 	case st == supervise.StateParked:
@@ -357,7 +360,7 @@ func (m *Manager) load(p *plugin) {
 		inst, err := m.start(ctx, name, path)
 		if err == nil {
 			p.mu.Lock()
-			p.version = inst.desc.Version
+			p.version, p.served = inst.desc.Version, hash
 			p.mu.Unlock()
 		}
 		if err == nil && m.o.lazy(name) {
@@ -377,6 +380,9 @@ func (m *Manager) load(p *plugin) {
 		}
 		p.mu.Lock()
 		p.version = version
+		if desc != nil {
+			p.served = hash
+		}
 		p.mu.Unlock()
 	}
 	p.sup.Load(start, desc)
@@ -454,7 +460,10 @@ func (m *Manager) Status() []Status {
 	for _, p := range m.all() {
 		st := p.sup.Status()
 		p.mu.Lock()
-		hash, version := p.hash, p.version
+		hash, version := p.served, p.version
+		if hash == "" {
+			hash = p.hash
+		}
 		p.mu.Unlock()
 		if st.Info.Version != "" {
 			version = st.Info.Version

@@ -400,3 +400,38 @@ func TestSlowWriterIsNeverStartedHalfWritten(t *testing.T) {
 		t.Fatalf("errors logged for a binary being written:\n%s", log)
 	}
 }
+
+// TestPluginManagerFailedReloadIsRetriedOnTouch: a new build that fails to
+// start (here: its config is refused) leaves the old one serving; once the
+// cause is fixed, touching the binary tries the new build again, as the
+// log's advice says (found by review: the touch was taken for "unchanged"
+// because the failed build's digest had been recorded as loaded).
+func TestPluginManagerFailedReloadIsRetriedOnTouch(t *testing.T) {
+	x := startManager(t, func(dir string) { install(t, clockBin(t), dir, "clock", 0) },
+		func(p *config.Plugins) { p.Debounce = config.Duration(50 * time.Millisecond) })
+	first := x.running("clock", "get_current_time")
+	plugins := config.Default().Plugins
+	plugins.Config = map[string]any{"clock": map[string]any{"no_such_setting": true}}
+	x.m.Reconfigure(plugins)
+	install(t, clockBin(t), x.dir, "clock", 1)
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(x.log.String(), "the new version of a plugin does not work") {
+		if time.Now().After(deadline) {
+			t.Fatal("the new build with a refused config was not reported")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if st := x.status("clock"); st.PID != first.PID || st.SHA256 != first.SHA256 {
+		t.Fatalf("after a failed reload the status is %+v, want the first build (pid %d, sha256 %s)", st, first.PID, first.SHA256)
+	}
+	plugins.Config = nil
+	x.m.Reconfigure(plugins)
+	now := time.Now()
+	if err := os.Chtimes(filepath.Join(x.dir, "clock"), now, now); err != nil {
+		t.Fatal(err)
+	}
+	x.waitStatus("clock", "the new build", func(s pluginmgr.Status) bool { return s.SHA256 != "" && s.SHA256 != first.SHA256 })
+	if st := x.running("clock", "get_current_time"); st.PID == first.PID {
+		t.Fatalf("the touched build did not replace the first: %+v", st)
+	}
+}
