@@ -198,7 +198,7 @@ func (m *Manager) pinned(name, path string) (*os.File, error) {
 // notification: a pidfd tells without waking up; where there is none, it
 // polls.
 func (i *instance) watchExit() {
-	if exited, _, err := procwait.Watch(i.pid); err == nil {
+	if exited, err := procwait.Watch(i.pid); err == nil {
 		<-exited // Kill ends the process, so this returns
 		close(i.done)
 		return

@@ -1,8 +1,8 @@
 // Package procs reads the processes of this Linux machine from /proc: which
 // run, from which executable, in which state, and how much memory they hold.
 // `agenthost check`, the tests, the benchmarks and the soak harness use it to
-// find processes and to prove none was left behind; the host's serving path
-// does not.
+// find processes and to prove none was left behind; procwait polls with it
+// where a pidfd cannot tell when a process ends.
 package procs
 
 import (

@@ -5,48 +5,44 @@ package procwait
 
 import (
 	"errors"
+	"time"
+
+	"github.com/agenthost/agenthost/internal/procs"
 )
 
 // ErrUnsupported is returned where no pidfd can be had; callers fall back
 // to polling.
 var ErrUnsupported = errors.New("procwait: not supported here")
 
-// Watch returns a channel closed when the process pid exits, and a stop
-// function that ends the watch (the channel then stays open). Any process
-// may be watched, not only a child; watching does not reap it.
-func Watch(pid int) (exited <-chan struct{}, stop func(), err error) {
+// Watch returns a channel closed when the process pid exits. Any process
+// may be watched, not only a child; watching does not reap it. The pidfd is
+// closed once the exit is seen; should the poller fail, the watch goes on
+// by polling.
+func Watch(pid int) (exited <-chan struct{}, err error) {
 	f, err := open(pid)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		return nil, nil, err
+		return nil, err
 	}
 	ch := make(chan struct{})
-	stopped := make(chan struct{})
 	go func() {
+		defer close(ch)
 		waited := false
 		err := rc.Read(func(uintptr) bool {
 			done := waited // the first call only asks to wait for readability
 			waited = true
 			return done
 		})
-		select {
-		case <-stopped:
-		default:
-			if err == nil {
-				close(ch)
+		f.Close()
+		if err != nil {
+			for procs.Alive(pid) {
+				time.Sleep(200 * time.Millisecond)
 			}
 		}
 	}()
-	return ch, func() {
-		select {
-		case <-stopped:
-		default:
-			close(stopped)
-			f.Close()
-		}
-	}, nil
+	return ch, nil
 }

@@ -31,7 +31,7 @@ func watchParent(interval time.Duration, gone func(oldPPID, newPPID int)) {
 		// Already orphaned (or started by init): nothing to watch.
 		return
 	}
-	if exited, _, err := procwait.Watch(ppid); err == nil {
+	if exited, err := procwait.Watch(ppid); err == nil {
 		go func() { // no wake-ups: a pidfd says when the host has exited
 			<-exited
 			gone(ppid, os.Getppid())
