@@ -67,7 +67,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 			if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
 				o.Log.Warn("refused an MCP request without the right bearer token", "remote", r.RemoteAddr, "had_authorization", r.Header.Get("Authorization") != "")
 				w.Header().Set("WWW-Authenticate", `Bearer realm="agenthost"`)
-				http.Error(w, "Unauthorized: send Authorization: Bearer <token> (mcp.http.token in the config)", http.StatusUnauthorized)
+				http.Error(w, "Unauthorized: send Authorization: Bearer <token> (mcp.serve.token in the config)", http.StatusUnauthorized)
 				return
 			}
 		}

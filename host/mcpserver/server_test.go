@@ -237,6 +237,15 @@ func TestHTTPToken(t *testing.T) {
 			t.Errorf("%s: %v, want Unauthorized", name, err)
 		}
 	}
+	resp, err := http.Post(url, "application/json", strings.NewReader(`{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(body), "mcp.serve.token") {
+		t.Errorf("without a token: %d %q, want 401 naming the setting mcp.serve.token", resp.StatusCode, body)
+	}
 	cs, err := httpClient(t, url, headers{"Authorization": "Bearer s3cret-token"})
 	if err != nil {
 		t.Fatal(err)
