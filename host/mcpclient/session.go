@@ -20,7 +20,6 @@ import (
 	"net/http"
 	"net/url"
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
@@ -480,15 +479,14 @@ func (s *Session) ping(ctx context.Context) {
 		case <-t.C:
 		}
 		pctx, cancel := context.WithTimeout(ctx, min(s.o.PingInterval, 10*time.Second))
-		err := s.cs.Ping(pctx, nil)
+		err := s.Health(pctx)
 		cancel()
-		var je *jsonrpc.Error
-		if err == nil || errors.As(err, &je) || ctx.Err() != nil {
-			failures = 0 // an error answer is still an answer
+		if err == nil || ctx.Err() != nil {
+			failures = 0
 			continue
 		}
 		failures++
-		s.log.Warn("the server did not answer a ping", "err", s.scrub(err), "failures", failures)
+		s.log.Warn("the server did not answer a ping", "err", err, "failures", failures)
 		if failures >= 2 {
 			s.end(fmt.Errorf("the server did not answer two pings in a row: %w", err))
 			return
@@ -545,9 +543,6 @@ func (s *Session) listTools(ctx context.Context) (bool, error) {
 	return changed, nil
 }
 
-// toolName is what the registry accepts as a service name.
-var toolName = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
 // reduceTools turns tools into services, sorted by name, and lists those
 // left out with the reason.
 func (s *Session) reduceTools(tools []*mcp.Tool) ([]services.Service, []LeftOut) {
@@ -561,7 +556,7 @@ func (s *Session) reduceTools(tools []*mcp.Tool) ([]services.Service, []LeftOut)
 		if !s.wanted(t.Name) {
 			continue
 		}
-		if !toolName.MatchString(t.Name) || !toolName.MatchString(s.o.Server.Prefix+t.Name) {
+		if !services.ValidName(t.Name) || !services.ValidName(s.o.Server.Prefix+t.Name) {
 			left = append(left, LeftOut{Tool: clip.String(t.Name, 80), Reason: fmt.Sprintf("the name (with prefix %q) must be 1 to 64 letters, digits, '_', '.' or '-'", s.o.Server.Prefix)})
 			continue
 		}

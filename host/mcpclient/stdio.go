@@ -146,6 +146,9 @@ func (p *process) filterStdout(r io.Reader, w *io.PipeWriter, maxLine int) {
 		if len(line) > 0 {
 			p.line(line, w)
 			line = line[:0]
+			if cap(line) > 256<<10 {
+				line = nil // one large result does not keep its buffer for the session's life
+			}
 		}
 		if err != nil {
 			w.Close()

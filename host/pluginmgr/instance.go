@@ -11,7 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -184,8 +183,8 @@ func (m *Manager) pinned(name, path string) (*os.File, error) {
 		return nil, err
 	}
 	hash, err := hashOf(f)
-	if err == nil && !strings.EqualFold(pin, hash) {
-		err = fmt.Errorf("binary sha256 %s does not match plugins.sha256.%s (%s); refusing to start it (install the pinned build or update the pin)", hash, name, pin)
+	if err == nil {
+		err = checkPin(name, pin, hash)
 	}
 	if err != nil {
 		f.Close()

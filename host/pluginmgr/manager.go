@@ -351,8 +351,8 @@ func (m *Manager) load(p *plugin) {
 	case st == supervise.StateParked:
 		m.log.Info("parked plugin's binary changed; trying it again", "plugin", p.name)
 	}
-	if pin := m.pin(p.name); pin != "" && !strings.EqualFold(pin, hash) {
-		p.sup.Load(failing(fmt.Errorf("binary sha256 %s does not match plugins.sha256.%s (%s); refusing to start it (install the pinned build or update the pin)", hash, p.name, pin)), nil)
+	if err := checkPin(p.name, m.pin(p.name), hash); err != nil {
+		p.sup.Load(failing(err), nil)
 		return
 	}
 	name, path := p.name, p.path
@@ -386,6 +386,15 @@ func (m *Manager) load(p *plugin) {
 		p.mu.Unlock()
 	}
 	p.sup.Load(start, desc)
+}
+
+// checkPin refuses a binary whose sha256 is not the one the plugin is
+// pinned to (pin "" pins nothing).
+func checkPin(name, pin, hash string) error {
+	if pin != "" && !strings.EqualFold(pin, hash) {
+		return fmt.Errorf("binary sha256 %s does not match plugins.sha256.%s (%s); refusing to start it (install the pinned build or update the pin)", hash, name, pin)
+	}
+	return nil
 }
 
 // pin returns the sha256 a plugin is pinned to, "" when none.

@@ -28,6 +28,9 @@ var defaultParameters = json.RawMessage(`{"type":"object"}`)
 // namePattern is what a service name (and a registered, prefixed name) must match.
 var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
+// ValidName reports whether name may be a service's (registered) name.
+func ValidName(name string) bool { return namePattern.MatchString(name) }
+
 // checkName explains what is wrong with a service name, or returns nil.
 func checkName(name string) error {
 	if name == "" {

@@ -471,6 +471,10 @@ func (s *Supervisor) lazyStart(ctx context.Context, sc *startCall) {
 	if running {
 		return
 	}
+	if ctx.Err() != nil { // stopping: start nothing that would be killed at once
+		sc.err = s.unavailable(StateStopped, "")
+		return
+	}
 	if start == nil || (state != StateIdle && state != StateRunning) {
 		sc.err = s.unavailable(state, s.lastError())
 		return
@@ -479,7 +483,9 @@ func (s *Supervisor) lazyStart(ctx context.Context, sc *startCall) {
 	child, err := s.startChild(ctx, start)
 	if err != nil {
 		sc.err = err
-		if ctx.Err() == nil {
+		if ctx.Err() != nil {
+			sc.err = s.unavailable(StateStopped, "")
+		} else {
 			s.crashLoop("start failed: " + err.Error())
 		}
 		return
@@ -681,7 +687,10 @@ func (s *Supervisor) changed(l *life) {
 	if sameServices(desc, s.Services()) {
 		return
 	}
-	if err := s.register(desc); err != nil {
+	s.trans.Lock()
+	err := s.register(desc)
+	s.trans.Unlock()
+	if err != nil {
 		s.log.Error("the "+s.o.Kind+"'s new services were refused; the previous ones stay", "err", err)
 		return
 	}
@@ -732,7 +741,7 @@ func (s *Supervisor) unregister(state, why string) {
 }
 
 // retire stops l once its calls are done (or grace passed), in the
-// background except at stop.
+// background; Stop waits for it through wg.
 func (s *Supervisor) retire(l *life, grace time.Duration) {
 	if l == nil {
 		return
