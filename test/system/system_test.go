@@ -281,6 +281,24 @@ func TestSystem(t *testing.T) {
 		}
 	})
 
+	step("after the idle trim the packaged (position-independent) host and plugins still work", func(t *testing.T, b *box) {
+		cur, restarts := b.cursor(), b.prop("NRestarts")
+		call := func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			if res, err := srv.Call(ctx, "get_current_time", map[string]string{"format": "simple"}); err != nil || !res.Success {
+				t.Fatalf("get_current_time: %+v, %v\n%s", res, err, b.journalSince(cur))
+			}
+		}
+		call()
+		time.Sleep(8 * time.Second) // the host and the plugin trim themselves 5 s after their last call
+		call()
+		j := b.journalSince(cur)
+		if strings.Contains(j, "crashed") || strings.Contains(j, "SIGSEGV") || b.prop("NRestarts") != restarts {
+			t.Fatalf("something crashed after the idle trim:\n%s", j)
+		}
+	})
+
 	step("status works for the group agenthost and is refused to others", func(t *testing.T, b *box) {
 		out, err := b.run("", "runuser", "-u", "pi", "--", "agenthost", "status")
 		if err != nil {
