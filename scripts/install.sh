@@ -98,11 +98,11 @@ if [ -z "$from" ]; then
   mkdir -p "$from/plugins"
   version=0.0.0+git$(git log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S 2>/dev/null || echo 0).$(git rev-parse --short=7 HEAD 2>/dev/null || echo local)
   say "building agenthost $version and the bundled plugins"
-  go build -tags nolibopusfile -trimpath -ldflags "-s -w -X main.version=$version" -o "$from/agenthost" ./cmd/agenthost
+  go build -tags nolibopusfile,grpcnotrace -buildmode=pie -trimpath -ldflags "-s -w -X main.version=$version" -o "$from/agenthost" ./cmd/agenthost
   for d in plugins/*/; do
     d=${d%/}
     [ "$(go list -f '{{.Name}}' "./$d" 2>/dev/null || true)" = main ] || continue
-    go build -trimpath -ldflags "-s -w" -o "$from/plugins/$(basename "$d")" "./$d"
+    go build -tags grpcnotrace -buildmode=pie -trimpath -ldflags "-s -w" -o "$from/plugins/$(basename "$d")" "./$d"
   done
 fi
 [ -x "$from/agenthost" ] || die "$from/agenthost is missing"

@@ -18,7 +18,9 @@
 # (-s -w), position-independent (-buildmode=pie, for lintian's hardening
 # checks and ASLR), with main.version set; hraban/opus without libopusfile
 # (-tags nolibopusfile: agenthost only uses the encoder and decoder, so the
-# package needs neither libopusfile0 nor libssl3). The runtime Depends are
+# package needs neither libopusfile0 nor libssl3); -tags grpcnotrace leaves
+# out gRPC's tracing pages. internal/testbin.ReleaseFlags builds the same
+# way for the benchmarks. The runtime Depends are
 # computed by dpkg-shlibdeps from each binary's NEEDED entries (objdump -p is
 # printed for the record) and the symbols/shlibs files of the multiarch
 # libraries, as a Debian build would.
@@ -62,7 +64,7 @@ for arch in "${arches[@]}"; do
   build() { # OUT PKG
     CGO_ENABLED=1 GOOS=linux GOARCH=$goarch GOARM=$goarm CC=$cc \
       PKG_CONFIG_LIBDIR=/usr/lib/$triple/pkgconfig:/usr/share/pkgconfig \
-      go build -tags nolibopusfile -buildmode=pie -trimpath \
+      go build -tags nolibopusfile,grpcnotrace -buildmode=pie -trimpath \
       -ldflags "-s -w -X main.version=$version" -o "$1" "$2"
   }
   start=$SECONDS

@@ -26,13 +26,15 @@ func Build(t testing.TB, pkg string, tags ...string) string {
 	return build(t, pkg, false, tags)
 }
 
-// ReleaseFlags are the go build flags of release builds (packages,
-// install.sh): no file paths, no symbol tables, no gRPC tracing pages.
-// Plugins are also built without cgo, so that they are static binaries.
-var ReleaseFlags = []string{"-trimpath", "-ldflags=-s -w"}
+// ReleaseFlags are the go build flags of release builds, as
+// scripts/package.sh and scripts/install.sh build the host and the
+// plugins: no file paths, no symbol tables, position-independent (with
+// cgo, which a position-independent build needs on armhf).
+var ReleaseFlags = []string{"-trimpath", "-ldflags=-s -w", "-buildmode=pie"}
 
-// ReleaseTags are the build tags every release build has.
-var ReleaseTags = []string{"grpcnotrace"}
+// ReleaseTags are the build tags every release build has: no gRPC tracing
+// pages, no libopusfile (only the Opus encoder and decoder are used).
+var ReleaseTags = []string{"grpcnotrace", "nolibopusfile"}
 
 // BuildRelease compiles pkg as a release build (see ReleaseFlags), for
 // benchmarks that measure what is shipped.
@@ -65,9 +67,6 @@ func build(t testing.TB, pkg string, release bool, tags []string) string {
 	}
 	cmd := exec.Command("go", append(args, "-tags", strings.Join(tags, ","), "-o", out, pkg)...)
 	cmd.Dir = ModuleRoot(t)
-	if release && strings.HasPrefix(pkg, "./plugins/") {
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	}
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
