@@ -50,8 +50,8 @@ type Host struct {
 	plugins    *pluginmgr.Manager
 	conv       *conversation.Conversation
 	calls      sync.WaitGroup
-	work       chan callWork  // to an idle call worker
-	workers    sync.WaitGroup // call workers, which end after shutdown
+	work       chan callWork   // to an idle call worker
+	workers    sync.WaitGroup  // call workers, which end after shutdown
 	callCtx    context.Context // ends at shutdown: results could no longer be sent
 	stopCalls  context.CancelFunc
 	components []Component
