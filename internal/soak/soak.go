@@ -104,7 +104,7 @@ func setup(o options) (*soak, error) {
 	}
 
 	s.mon = newMonitor()
-	s.sim, err = voicetest.NewServer(voicetest.Options{Token: token, VADHang: 300 * time.Millisecond, Pace: true,
+	s.sim, err = voicetest.NewServer(voicetest.Options{Token: token, VADHang: 300 * time.Millisecond, Pace: true, ForgetAudio: true,
 		ReplyDuration: 500 * time.Millisecond, DisconnectDelay: 200 * time.Millisecond, Log: s.mon.logger()})
 	if err != nil {
 		return nil, err

@@ -50,6 +50,10 @@ type Options struct {
 	FrameDuration time.Duration
 	// Pace sends reply audio in real time; otherwise as fast as possible.
 	Pace bool
+	// ForgetAudio keeps AUDIO frames out of Received and Sent and the
+	// client's PCM out of Audio, which otherwise hold all of it: for long
+	// runs (a soak of hours) that account for calls and turns, not bytes.
+	ForgetAudio bool
 	// Emoji is the key sent when emoji_mode is on (default "happy").
 	Emoji string
 

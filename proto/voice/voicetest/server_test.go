@@ -206,6 +206,43 @@ func TestAudioTurnRecordsPCM(t *testing.T) {
 	}
 }
 
+// TestForgetAudioKeepsTheRest: with ForgetAudio the server still answers a
+// turn and keeps its other frames, but holds none of its audio.
+func TestForgetAudioKeepsTheRest(t *testing.T) {
+	s := start(t, Options{ReplyDuration: 60 * time.Millisecond, ForgetAudio: true})
+	c := dial(t, s, "tok")
+	pcm := tone(300, 120*time.Millisecond)
+	c.send(voice.Frame{Type: voice.TypeAudio, Task: "t1", Payload: pcm})
+	c.send(voice.Frame{Type: voice.TypeEnd, Task: "t1", Seq: 1})
+	if f := c.next(isType(voice.TypeText)); string(f.Payload) != "I heard 0.1 seconds of audio." {
+		t.Fatalf("%q", f.Payload)
+	}
+	c.next(isType(voice.TypeEnd))
+	if got := s.Audio("t1"); len(got) != 0 {
+		t.Errorf("Audio kept %d bytes", len(got))
+	}
+	var ends, texts int
+	for _, r := range s.Received() {
+		if r.Frame.Type == voice.TypeAudio {
+			t.Fatal("Received holds an AUDIO frame")
+		}
+		if r.Frame.Type == voice.TypeEnd {
+			ends++
+		}
+	}
+	for _, r := range s.Sent() {
+		if r.Frame.Type == voice.TypeAudio {
+			t.Fatal("Sent holds an AUDIO frame")
+		}
+		if r.Frame.Type == voice.TypeText {
+			texts++
+		}
+	}
+	if ends != 1 || texts != 1 {
+		t.Errorf("kept %d END received and %d TEXT sent, want 1 and 1", ends, texts)
+	}
+}
+
 func TestSpeak(t *testing.T) {
 	s := start(t, Options{ReplyDuration: 60 * time.Millisecond})
 	c := dial(t, s, "tok")

@@ -46,7 +46,9 @@ func newSession(s *Server, id int, conn net.Conn) *session {
 		turnText: map[string]string{}, turnPCM: map[string]int{}, vad: map[string]*energyVAD{}}
 	c.out = newWriter(conn, s.opts.Faults, func(f voice.Frame) {
 		s.mu.Lock()
-		s.sent = append(s.sent, Received{Conn: id, Frame: f})
+		if !s.opts.ForgetAudio || f.Type != voice.TypeAudio {
+			s.sent = append(s.sent, Received{Conn: id, Frame: f})
+		}
 		s.notifyLocked()
 		s.mu.Unlock()
 		s.log.Debug("send", "conn", id, "frame", f)
@@ -108,7 +110,9 @@ func (c *session) record(f voice.Frame) {
 	c.received++
 	c.s.log.Info("recv", "conn", c.id, "frame", f)
 	c.s.mu.Lock()
-	c.s.received = append(c.s.received, Received{Conn: c.id, Frame: f})
+	if !c.s.opts.ForgetAudio || f.Type != voice.TypeAudio {
+		c.s.received = append(c.s.received, Received{Conn: c.id, Frame: f})
+	}
 	c.s.notifyLocked()
 	c.s.mu.Unlock()
 }
@@ -253,7 +257,9 @@ func (c *session) handleAudio(f voice.Frame) {
 		pcm = int16sToBytes(samples)
 	}
 	c.s.mu.Lock()
-	c.s.audio[f.Task] = append(c.s.audio[f.Task], pcm...)
+	if !c.s.opts.ForgetAudio {
+		c.s.audio[f.Task] = append(c.s.audio[f.Task], pcm...)
+	}
 	c.s.notifyLocked()
 	c.s.mu.Unlock()
 
