@@ -2,12 +2,12 @@ package config
 
 import (
 	"encoding/hex"
+	"maps"
 	"net"
 	"net/url"
 	gopath "path"
 	"reflect"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -236,11 +236,7 @@ func (l *loader) validate(c *Config) {
 		}
 	}
 
-	names := make([]string, 0, len(c.MCP.Servers))
-	for n := range c.MCP.Servers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(c.MCP.Servers))
 	known := structFields(reflect.TypeOf(MCPServer{})).names
 	for _, n := range names {
 		sv := c.MCP.Servers[n]

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -196,11 +198,7 @@ func ParseServersJSON(data []byte) (map[string]ServerConfig, []string, error) {
 	if err := json.Unmarshal(raw, &entries); err != nil {
 		return nil, nil, fmt.Errorf("mcpServers must map server names to objects: %w", err)
 	}
-	names := make([]string, 0, len(entries))
-	for n := range entries {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(entries))
 	out := make(map[string]ServerConfig, len(entries))
 	for _, name := range names {
 		entry := entries[name]
@@ -208,11 +206,7 @@ func ParseServersJSON(data []byte) (map[string]ServerConfig, []string, error) {
 			return nil, warnings, err
 		}
 		known := make(map[string]json.RawMessage, len(entry))
-		keys := make([]string, 0, len(entry))
-		for k := range entry {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
+		keys := slices.Sorted(maps.Keys(entry))
 		for _, k := range keys {
 			key := k
 			if a, ok := keyAliases[k]; ok {

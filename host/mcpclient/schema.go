@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -629,11 +630,7 @@ func jsonEqual(a, b any) bool {
 
 // reduce turns a flattened schema into the subset.
 func (r *reducer) reduce(m map[string]any, path string, depth int, root bool) (map[string]any, error) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	for _, k := range keys {
 		if why, ok := refused[k]; ok && why != "" {
 			return nil, fmt.Errorf("%s uses %s, which the voice server's schemas cannot express", at(path), why)
@@ -738,11 +735,7 @@ func (r *reducer) reduce(m map[string]any, path string, depth int, root bool) (m
 				return nil, fmt.Errorf("%s: properties must be an object", at(path))
 			}
 			props := make(map[string]any, len(pm))
-			names := make([]string, 0, len(pm))
-			for n := range pm {
-				names = append(names, n)
-			}
-			sort.Strings(names)
+			names := slices.Sorted(maps.Keys(pm))
 			for _, n := range names {
 				child := n
 				if path != "" {
