@@ -1046,24 +1046,37 @@ func TestStopKillsAChildWhoseStartFinishedAfterStop(t *testing.T) {
 	})
 }
 
+// flakyServer is an MCP server over HTTP as the supervisor sees it: down
+// (its start fails: connection refused) until up is set.
+type flakyServer struct {
+	up    atomic.Bool
+	tries atomic.Int32
+}
+
+// httpServer loads a flakyServer, down, under the Retry policy of an MCP
+// server over HTTP.
+func (l *lab) httpServer(t *testing.T) (*supervise.Supervisor, supervise.Options, *flakyServer) {
+	o := l.options()
+	o.Kind, o.FailedStart, o.UnregisterWhileDown = "MCP server", supervise.Retry, true
+	s := supervise.New(o)
+	t.Cleanup(s.Stop)
+	srv := &flakyServer{}
+	start := l.starter([]string{"now"}, nil)
+	s.Load(func(ctx context.Context) (supervise.Child, error) {
+		srv.tries.Add(1)
+		if !srv.up.Load() {
+			return nil, errors.New("connecting to http://127.0.0.1:9/mcp: connection refused")
+		}
+		return start(ctx)
+	}, nil)
+	settle(t, s)
+	return s, o, srv
+}
+
 func TestUnreachableServerIsRetriedForEverOutOfTheRegister(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newLab(t)
-		o := l.options()
-		o.Kind, o.FailedStart, o.UnregisterWhileDown = "MCP server", supervise.Retry, true
-		s := supervise.New(o)
-		t.Cleanup(s.Stop)
-		var up atomic.Bool
-		var tries atomic.Int32
-		start := l.starter([]string{"now"}, nil)
-		s.Load(func(ctx context.Context) (supervise.Child, error) {
-			tries.Add(1)
-			if !up.Load() {
-				return nil, errors.New("connecting to http://127.0.0.1:9/mcp: connection refused")
-			}
-			return start(ctx)
-		}, nil)
-		settle(t, s)
+		s, o, srv := l.httpServer(t)
 		st := wantState(t, s, supervise.StateDown)
 		if !strings.Contains(st.LastError, "connection refused") {
 			t.Fatalf("last error %q, want why it is down", st.LastError)
@@ -1075,11 +1088,11 @@ func TestUnreachableServerIsRetriedForEverOutOfTheRegister(t *testing.T) {
 		time.Sleep(time.Hour)
 		synctest.Wait()
 		wantState(t, s, supervise.StateDown) // never parked
-		if n := int(tries.Load()); n <= o.MaxCrashes {
+		if n := int(srv.tries.Load()); n <= o.MaxCrashes {
 			t.Fatalf("tried %d times in an hour, want more than MaxCrashes (%d): it retries for ever", n, o.MaxCrashes)
 		}
 
-		up.Store(true)
+		srv.up.Store(true)
 		time.Sleep(o.Restart.Cap * 2)
 		synctest.Wait()
 		wantState(t, s, supervise.StateRunning)
@@ -1088,7 +1101,7 @@ func TestUnreachableServerIsRetriedForEverOutOfTheRegister(t *testing.T) {
 		answeredBy(t, "a call once the server answers", data, err, 1)
 
 		// It goes away again: out of the register, down, retried.
-		up.Store(false)
+		srv.up.Store(false)
 		l.child(1).die()
 		synctest.Wait()
 		wantState(t, s, supervise.StateDown)
@@ -1199,23 +1212,9 @@ func TestCallKilledByStopIsNotToldThePluginIsRestarting(t *testing.T) {
 func TestServerBackFromALongOutageIsRetriedSoonAfterItsNextDrop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		l := newLab(t)
-		o := l.options()
-		o.Kind, o.FailedStart, o.UnregisterWhileDown = "MCP server", supervise.Retry, true
-		s := supervise.New(o)
-		t.Cleanup(s.Stop)
-		var up atomic.Bool
-		var tries atomic.Int32
-		start := l.starter([]string{"now"}, nil)
-		s.Load(func(ctx context.Context) (supervise.Child, error) {
-			tries.Add(1)
-			if !up.Load() {
-				return nil, errors.New("connection refused")
-			}
-			return start(ctx)
-		}, nil)
-		settle(t, s)
+		s, o, srv := l.httpServer(t)
 		time.Sleep(time.Hour) // retries have reached the cap (8 s)
-		up.Store(true)
+		srv.up.Store(true)
 		time.Sleep(o.Restart.Cap * 2)
 		synctest.Wait()
 		wantState(t, s, supervise.StateRunning)
@@ -1223,13 +1222,13 @@ func TestServerBackFromALongOutageIsRetriedSoonAfterItsNextDrop(t *testing.T) {
 		// Up for a day, then it drops: the first retry comes after about
 		// Base (1 s ±20%), not after the cap the old outage had reached.
 		time.Sleep(24 * time.Hour)
-		up.Store(false)
-		before := tries.Load()
+		srv.up.Store(false)
+		before := srv.tries.Load()
 		l.child(1).die()
 		synctest.Wait()
 		time.Sleep(o.Restart.Base * 3 / 2)
 		synctest.Wait()
-		if tries.Load() == before {
+		if srv.tries.Load() == before {
 			t.Fatalf("no retry %s after the server dropped: the backoff kept growing from the earlier outage", o.Restart.Base*3/2)
 		}
 	})
