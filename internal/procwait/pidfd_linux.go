@@ -13,3 +13,10 @@ func open(pid int) (*os.File, error) {
 	}
 	return os.NewFile(uintptr(fd), "pidfd"), nil
 }
+
+// readable reports whether the pidfd fd says its process has exited.
+func readable(fd uintptr) bool {
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n > 0
+}

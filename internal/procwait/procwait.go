@@ -31,12 +31,10 @@ func Watch(pid int) (exited <-chan struct{}, err error) {
 	ch := make(chan struct{})
 	go func() {
 		defer close(ch)
-		waited := false
-		err := rc.Read(func(uintptr) bool {
-			done := waited // the first call only asks to wait for readability
-			waited = true
-			return done
-		})
+		// Each look asks the pidfd itself: the poller forgets a readiness
+		// that came before the first wait, so an exit right after open
+		// would otherwise never be seen.
+		err := rc.Read(readable)
 		f.Close()
 		if err != nil {
 			for procs.Alive(pid) {
