@@ -42,15 +42,7 @@ func BenchmarkHostPluginCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	h.Add(h.Plugins(false))
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer wcancel()
-	if err := sim.WaitFor(wctx, func() bool { return len(sim.Registers()) > 0 }); err != nil {
-		b.Fatal(err)
-	}
+	ctx := runHost(b, h, sim, func(context.Context) bool { return true })
 	params := json.RawMessage(`{"format":"simple"}`)
 	for range 200 {
 		sim.Call(ctx, "get_current_time", params)
@@ -95,15 +87,7 @@ func BenchmarkHostStreaming(b *testing.B) {
 				b.Fatal(err)
 			}
 			h.Add(conv)
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan error, 1)
-			go func() { done <- h.Run(ctx) }()
-			defer func() { cancel(); <-done }()
-			wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
-			defer wcancel()
-			if err := sim.WaitFor(wctx, func() bool { return len(sim.Registers()) > 0 && conv.Check(wctx) == nil }); err != nil {
-				b.Fatal(err)
-			}
+			runHost(b, h, sim, func(ctx context.Context) bool { return conv.Check(ctx) == nil })
 			for {
 				if _, err := conv.TalkStart(); err == nil {
 					break
@@ -116,4 +100,20 @@ func BenchmarkHostStreaming(b *testing.B) {
 			conv.TalkStop()
 		})
 	}
+}
+
+// runHost runs h until the benchmark ends and waits until the simulator
+// has its register and ready says yes. The context it returns ends with h.
+func runHost(b *testing.B, h *Host, sim *voicetest.Server, ready func(context.Context) bool) context.Context {
+	b.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- h.Run(ctx) }()
+	b.Cleanup(func() { cancel(); <-done })
+	wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+	defer wcancel()
+	if err := sim.WaitFor(wctx, func() bool { return len(sim.Registers()) > 0 && ready(wctx) }); err != nil {
+		b.Fatal(err)
+	}
+	return ctx
 }
