@@ -20,8 +20,12 @@ func TestWatch(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	changes := make(chan struct{}, 10)
-	done := make(chan error, 1)
-	go func() { done <- Watch(ctx, p, func() { changes <- struct{}{} }) }()
+	fw, err := WatchFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { fw.Run(ctx, func() { changes <- struct{}{} }); close(done) }()
 
 	expect := func(what string, want bool) {
 		t.Helper()
@@ -36,10 +40,7 @@ func TestWatch(t *testing.T) {
 			}
 		}
 	}
-	// Give the watcher time to be set up (Watch adds the folder at once,
-	// but the goroutine may not have run yet).
-	time.Sleep(100 * time.Millisecond)
-
+	// Written at once: WatchFile has set the watch up when it returns.
 	os.WriteFile(p, []byte("log: {level: debug}\n"), 0o600)
 	expect("write", true)
 
@@ -56,20 +57,17 @@ func TestWatch(t *testing.T) {
 
 	cancel()
 	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("Watch returned %v", err)
-		}
+	case <-done:
 	case <-time.After(2 * time.Second):
-		t.Fatal("Watch did not return after cancel")
+		t.Fatal("Run did not return after cancel")
 	}
 }
 
 func TestWatchErrors(t *testing.T) {
-	if err := Watch(context.Background(), "", func() {}); err == nil {
+	if _, err := WatchFile(""); err == nil {
 		t.Error("want an error for no path")
 	}
-	if err := Watch(context.Background(), "/nonexistent-dir/x.yaml", func() {}); err == nil {
+	if _, err := WatchFile("/nonexistent-dir/x.yaml"); err == nil {
 		t.Error("want an error for a missing folder")
 	}
 }

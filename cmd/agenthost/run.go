@@ -93,17 +93,19 @@ func (reloader) Name() string { return "configuration reloader" }
 func (r reloader) Run(ctx context.Context, ready func()) error {
 	changed := make(chan struct{}, 1)
 	if path := r.h.Config().Path; path != "" {
-		go func() {
-			err := config.Watch(ctx, path, func() {
+		// Watching before ready: an edit made once the daemon says it is
+		// up is never missed.
+		fw, err := config.WatchFile(path)
+		if err != nil {
+			r.h.Log().Warn("the configuration file is not watched; use systemctl reload (SIGHUP) after editing it", "err", err)
+		} else {
+			go fw.Run(ctx, func() {
 				select {
 				case changed <- struct{}{}:
 				default:
 				}
 			})
-			if err != nil {
-				r.h.Log().Warn("the configuration file is not watched; use systemctl reload (SIGHUP) after editing it", "err", err)
-			}
-		}()
+		}
 	}
 	ready()
 	for {
