@@ -172,7 +172,9 @@ func TestLogsReachTheHost(t *testing.T) {
 		"[stdout] stdout line after the handshake",
 		"[stderr] raw stderr line",
 	}
+	// stdout and stderr reach the host on two streams, in either order.
 	waitLog(p, "raw stderr line")
+	waitLog(p, "stdout line after the handshake")
 	logs := p.Logs()
 	for _, w := range want {
 		if !strings.Contains(logs, w) {
