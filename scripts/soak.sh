@@ -3,7 +3,7 @@
 # bundled plugins (clock, files, sysinfo) for a given time, with calls at a
 # steady rate to every service, the clock plugin replaced by rename every
 # 10 s, the link dropped every minute and voice turns (VAD mode, file audio
-# backend). The driver is internal/soak; its doc comment and constants give
+# backend). The driver is test/soak; its doc comment and constants give
 # the checks and the growth bounds. Exits non-zero on a lost, duplicated or
 # unexplained failed call, an orphan process, or growth beyond a bound.
 #
@@ -45,7 +45,7 @@ echo "== soak: building the host, the bundled plugins and the driver into $work/
 mkdir -p "$work/bin/plugins"
 go build -o "$work/bin/agenthost" ./cmd/agenthost
 go build -o "$work/bin/plugins/" ./plugins/clock ./plugins/files ./plugins/sysinfo
-go build -o "$work/bin/soak" ./internal/soak
+go build -o "$work/bin/soak" ./test/soak
 
 echo "== soak: reproduce with: scripts/soak.sh $duration $rate"
 "$work/bin/soak" -duration "$duration" -rate "$rate" -host "$work/bin/agenthost" \

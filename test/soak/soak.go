@@ -133,7 +133,7 @@ const fixedContent = "the soak reads this file back"
 var wantServices = []string{"get_current_time", "builtin_get_current_time", "create_file", "read_file", "list_files", "get_system_info"}
 
 func (s *soak) config(work, mic string) string {
-	return fmt.Sprintf(`# written by internal/soak
+	return fmt.Sprintf(`# written by test/soak
 server:
   address: %q
   params: {mode: vad}

@@ -11,7 +11,7 @@
 // stopped, or growth of the host beyond the bounds below.
 //
 // It is a test tool, not part of the product: build it with
-// `go build ./internal/soak` (scripts/soak.sh does).
+// `go build ./test/soak` (scripts/soak.sh does).
 package main
 
 import (
