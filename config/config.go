@@ -295,6 +295,11 @@ type MCPServe struct {
 	TokenFile string `yaml:"token_file"`
 	// AllowedOrigins are the browser origins accepted besides localhost.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// MaxSessions bounds the MCP sessions open at once; a client asking
+	// for one more is refused (503) until one closes or times out.
+	MaxSessions int `yaml:"max_sessions"`
+	// SessionTimeout closes a session that sent no request for this long.
+	SessionTimeout Duration `yaml:"session_timeout"`
 }
 
 // Default returns the built-in defaults.
@@ -348,7 +353,9 @@ func Default() *Config {
 			GPIO:          GPIO{Line: -1},
 			Hooks:         map[string]string{},
 		},
-		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{AllowedOrigins: []string{}}},
+		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{
+			AllowedOrigins: []string{}, MaxSessions: 64, SessionTimeout: Duration(30 * 60e9),
+		}},
 	}
 }
 

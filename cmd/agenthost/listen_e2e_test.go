@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/host/mcpclient/mcptest"
+	"github.com/agenthost/agenthost/proto/voice/voicetest"
+)
+
+// The daemon's network listeners (mcp.serve.listen, metrics.listen) under
+// the load a host on a home network can send them; each test logs the
+// figures the issue asks for (RSS, goroutines, fds) and asserts only bounds.
+
+// figures are what the daemon costs now.
+type figures struct {
+	rssKB, fds, goroutines int
+}
+
+func (f figures) String() string {
+	return fmt.Sprintf("RSS %.1f MiB, %d goroutines, %d fds", float64(f.rssKB)/1024, f.goroutines, f.fds)
+}
+
+// figures reads the daemon's RSS and open files from /proc, and its
+// goroutines from its /metrics (metricsURL, fetched with c).
+func (d *hostProc) figures(t *testing.T, c *http.Client, metricsURL string) figures {
+	t.Helper()
+	pid := d.cmd.Process.Pid
+	var f figures
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := regexp.MustCompile(`VmRSS:\s+(\d+) kB`).FindSubmatch(status); m != nil {
+		f.rssKB, _ = strconv.Atoi(string(m[1]))
+	}
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.fds = len(fds)
+	resp, err := c.Get(metricsURL)
+	if err != nil {
+		t.Fatalf("scraping %s: %v", metricsURL, err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
+			f.goroutines, _ = strconv.Atoi(v)
+		}
+	}
+	return f
+}
+
+// metricsURL is the /metrics address the daemon logged.
+func (d *hostProc) metricsURL() string {
+	return regexp.MustCompile(`url=(http://\S+/metrics)`).FindStringSubmatch(d.logLine("metrics served"))[1]
+}
+
+// mcpPost sends one JSON-RPC body to an MCP endpoint as a Streamable HTTP
+// client does.
+func mcpPost(c *http.Client, url, session, body string, header map[string]string) (*http.Response, error) {
+	req, err := http.NewRequest("POST", url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	return c.Do(req)
+}
+
+// openSession sends initialize (protocol version v) and returns the new
+// session's id, or the refusal's status and body.
+func openSession(c *http.Client, url, v string, header map[string]string) (id string, status int, body string, err error) {
+	resp, err := mcpPost(c, url, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+v+
+		`","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`, header)
+	if err != nil {
+		return "", 0, "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.Header.Get("Mcp-Session-Id"), resp.StatusCode, string(b), nil
+}
+
+// TestMCPEndpointSessionsAreBounded: 10,000 sessions opened and abandoned
+// (never closed with DELETE) leave at most mcp.serve.max_sessions open, the
+// others are refused with 503 naming the setting, and the open ones close
+// after mcp.serve.session_timeout, giving their goroutines back.
+func TestMCPEndpointSessionsAreBounded(t *testing.T) {
+	const opened, maxSessions = 10000, 64 // the default
+	sim := newSim(t, voicetest.Options{})
+	addr := fmt.Sprintf("127.0.0.1:%d", mcptest.FreePort(t))
+	d := startHost(t, sim, "mcp.serve.listen="+addr, "mcp.serve.session_timeout=2s", "metrics.listen=127.0.0.1:0", "log.level=info")
+	ready(t, sim, 1)
+	url := "http://" + addr + "/mcp"
+	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}, Timeout: 30 * time.Second}
+	defer c.CloseIdleConnections()
+	metrics := d.metricsURL()
+	before := d.figures(t, c, metrics)
+
+	var accepted, refused atomic.Int64
+	var mu sync.Mutex
+	var refusal, other string
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	start := time.Now()
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= opened {
+				id, status, body, err := openSession(c, url, "2025-06-18", nil)
+				switch {
+				case err == nil && status == http.StatusOK && id != "":
+					accepted.Add(1)
+				case err == nil && status == http.StatusServiceUnavailable:
+					refused.Add(1)
+					mu.Lock()
+					refusal = body
+					mu.Unlock()
+				default:
+					mu.Lock()
+					other = fmt.Sprintf("status %d, err %v: %s", status, err, body)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	took := time.Since(start)
+	after := d.figures(t, c, metrics)
+	t.Logf("sessions: %d opened in %s, %d accepted, %d refused", opened, took.Round(time.Millisecond), accepted.Load(), refused.Load())
+	t.Logf("before: %s", before)
+	t.Logf("after:  %s (%+.1f MiB, %+d goroutines)", after, float64(after.rssKB-before.rssKB)/1024, after.goroutines-before.goroutines)
+	if other != "" {
+		t.Errorf("a session request neither accepted nor refused with 503: %s", other)
+	}
+	if n := accepted.Load(); n > maxSessions {
+		t.Errorf("%d sessions accepted, over mcp.serve.max_sessions (%d)", n, maxSessions)
+	}
+	if refused.Load() > 0 && !strings.Contains(refusal, "mcp.serve.max_sessions") {
+		t.Errorf("the refusal does not name mcp.serve.max_sessions: %q", refusal)
+	}
+	if grew := after.goroutines - before.goroutines; grew > 2*maxSessions+40 {
+		t.Errorf("the daemon has %d more goroutines with %d sessions open (at most %d allowed)", grew, accepted.Load(), maxSessions)
+	}
+
+	// The abandoned sessions time out and give their goroutines back.
+	deadline := time.Now().Add(60 * time.Second)
+	var later figures
+	for {
+		later = d.figures(t, c, metrics)
+		if later.goroutines <= before.goroutines+20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the abandoned sessions never timed out: %s, %s before", later, before)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Logf("after the sessions timed out: %s", later)
+	if id, status, body, err := openSession(c, url, "2025-06-18", nil); err != nil || status != http.StatusOK || id == "" {
+		t.Errorf("a new session once the old ones timed out: status %d, err %v: %s", status, err, body)
+	}
+}
