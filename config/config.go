@@ -300,6 +300,11 @@ type MCPServe struct {
 	MaxSessions int `yaml:"max_sessions"`
 	// SessionTimeout closes a session that sent no request for this long.
 	SessionTimeout Duration `yaml:"session_timeout"`
+	// MaxConnections bounds the connections open at once (more wait for a
+	// free one), MaxConnectionsPerClient those from one address (more are
+	// refused with 503).
+	MaxConnections          int `yaml:"max_connections"`
+	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
 }
 
 // Default returns the built-in defaults.
@@ -355,6 +360,7 @@ func Default() *Config {
 		},
 		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{
 			AllowedOrigins: []string{}, MaxSessions: 64, SessionTimeout: Duration(30 * 60e9),
+			MaxConnections: 64, MaxConnectionsPerClient: 16,
 		}},
 	}
 }

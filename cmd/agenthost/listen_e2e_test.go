@@ -2,8 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"regexp"
@@ -13,6 +16,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/host/mcpclient/mcptest"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
@@ -178,5 +183,173 @@ func TestMCPEndpointSessionsAreBounded(t *testing.T) {
 	t.Logf("after the sessions timed out: %s", later)
 	if id, status, body, err := openSession(c, url, "2025-06-18", nil); err != nil || status != http.StatusOK || id == "" {
 		t.Errorf("a new session once the old ones timed out: status %d, err %v: %s", status, err, body)
+	}
+}
+
+// fromAddr is an HTTP client whose connections come from the loopback
+// address ip (127.0.0.x): another machine, as far as the daemon can tell.
+func fromAddr(ip string, header map[string]string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+	return &http.Client{Transport: withHeader{&http.Transport{DialContext: d.DialContext}, header}}
+}
+
+type withHeader struct {
+	rt     http.RoundTripper
+	header map[string]string
+}
+
+func (h withHeader) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h.header {
+		r.Header.Set(k, v)
+	}
+	return h.rt.RoundTrip(r)
+}
+
+// attack opens n connections to addr from 127.0.0.1 that hold on: half
+// send a request and then stay idle (keep-alive), half send a POST's
+// header and then trickle its body a byte a second. It returns the
+// connections the daemon kept and a function that closes them all.
+func attack(t *testing.T, addr, path string, n int) (kept func() int, stop func()) {
+	t.Helper()
+	var mu sync.Mutex
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	next := atomic.Int64{}
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := next.Add(1); i <= int64(n); i = next.Add(1) {
+				c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+				if err != nil {
+					continue
+				}
+				if i%2 == 0 {
+					fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", path, addr)
+					c.SetReadDeadline(time.Now().Add(5 * time.Second))
+					if resp, err := http.ReadResponse(bufio.NewReader(c), nil); err == nil {
+						io.Copy(io.Discard, resp.Body)
+						resp.Body.Close()
+					}
+					c.SetReadDeadline(time.Time{})
+				} else {
+					fmt.Fprintf(c, "POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{", path, addr)
+				}
+				mu.Lock()
+				conns = append(conns, c)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	done := make(chan struct{})
+	trickled := make(chan struct{})
+	go func() {
+		defer close(trickled)
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+			mu.Lock()
+			for _, c := range conns {
+				c.SetWriteDeadline(time.Now().Add(10 * time.Millisecond))
+				c.Write([]byte(" "))
+			}
+			mu.Unlock()
+		}
+	}()
+	kept = func() int {
+		// A connection the daemon closed reads EOF (or a reset) at once.
+		mu.Lock()
+		defer mu.Unlock()
+		open := 0
+		for _, c := range conns {
+			c.SetReadDeadline(time.Now().Add(time.Millisecond))
+			var b [1]byte
+			_, err := c.Read(b[:])
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				open++
+			}
+		}
+		return open
+	}
+	return kept, func() {
+		close(done)
+		<-trickled
+		for _, c := range conns {
+			c.Close()
+		}
+	}
+}
+
+// TestListenersBoundConnections: 2,000 connections to each listener (MCP
+// and metrics) from one address, half idle after a request and half
+// trickling a body, cost the daemon at most their per-client caps in fds;
+// a client on another address keeps being answered meanwhile.
+func TestListenersBoundConnections(t *testing.T) {
+	const n = 2000
+	const token = "listeners-e2e-token-7d1e"
+	sim := newSim(t, voicetest.Options{})
+	addr := fmt.Sprintf("127.0.0.1:%d", mcptest.FreePort(t))
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", mcptest.FreePort(t))
+	d := startHost(t, sim, "mcp.serve.listen="+addr, "mcp.serve.token="+token, "metrics.listen="+metricsAddr, "log.level=info")
+	ready(t, sim, 1)
+	url := "http://" + addr + "/mcp"
+	metrics := d.metricsURL()
+	scraper := fromAddr("127.0.0.2", nil)
+	legit := mcp.NewClient(&mcp.Implementation{Name: "legit", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cs, err := legit.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1,
+		HTTPClient: fromAddr("127.0.0.2", map[string]string{"Authorization": "Bearer " + token})}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	callEcho := func() (time.Duration, error) {
+		start := time.Now()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "testkit_echo", Arguments: map[string]any{"text": "hi"}})
+		if err == nil && res.IsError {
+			err = fmt.Errorf("isError: %v", res.Content)
+		}
+		return time.Since(start), err
+	}
+	if _, err := callEcho(); err != nil {
+		t.Fatal(err)
+	}
+	before := d.figures(t, scraper, metrics)
+
+	start := time.Now()
+	keptMCP, stopMCP := attack(t, addr, "/mcp", n)
+	defer stopMCP()
+	keptMetrics, stopMetrics := attack(t, metricsAddr, "/metrics", n)
+	defer stopMetrics()
+	opened := time.Since(start)
+	time.Sleep(2 * time.Second) // a few bytes trickle in
+	after := d.figures(t, scraper, metrics)
+	took, callErr := callEcho()
+	mcpOpen, metricsOpen := keptMCP(), keptMetrics()
+	t.Logf("connections: %d to each listener from one address in %s; the daemon kept %d (MCP) and %d (metrics)", n, opened.Round(time.Millisecond), mcpOpen, metricsOpen)
+	t.Logf("before: %s", before)
+	t.Logf("after:  %s (%+.1f MiB, %+d goroutines, %+d fds)", after, float64(after.rssKB-before.rssKB)/1024, after.goroutines-before.goroutines, after.fds-before.fds)
+	t.Logf("a call from another address meanwhile: %s (err %v)", took.Round(time.Millisecond), callErr)
+	if callErr != nil {
+		t.Errorf("a client on another address was not answered under the load: %v", callErr)
+	}
+	const capMCP, capMetrics = 16, 4 // mcp.serve.max_connections_per_client's default; the metrics' fixed one
+	if grew := after.fds - before.fds; grew > capMCP+capMetrics+8 {
+		t.Errorf("the daemon holds %d more fds under the load, want at most %d (the per-client caps)", grew, capMCP+capMetrics+8)
+	}
+	if mcpOpen > capMCP || metricsOpen > capMetrics {
+		t.Errorf("the daemon kept %d MCP and %d metrics connections of one address open, want at most %d and %d", mcpOpen, metricsOpen, capMCP, capMetrics)
+	}
+	if strings.Contains(d.log.String(), token) {
+		t.Error("the token reached the log")
 	}
 }
