@@ -305,6 +305,11 @@ type MCPServe struct {
 	// refused with 503).
 	MaxConnections          int `yaml:"max_connections"`
 	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
+	// MaxCalls bounds the MCP clients' calls running at once, a budget of
+	// their own beside services.max_in_flight (the voice server's), and
+	// MaxCallsPerSession those of one session.
+	MaxCalls           int `yaml:"max_calls"`
+	MaxCallsPerSession int `yaml:"max_calls_per_session"`
 }
 
 // Default returns the built-in defaults.
@@ -360,7 +365,7 @@ func Default() *Config {
 		},
 		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{
 			AllowedOrigins: []string{}, MaxSessions: 64, SessionTimeout: Duration(30 * 60e9),
-			MaxConnections: 64, MaxConnectionsPerClient: 16,
+			MaxConnections: 64, MaxConnectionsPerClient: 16, MaxCalls: 16, MaxCallsPerSession: 4,
 		}},
 	}
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -352,4 +354,230 @@ func TestListenersBoundConnections(t *testing.T) {
 	if strings.Contains(d.log.String(), token) {
 		t.Error("the token reached the log")
 	}
+}
+
+// rpcResponses reads the JSON-RPC responses of an MCP POST (SSE events or a
+// JSON body; a batch's responses come as arrays).
+func rpcResponses(body io.Reader) []json.RawMessage {
+	var out []json.RawMessage
+	add := func(b []byte) {
+		b = bytes.TrimSpace(b)
+		var list []json.RawMessage
+		if json.Unmarshal(b, &list) == nil {
+			out = append(out, list...)
+		} else if json.Valid(b) && len(b) > 0 {
+			out = append(out, json.RawMessage(b))
+		}
+	}
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	sse := false
+	var raw bytes.Buffer
+	for sc.Scan() {
+		line := sc.Bytes()
+		if data, ok := bytes.CutPrefix(line, []byte("data: ")); ok {
+			sse = true
+			add(data)
+			continue
+		}
+		raw.Write(line)
+	}
+	if !sse {
+		add(raw.Bytes())
+	}
+	return out
+}
+
+// callBatch is a JSON-RPC batch of n tools/call of testkit_slow (ms).
+func callBatch(n, ms int) string {
+	var b strings.Builder
+	b.WriteString("[")
+	for i := range n {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"testkit_slow","arguments":{"ms":%d}}}`, i+10, ms)
+	}
+	b.WriteString("]")
+	return b.String()
+}
+
+// outcomes counts a batch's results: successes and the errors' texts.
+func outcomes(resps []json.RawMessage) (ok int, errs map[string]int) {
+	errs = map[string]int{}
+	for _, r := range resps {
+		var m struct {
+			Result *struct {
+				IsError bool `json:"isError"`
+				Content []struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"result"`
+			Error *struct {
+				Message string `json:"message"`
+			} `json:"error"`
+		}
+		json.Unmarshal(r, &m)
+		switch {
+		case m.Error != nil:
+			errs["rpc error: "+m.Error.Message]++
+		case m.Result != nil && m.Result.IsError && len(m.Result.Content) > 0:
+			errs[m.Result.Content[0].Text]++
+		case m.Result != nil && !m.Result.IsError:
+			ok++
+		default:
+			errs[string(r)]++
+		}
+	}
+	return ok, errs
+}
+
+// scrape reads one sample of /metrics.
+func scrape(t *testing.T, c *http.Client, url, name string) int {
+	t.Helper()
+	resp, err := c.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), name+" "); ok {
+			n, _ := strconv.Atoi(v)
+			return n
+		}
+	}
+	return -1
+}
+
+// TestMCPCallsHaveTheirOwnBudget: MCP clients flooding the endpoint with
+// slow tools/call, as one batch of 1,000 or as several sessions' batches
+// of 32, never make the voice server's calls busy; a batch over the
+// per-request bound is refused whole, a session runs at most
+// mcp.serve.max_calls_per_session at once and all sessions
+// mcp.serve.max_calls, the rest answered "busy" naming the setting.
+func TestMCPCallsHaveTheirOwnBudget(t *testing.T) {
+	const maxCalls, perSession = 16, 4 // the defaults
+	sim := newSim(t, voicetest.Options{})
+	addr := fmt.Sprintf("127.0.0.1:%d", mcptest.FreePort(t))
+	d := startHost(t, sim, "mcp.serve.listen="+addr, "metrics.listen=127.0.0.1:0", "log.level=info")
+	ready(t, sim, 1)
+	url := "http://" + addr + "/mcp"
+	metrics := d.metricsURL()
+	c := &http.Client{Transport: &http.Transport{}}
+	defer c.CloseIdleConnections()
+	session := func() string {
+		t.Helper()
+		// 2025-03-26 is the last protocol version with JSON-RPC batches.
+		id, status, body, err := openSession(c, url, "2025-03-26", nil)
+		if err != nil || status != http.StatusOK {
+			t.Fatalf("initialize: %d %v %s", status, err, body)
+		}
+		resp, err := mcpPost(c, url, id, `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"Mcp-Protocol-Version": "2025-03-26"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return id
+	}
+	type batchResult struct {
+		status int
+		body   string
+		resps  []json.RawMessage
+	}
+	post := func(id, body string) <-chan batchResult {
+		out := make(chan batchResult, 1)
+		go func() {
+			resp, err := mcpPost(c, url, id, body, map[string]string{"Mcp-Protocol-Version": "2025-03-26"})
+			if err != nil {
+				out <- batchResult{body: err.Error()}
+				return
+			}
+			defer resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				b, _ := io.ReadAll(resp.Body)
+				out <- batchResult{status: resp.StatusCode, body: string(b)}
+				return
+			}
+			out <- batchResult{status: resp.StatusCode, resps: rpcResponses(resp.Body)}
+		}()
+		return out
+	}
+	inFlight := func() int { return scrape(t, c, metrics, "agenthost_calls_in_flight") }
+	// waitBusy waits until the MCP calls fill what they may (or, today,
+	// the shared budget), or until done answers.
+	waitBusy := func(atLeast int, done <-chan batchResult) (batchResult, bool) {
+		deadline := time.Now().Add(30 * time.Second)
+		for inFlight() < atLeast {
+			select {
+			case r := <-done:
+				return r, true
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the MCP calls never reached %d in flight (%d)", atLeast, inFlight())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		return batchResult{}, false
+	}
+	voiceCall := func(when string) {
+		t.Helper()
+		if out := call(t, sim, "testkit_echo", `{"text":"voice"}`); !out.Success {
+			t.Errorf("%s, the voice server's call failed: %s", when, out.Error)
+		}
+	}
+
+	// One batch of 1,000 slow calls.
+	big := post(session(), callBatch(1000, 3000))
+	r, answered := waitBusy(maxCalls, big)
+	voiceCall("during a batch of 1,000 tools/call")
+	if !answered {
+		r = <-big
+	}
+	if r.status != http.StatusBadRequest || !strings.Contains(r.body, "batch") {
+		ok, errs := outcomes(r.resps)
+		t.Errorf("a batch of 1,000 tools/call: status %d %q, %d ran, errors %v; want it refused whole (400) naming the bound", r.status, clipped(r.body), ok, clippedKeys(errs))
+	}
+
+	// Six sessions, a batch of 32 slow calls each.
+	var batches []<-chan batchResult
+	for range 6 {
+		batches = append(batches, post(session(), callBatch(32, 2000)))
+	}
+	waitBusy(maxCalls, nil)
+	t.Logf("in flight with six sessions' batches: %d", inFlight())
+	voiceCall("with six sessions each sending a batch of 32 tools/call")
+	total := 0
+	for i, b := range batches {
+		r := <-b
+		ok, errs := outcomes(r.resps)
+		total += ok
+		if r.status != http.StatusOK || ok > perSession {
+			t.Errorf("session %d: status %d %q, %d calls ran, want at most %d (mcp.serve.max_calls_per_session); errors %v", i, r.status, clipped(r.body), ok, perSession, clippedKeys(errs))
+		}
+		for msg := range errs {
+			if !strings.Contains(msg, "busy") || !strings.Contains(msg, "mcp.serve.max_calls") {
+				t.Errorf("session %d: an error that is not a busy naming mcp.serve.max_calls[_per_session]: %q", i, clipped(msg))
+			}
+		}
+	}
+	if total > maxCalls {
+		t.Errorf("%d calls ran in all, over mcp.serve.max_calls (%d)", total, maxCalls)
+	}
+}
+
+func clipped(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}
+
+func clippedKeys(m map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		out[clipped(k)] += v
+	}
+	return out
 }
