@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -292,5 +294,73 @@ func TestHTTPOrigin(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "refused an MCP request from a foreign origin") {
 		t.Errorf("no log line for the refused origin:\n%s", logs)
+	}
+}
+
+// TestRefusedRequestsAreAggregated: a flood of refused requests (no token,
+// a foreign origin) makes a line or two per kind, not one per request; the
+// lines count the refusals they stand for.
+func TestRefusedRequestsAreAggregated(t *testing.T) {
+	const noToken, foreign = 500, 300
+	_, s, _ := setup(t)
+	logs := &testbin.Buffer{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Serve(ctx, ln, mcpserver.HTTPOptions{Token: "s3cret-token", Log: slog.New(slog.NewTextHandler(logs, nil))})
+	}()
+	url := "http://" + ln.Addr().String() + mcpserver.Path
+	c := &http.Client{Transport: &http.Transport{}}
+	send := func(origin string) {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for range noToken {
+		send("")
+	}
+	for range foreign {
+		send("https://evil.example")
+	}
+	c.CloseIdleConnections()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	repeated := regexp.MustCompile(`repeated=(\d+)`)
+	for msg, want := range map[string]int{
+		"refused an MCP request without the right bearer token": noToken,
+		"refused an MCP request from a foreign origin":          foreign,
+	} {
+		lines, total := 0, 0
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if !strings.Contains(line, msg) {
+				continue
+			}
+			lines++
+			total++
+			if m := repeated.FindStringSubmatch(line); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				total += n
+			}
+		}
+		if lines < 1 || lines > 3 || total != want {
+			t.Errorf("%d refusals (%s) made %d log lines standing for %d, want 1 to 3 lines standing for %d", want, msg, lines, total, want)
+		}
+	}
+	if strings.Contains(logs.String(), "s3cret-token") {
+		t.Error("the token reached the log")
 	}
 }
