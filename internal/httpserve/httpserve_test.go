@@ -311,3 +311,37 @@ func TestConnectionsAreCapped(t *testing.T) {
 		t.Errorf("no log line says the connections reached test.max_connections:\n%s", logs)
 	}
 }
+
+// TestWarnsBeyondLoopback: an address beyond loopback draws the listener's
+// warning; a loopback one does not.
+func TestWarnsBeyondLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		warn bool
+	}{{"127.0.0.1:0", false}, {":0", true}} {
+		logs := &testbin.Buffer{}
+		ln, err := net.Listen("tcp", tc.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- httpserve.Serve(ctx, ln, http.NotFoundHandler(), httpserve.Options{Name: "the test endpoint",
+				ExposedWarning: "the test endpoint listens beyond this machine", Log: slog.New(slog.NewTextHandler(logs, nil))})
+		}()
+		c, err := net.Dial("tcp", ln.Addr().String()) // Serve has started once it answers
+		if err == nil {
+			io.WriteString(c, "GET / HTTP/1.0\r\n\r\n")
+			io.ReadAll(c)
+			c.Close()
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		if got := strings.Contains(logs.String(), "listens beyond this machine"); got != tc.warn {
+			t.Errorf("%s: warned %v, want %v:\n%s", tc.addr, got, tc.warn, logs)
+		}
+	}
+}
