@@ -4,19 +4,17 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
-
-	"github.com/agenthost/agenthost/internal/clip"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agenthost/agenthost/internal/clip"
+	"github.com/agenthost/agenthost/internal/httpserve"
 	"github.com/agenthost/agenthost/internal/quietlog"
 )
 
@@ -35,7 +33,17 @@ type HTTPOptions struct {
 	AllowedOrigins []string
 	// Log receives refused requests (without the token). Nil discards.
 	Log *slog.Logger
+	// MaxConns bounds the connections open at once (one more waits),
+	// MaxConnsPerClient those from one address (one more is refused);
+	// 0 takes DefaultMaxConns, DefaultMaxConnsPerClient.
+	MaxConns, MaxConnsPerClient int
 }
+
+// Defaults of HTTPOptions (the config's mcp.serve has the same).
+const (
+	DefaultMaxConns          = 64
+	DefaultMaxConnsPerClient = 16
+)
 
 // Handler returns the Streamable HTTP endpoint (serve it at Path).
 func (s *Server) Handler(o HTTPOptions) http.Handler {
@@ -102,31 +110,28 @@ func localOrigin(origin string) bool {
 // Serve serves the endpoint at Path on ln until ctx ends, then shuts
 // down (open streams are closed). The caller chooses the address; a
 // non-loopback address without a token is allowed but logged as a warning.
+// Connections are bounded and deadlined as internal/httpserve does.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, o HTTPOptions) error {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && o.Token == "" {
-		o.Log.Warn("the MCP endpoint listens beyond this machine without a token: anyone who can reach it can call every service", "addr", ln.Addr().String())
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.MaxConnsPerClient <= 0 {
+		o.MaxConnsPerClient = DefaultMaxConnsPerClient
+	}
+	hs := httpserve.Options{
+		Name:     "the MCP endpoint",
+		MaxConns: o.MaxConns, MaxConnsSetting: "mcp.serve.max_connections",
+		MaxConnsPerClient: o.MaxConnsPerClient, MaxConnsPerClientSetting: "mcp.serve.max_connections_per_client",
+		Log: o.Log,
+	}
+	if o.Token == "" {
+		hs.ExposedWarning = "the MCP endpoint listens beyond this machine without a token: anyone who can reach it can call every service"
 	}
 	mux := http.NewServeMux()
 	mux.Handle(Path, s.Handler(o))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
 	o.Log.Info("MCP endpoint ready", "url", fmt.Sprintf("http://%s%s", ln.Addr(), Path), "token", o.Token != "")
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return httpserve.Serve(ctx, ln, mux, hs)
 }

@@ -65,16 +65,14 @@ func dialFrom(t *testing.T, ip, addr string) net.Conn {
 	return c
 }
 
-// closedByServer waits (15 s at most) for the server to close c.
+// closedByServer waits (15 s at most) for the server to close c, reading
+// what it still sends (an answer to a request cut short).
 func closedByServer(c net.Conn, br *bufio.Reader) error {
 	c.SetReadDeadline(time.Now().Add(15 * time.Second))
-	_, err := br.ReadByte()
+	_, err := io.Copy(io.Discard, br)
 	var ne net.Error
 	if errors.As(err, &ne) && ne.Timeout() {
 		return errors.New("still open after 15 s")
-	}
-	if err == nil {
-		return errors.New("the server sent more bytes")
 	}
 	return nil
 }
