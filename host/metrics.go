@@ -168,6 +168,8 @@ func (s metricsServer) Run(ctx context.Context, ready func()) error {
 	ready()
 	return httpserve.Serve(ctx, ln, mux, httpserve.Options{
 		Name: "the metrics endpoint", MaxConns: metricsMaxConns, MaxConnsPerClient: metricsMaxConnsPerClient,
+		ExposedWarning: "the metrics endpoint listens beyond this machine: anyone who can reach it can read the daemon's metrics " +
+			"(metrics.listen; keep it on 127.0.0.1, or behind a firewall)",
 		Log: s.h.log.With("component", "metrics"),
 	})
 }
