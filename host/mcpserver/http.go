@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/agenthost/agenthost/internal/clip"
 	"github.com/agenthost/agenthost/internal/httpserve"
+	"github.com/agenthost/agenthost/internal/lograte"
 	"github.com/agenthost/agenthost/internal/quietlog"
 )
 
@@ -31,7 +33,8 @@ type HTTPOptions struct {
 	// not a browser) is allowed; one from another origin is refused with
 	// 403, as the MCP spec asks of local servers (DNS rebinding).
 	AllowedOrigins []string
-	// Log receives refused requests (without the token). Nil discards.
+	// Log receives refused requests (without the token; each kind once a
+	// minute at most, with a count of the others). Nil discards.
 	Log *slog.Logger
 	// MaxConns bounds the connections open at once (one more waits),
 	// MaxConnsPerClient those from one address (one more is refused);
@@ -45,11 +48,13 @@ const (
 	DefaultMaxConnsPerClient = 16
 )
 
-// Handler returns the Streamable HTTP endpoint (serve it at Path).
-func (s *Server) Handler(o HTTPOptions) http.Handler {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
+// refusalLogPeriod is how often each kind of refused request is logged at
+// most (the others are counted in the next line).
+const refusalLogPeriod = time.Minute
+
+// handler returns the Streamable HTTP endpoint (served at Path); refused
+// requests go to logs.
+func (s *Server) handler(o HTTPOptions, logs *lograte.Limiter) http.Handler {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &mcp.StreamableHTTPOptions{
 		Logger: quietlog.For(o.Log, "go-sdk"),
 	})
@@ -63,7 +68,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !localOrigin(origin) && !allowed[strings.ToLower(origin)] {
-			o.Log.Warn("refused an MCP request from a foreign origin", "origin", clip.String(origin, 100), "remote", r.RemoteAddr)
+			logs.Warn("refused an MCP request from a foreign origin", "origin", clip.String(origin, 100), "remote", r.RemoteAddr)
 			http.Error(w, "Forbidden: origin "+clip.String(origin, 100)+" is not allowed", http.StatusForbidden)
 			return
 		}
@@ -73,7 +78,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 			// token's length too.
 			sum := sha256.Sum256([]byte(got))
 			if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-				o.Log.Warn("refused an MCP request without the right bearer token", "remote", r.RemoteAddr, "had_authorization", r.Header.Get("Authorization") != "")
+				logs.Warn("refused an MCP request without the right bearer token", "remote", r.RemoteAddr, "had_authorization", r.Header.Get("Authorization") != "")
 				w.Header().Set("WWW-Authenticate", `Bearer realm="agenthost"`)
 				http.Error(w, "Unauthorized: send Authorization: Bearer <token> (mcp.serve.token in the config)", http.StatusUnauthorized)
 				return
@@ -130,8 +135,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, o HTTPOptions) erro
 	if o.Token == "" {
 		hs.ExposedWarning = "the MCP endpoint listens beyond this machine without a token: anyone who can reach it can call every service"
 	}
+	logs := lograte.New(o.Log, refusalLogPeriod)
+	defer logs.Stop()
 	mux := http.NewServeMux()
-	mux.Handle(Path, s.Handler(o))
+	mux.Handle(Path, s.handler(o, logs))
 	o.Log.Info("MCP endpoint ready", "url", fmt.Sprintf("http://%s%s", ln.Addr(), Path), "token", o.Token != "")
 	return httpserve.Serve(ctx, ln, mux, hs)
 }
