@@ -107,5 +107,6 @@ func mcpHTTPOptions(serve config.MCPServe, token string) mcpserver.HTTPOptions {
 	return mcpserver.HTTPOptions{
 		Token: token, AllowedOrigins: serve.AllowedOrigins,
 		MaxConns: serve.MaxConnections, MaxConnsPerClient: serve.MaxConnectionsPerClient,
+		MaxSessions: serve.MaxSessions, SessionTimeout: serve.SessionTimeout.D(),
 	}
 }

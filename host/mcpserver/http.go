@@ -40,13 +40,39 @@ type HTTPOptions struct {
 	// MaxConnsPerClient those from one address (one more is refused);
 	// 0 takes DefaultMaxConns, DefaultMaxConnsPerClient.
 	MaxConns, MaxConnsPerClient int
+	// MaxSessions bounds the sessions open at once (one more is refused
+	// with 503) and SessionTimeout closes one that sent no request for
+	// that long; 0 takes DefaultMaxSessions, DefaultSessionTimeout.
+	MaxSessions    int
+	SessionTimeout time.Duration
 }
 
 // Defaults of HTTPOptions (the config's mcp.serve has the same).
 const (
 	DefaultMaxConns          = 64
 	DefaultMaxConnsPerClient = 16
+	DefaultMaxSessions       = 64
+	DefaultSessionTimeout    = 30 * time.Minute
 )
+
+func (o HTTPOptions) withDefaults() HTTPOptions {
+	if o.Log == nil {
+		o.Log = slog.New(slog.DiscardHandler)
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.MaxConnsPerClient <= 0 {
+		o.MaxConnsPerClient = DefaultMaxConnsPerClient
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	return o
+}
 
 // refusalLogPeriod is how often each kind of refused request is logged at
 // most (the others are counted in the next line).
@@ -55,9 +81,11 @@ const refusalLogPeriod = time.Minute
 // handler returns the Streamable HTTP endpoint (served at Path); refused
 // requests go to logs.
 func (s *Server) handler(o HTTPOptions, logs *lograte.Limiter) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &mcp.StreamableHTTPOptions{
-		Logger: quietlog.For(o.Log, "go-sdk"),
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &mcp.StreamableHTTPOptions{
+		Logger:         quietlog.For(o.Log, "go-sdk"),
+		SessionTimeout: o.SessionTimeout,
 	})
+	h = (&sessionGate{srv: s.srv, max: o.MaxSessions, timeout: o.SessionTimeout, logs: logs}).wrap(h)
 	allowed := map[string]bool{}
 	for _, a := range o.AllowedOrigins {
 		allowed[strings.TrimSuffix(strings.ToLower(a), "/")] = true
@@ -117,15 +145,7 @@ func localOrigin(origin string) bool {
 // non-loopback address without a token is allowed but logged as a warning.
 // Connections are bounded and deadlined as internal/httpserve does.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, o HTTPOptions) error {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
-	}
-	if o.MaxConns <= 0 {
-		o.MaxConns = DefaultMaxConns
-	}
-	if o.MaxConnsPerClient <= 0 {
-		o.MaxConnsPerClient = DefaultMaxConnsPerClient
-	}
+	o = o.withDefaults()
 	hs := httpserve.Options{
 		Name:     "the MCP endpoint",
 		MaxConns: o.MaxConns, MaxConnsSetting: "mcp.serve.max_connections",

@@ -365,3 +365,52 @@ func TestRefusedRequestsAreAggregated(t *testing.T) {
 		t.Error("the token reached the log")
 	}
 }
+
+// TestHTTPSessionsBounded: MaxSessions sessions open, one more is refused
+// naming mcp.serve.max_sessions; once they sent nothing for SessionTimeout
+// they are closed and a new one opens.
+func TestHTTPSessionsBounded(t *testing.T) {
+	_, s, _ := setup(t)
+	url := serveHTTP(t, s, mcpserver.HTTPOptions{MaxSessions: 3, SessionTimeout: 300 * time.Millisecond})
+	for i := range 3 {
+		if _, err := httpClient(t, url, headers{}); err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+	}
+	if _, err := httpClient(t, url, headers{}); err == nil {
+		t.Error("a fourth session was opened")
+	}
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "mcp.serve.max_sessions") {
+		t.Errorf("a fourth session: %d %q, want 503 naming mcp.serve.max_sessions", resp.StatusCode, body)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		cs, err := httpClient(t, url, headers{})
+		if err == nil {
+			if got := toolNames(t, cs); got != "add_note,get_current_time,weather" {
+				t.Errorf("tools %s", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no session after the others timed out: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	n := 0
+	for range s.MCPServer().Sessions() {
+		n++
+	}
+	if n > 3 {
+		t.Errorf("%d sessions open, over MaxSessions (3)", n)
+	}
+}
