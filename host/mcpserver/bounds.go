@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -43,10 +44,15 @@ func (g *sessionGate) open() int {
 	return n
 }
 
-// wrap serves h behind the gate.
+// MaxBatch bounds the messages of one JSON-RPC batch (protocol versions
+// up to 2025-03-26 have them): a request is never more than this many
+// calls, whatever the calls in flight allow.
+const MaxBatch = 32
+
+// wrap serves h behind the gate and the batch bound.
 func (g *sessionGate) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost || r.Header.Get("Mcp-Session-Id") != "" {
+		if r.Method != http.MethodPost {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -54,8 +60,16 @@ func (g *sessionGate) wrap(h http.Handler) http.Handler {
 		if !ok {
 			return
 		}
-		if bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+		opens := r.Header.Get("Mcp-Session-Id") == ""
+		if n := batchLen(body); opens && n > 0 {
 			http.Error(w, "Bad Request: a request without Mcp-Session-Id opens a session with initialize, which comes alone, not in a batch", http.StatusBadRequest)
+			return
+		} else if n > MaxBatch {
+			http.Error(w, fmt.Sprintf("Bad Request: a JSON-RPC batch of more than %d messages, over the endpoint's bound of %d per request; send fewer at once", MaxBatch, MaxBatch), http.StatusBadRequest)
+			return
+		}
+		if !opens {
+			h.ServeHTTP(w, r)
 			return
 		}
 		g.mu.Lock()
@@ -69,6 +83,25 @@ func (g *sessionGate) wrap(h http.Handler) http.Handler {
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// batchLen counts a JSON-RPC batch's messages, up to MaxBatch+1; 0 when
+// the body is not a batch (one message, or not JSON: the go-sdk says so).
+func batchLen(body []byte) int {
+	if !bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) {
+		return 0
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.Token() // [
+	n := 0
+	for dec.More() && n <= MaxBatch {
+		var skip json.RawMessage
+		if dec.Decode(&skip) != nil {
+			break
+		}
+		n++
+	}
+	return max(n, 1)
 }
 
 // readBody reads a POST's body (at most the go-sdk's bound) and puts it
