@@ -109,7 +109,9 @@ func openSession(c *http.Client, url, v string, header map[string]string) (id st
 // TestMCPEndpointSessionsAreBounded: 10,000 sessions opened and abandoned
 // (never closed with DELETE) leave at most mcp.serve.max_sessions open, the
 // others are refused with 503 naming the setting, and the open ones close
-// after mcp.serve.session_timeout, giving their goroutines back.
+// after mcp.serve.session_timeout, giving their goroutines back. (On a slow
+// machine sessions may time out while others are still being opened, so
+// more than max_sessions may be accepted in all; never more open at once.)
 func TestMCPEndpointSessionsAreBounded(t *testing.T) {
 	const opened, maxSessions = 10000, 64 // the default
 	sim := newSim(t, voicetest.Options{})
@@ -125,6 +127,7 @@ func TestMCPEndpointSessionsAreBounded(t *testing.T) {
 	var accepted, refused atomic.Int64
 	var mu sync.Mutex
 	var refusal, other string
+	var ids []string
 	var wg sync.WaitGroup
 	next := atomic.Int64{}
 	start := time.Now()
@@ -137,6 +140,9 @@ func TestMCPEndpointSessionsAreBounded(t *testing.T) {
 				switch {
 				case err == nil && status == http.StatusOK && id != "":
 					accepted.Add(1)
+					mu.Lock()
+					ids = append(ids, id)
+					mu.Unlock()
 				case err == nil && status == http.StatusServiceUnavailable:
 					refused.Add(1)
 					mu.Lock()
@@ -159,14 +165,28 @@ func TestMCPEndpointSessionsAreBounded(t *testing.T) {
 	if other != "" {
 		t.Errorf("a session request neither accepted nor refused with 503: %s", other)
 	}
-	if n := accepted.Load(); n > maxSessions {
-		t.Errorf("%d sessions accepted, over mcp.serve.max_sessions (%d)", n, maxSessions)
+	// The sessions still open answer a ping; the others are gone (404).
+	open := 0
+	for _, id := range ids {
+		resp, err := mcpPost(c, url, id, `{"jsonrpc":"2.0","id":2,"method":"ping"}`, map[string]string{"Mcp-Protocol-Version": "2025-06-18"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			open++
+		}
+	}
+	t.Logf("sessions open after the flood: %d", open)
+	if open > maxSessions {
+		t.Errorf("%d sessions open, over mcp.serve.max_sessions (%d)", open, maxSessions)
 	}
 	if refused.Load() > 0 && !strings.Contains(refusal, "mcp.serve.max_sessions") {
 		t.Errorf("the refusal does not name mcp.serve.max_sessions: %q", refusal)
 	}
 	if grew := after.goroutines - before.goroutines; grew > 2*maxSessions+40 {
-		t.Errorf("the daemon has %d more goroutines with %d sessions open (at most %d allowed)", grew, accepted.Load(), maxSessions)
+		t.Errorf("the daemon has %d more goroutines after the flood (at most %d sessions open)", grew, maxSessions)
 	}
 
 	// The abandoned sessions time out and give their goroutines back.
@@ -333,10 +353,23 @@ func TestListenersBoundConnections(t *testing.T) {
 	keptMetrics, stopMetrics := attack(t, metricsAddr, "/metrics", n)
 	defer stopMetrics()
 	opened := time.Since(start)
-	time.Sleep(2 * time.Second) // a few bytes trickle in
-	after := d.figures(t, scraper, metrics)
+	// Wait until the daemon has dealt with every connection (the refused
+	// ones may still queue for it on a slow machine); today it keeps all.
+	const capMCP, capMetrics = 16, 4 // mcp.serve.max_connections_per_client's default; the metrics' fixed one
+	const slack = 8                  // the scrapes and the legitimate client's own
+	var after figures
+	var mcpOpen, metricsOpen int
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		after = d.figures(t, scraper, metrics)
+		mcpOpen, metricsOpen = keptMCP(), keptMetrics()
+		settled := after.fds-before.fds <= capMCP+capMetrics+slack && mcpOpen <= capMCP && metricsOpen <= capMetrics
+		if settled || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 	took, callErr := callEcho()
-	mcpOpen, metricsOpen := keptMCP(), keptMetrics()
 	t.Logf("connections: %d to each listener from one address in %s; the daemon kept %d (MCP) and %d (metrics)", n, opened.Round(time.Millisecond), mcpOpen, metricsOpen)
 	t.Logf("before: %s", before)
 	t.Logf("after:  %s (%+.1f MiB, %+d goroutines, %+d fds)", after, float64(after.rssKB-before.rssKB)/1024, after.goroutines-before.goroutines, after.fds-before.fds)
@@ -344,9 +377,8 @@ func TestListenersBoundConnections(t *testing.T) {
 	if callErr != nil {
 		t.Errorf("a client on another address was not answered under the load: %v", callErr)
 	}
-	const capMCP, capMetrics = 16, 4 // mcp.serve.max_connections_per_client's default; the metrics' fixed one
-	if grew := after.fds - before.fds; grew > capMCP+capMetrics+8 {
-		t.Errorf("the daemon holds %d more fds under the load, want at most %d (the per-client caps)", grew, capMCP+capMetrics+8)
+	if grew := after.fds - before.fds; grew > capMCP+capMetrics+slack {
+		t.Errorf("the daemon holds %d more fds under the load, want at most %d (the per-client caps)", grew, capMCP+capMetrics+slack)
 	}
 	if mcpOpen > capMCP || metricsOpen > capMetrics {
 		t.Errorf("the daemon kept %d MCP and %d metrics connections of one address open, want at most %d and %d", mcpOpen, metricsOpen, capMCP, capMetrics)
@@ -541,9 +573,13 @@ func TestMCPCallsHaveTheirOwnBudget(t *testing.T) {
 	}
 
 	// Six sessions, a batch of 32 slow calls each.
-	var batches []<-chan batchResult
+	var ids []string
 	for range 6 {
-		batches = append(batches, post(session(), callBatch(32, 2000)))
+		ids = append(ids, session())
+	}
+	var batches []<-chan batchResult
+	for _, id := range ids {
+		batches = append(batches, post(id, callBatch(32, 5000)))
 	}
 	waitBusy(maxCalls, nil)
 	t.Logf("in flight with six sessions' batches: %d", inFlight())
