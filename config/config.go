@@ -295,6 +295,21 @@ type MCPServe struct {
 	TokenFile string `yaml:"token_file"`
 	// AllowedOrigins are the browser origins accepted besides localhost.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// MaxSessions bounds the MCP sessions open at once; a client asking
+	// for one more is refused (503) until one closes or times out.
+	MaxSessions int `yaml:"max_sessions"`
+	// SessionTimeout closes a session that sent no request for this long.
+	SessionTimeout Duration `yaml:"session_timeout"`
+	// MaxConnections bounds the connections open at once (more wait for a
+	// free one), MaxConnectionsPerClient those from one address (more are
+	// refused with 503).
+	MaxConnections          int `yaml:"max_connections"`
+	MaxConnectionsPerClient int `yaml:"max_connections_per_client"`
+	// MaxCalls bounds the MCP clients' calls running at once, a budget of
+	// their own beside services.max_in_flight (the voice server's), and
+	// MaxCallsPerSession those of one session.
+	MaxCalls           int `yaml:"max_calls"`
+	MaxCallsPerSession int `yaml:"max_calls_per_session"`
 }
 
 // Default returns the built-in defaults.
@@ -348,7 +363,10 @@ func Default() *Config {
 			GPIO:          GPIO{Line: -1},
 			Hooks:         map[string]string{},
 		},
-		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{AllowedOrigins: []string{}}},
+		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{
+			AllowedOrigins: []string{}, MaxSessions: 64, SessionTimeout: Duration(30 * 60e9),
+			MaxConnections: 64, MaxConnectionsPerClient: 16, MaxCalls: 16, MaxCallsPerSession: 4,
+		}},
 	}
 }
 

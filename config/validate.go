@@ -287,6 +287,19 @@ func (l *loader) validate(c *Config) {
 	if c.MCP.Serve.Token != "" && c.MCP.Serve.TokenFile != "" {
 		l.errorf(path("mcp.serve.token_file"), "set mcp.serve.token or mcp.serve.token_file, not both")
 	}
+	ms := c.MCP.Serve
+	l.positive("mcp.serve.session_timeout", ms.SessionTimeout)
+	for _, b := range []struct {
+		key string
+		n   int
+	}{
+		{"max_sessions", ms.MaxSessions}, {"max_connections", ms.MaxConnections}, {"max_connections_per_client", ms.MaxConnectionsPerClient},
+		{"max_calls", ms.MaxCalls}, {"max_calls_per_session", ms.MaxCallsPerSession},
+	} {
+		if b.n <= 0 {
+			l.errorf(path("mcp.serve."+b.key), "%d must be more than 0", b.n)
+		}
+	}
 }
 
 func contains(list []string, v string) bool {

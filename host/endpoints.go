@@ -8,7 +8,9 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/control"
+	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -67,10 +69,21 @@ func (h *Host) ControlServer() *control.Server {
 	return s
 }
 
-// CallLocal runs one call through the same dispatch as the server's calls.
+// CallLocal runs one call through the same dispatch as the server's calls,
+// with a budget of calls in flight of its own.
 func (h *Host) CallLocal(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
-	id := "local-" + strconv.FormatInt(localCalls.Add(1), 10)
-	return h.disp.Dispatch(ctx, voice.Call{CallID: id, Method: service, Params: params})
+	return h.disp.DispatchFrom(ctx, voice.Call{CallID: localCallID("local-"), Method: service, Params: params}, h.local, "")
+}
+
+// localCallID is a call id for a call that does not come from the voice
+// server.
+func localCallID(prefix string) string { return prefix + strconv.FormatInt(localCalls.Add(1), 10) }
+
+// localBudget bounds the calls through the control socket (agenthost call,
+// agenthost mcp): services.max_in_flight of their own, beside the voice
+// server's, which they can then never make busy.
+func localBudget(s config.Services) services.BudgetLimits {
+	return services.BudgetLimits{Name: "the control socket's clients", Max: s.MaxInFlight, MaxSetting: "services.max_in_flight"}
 }
 
 // SayText starts a text turn: TEXT then END_FRAME on a new task.

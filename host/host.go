@@ -40,7 +40,10 @@ type Host struct {
 	log  *slog.Logger
 	reg  *services.Registry
 	disp *services.Dispatcher
-	link *link.Link
+	// local bounds the calls through the control socket (CallLocal) apart
+	// from the voice server's.
+	local *services.Budget
+	link  *link.Link
 
 	mu         sync.Mutex
 	conn       int    // the connection that is up, 0 when down
@@ -96,6 +99,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 	limits := dispatchLimits(cfg.Services)
 	limits.Log = log.With("component", "dispatch")
 	h.disp = services.NewDispatcher(h.reg, limits)
+	h.local = services.NewBudget(localBudget(cfg.Services))
 	if cfg.Services.Builtins {
 		if err := h.reg.Put(builtin.New(time.Now)); err != nil {
 			return nil, fmt.Errorf("built-in services: %w", err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/mcpserver"
+	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -84,7 +85,9 @@ func (h *Host) MCPServer(version string) *mcpserver.Server {
 }
 
 // MCPEndpoint is a Component that serves the host as an MCP server over
-// Streamable HTTP at http://<addr>/mcp.
+// Streamable HTTP at http://<addr>/mcp. Its clients' calls have a budget
+// of their own (mcp.serve.max_calls, max_calls_per_session), apart from
+// the voice server's.
 type MCPEndpoint struct {
 	h       *Host
 	addr    string
@@ -110,7 +113,13 @@ func (m *MCPEndpoint) Run(ctx context.Context, ready func()) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", m.addr, err)
 	}
-	srv := m.h.MCPServer(m.version)
+	serve := m.h.Config().MCP.Serve
+	budget := services.NewBudget(services.BudgetLimits{Name: "MCP clients", ClientName: "MCP session",
+		Max: serve.MaxCalls, MaxSetting: "mcp.serve.max_calls", PerClient: serve.MaxCallsPerSession, PerClientSetting: "mcp.serve.max_calls_per_session"})
+	srv := mcpserver.New(mcpserver.RegistryCatalog(m.h.reg), mcpserver.CallerFunc(func(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
+		call := voice.Call{CallID: localCallID("mcp-"), Method: service, Params: params}
+		return m.h.disp.DispatchFrom(ctx, call, budget, mcpserver.SessionID(ctx))
+	}), mcpserver.Options{Version: m.version, Log: m.h.log.With("component", "mcp-server")})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})

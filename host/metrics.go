@@ -2,18 +2,17 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"runtime"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/agenthost/agenthost/host/supervise"
+	"github.com/agenthost/agenthost/internal/httpserve"
 )
 
 // Version is the daemon's version for agenthost_build_info (cmd sets it).
@@ -152,6 +151,12 @@ type metricsServer struct {
 
 func (metricsServer) Name() string { return "metrics endpoint" }
 
+// Metrics connections: a scraper needs one; these bounds are fixed.
+const (
+	metricsMaxConns          = 8
+	metricsMaxConnsPerClient = 4
+)
+
 func (s metricsServer) Run(ctx context.Context, ready func()) error {
 	ln, err := net.Listen("tcp", s.addr)
 	if err != nil {
@@ -159,22 +164,12 @@ func (s metricsServer) Run(ctx context.Context, ready func()) error {
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.m.reg, promhttp.HandlerOpts{}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	s.h.log.Info("metrics served", "url", "http://"+ln.Addr().String()+"/metrics")
 	ready()
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
-	select {
-	case <-ctx.Done():
-		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		srv.Shutdown(sctx)
-		<-errc
-		return nil
-	case err := <-errc:
-		if errors.Is(err, http.ErrServerClosed) {
-			return nil
-		}
-		return err
-	}
+	return httpserve.Serve(ctx, ln, mux, httpserve.Options{
+		Name: "the metrics endpoint", MaxConns: metricsMaxConns, MaxConnsPerClient: metricsMaxConnsPerClient,
+		ExposedWarning: "the metrics endpoint listens beyond this machine: anyone who can reach it can read the daemon's metrics " +
+			"(metrics.listen; keep it on 127.0.0.1, or behind a firewall)",
+		Log: s.h.log.With("component", "metrics"),
+	})
 }

@@ -86,6 +86,7 @@ func (h *Host) Apply(next *config.Config) []string {
 	}
 	if touched(changed, "services", "mcp.servers", "mcp.servers_file") {
 		h.disp.SetLimits(dispatchLimits(next.Services))
+		h.local.SetLimits(localBudget(next.Services))
 		h.reg.Reconfigure(registryPrefixes(next, h.mcpConfs), services.Policy{Allow: next.Services.Allow, Deny: next.Services.Deny})
 		if next.Services.Builtins && !prev.Services.Builtins {
 			h.reg.Put(builtin.New(nil))

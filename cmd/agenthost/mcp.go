@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 
+	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/mcpserver"
@@ -62,7 +63,9 @@ func cmdMCP(e *env, args []string) error {
 		if err != nil {
 			return fmt.Errorf("--http %s: %w", *httpAddr, err)
 		}
-		return srv.Serve(runCtx, ln, mcpserver.HTTPOptions{Token: token, Log: log})
+		o := mcpHTTPOptions(cfg.MCP.Serve, token)
+		o.AllowedOrigins, o.Log = nil, log
+		return srv.Serve(runCtx, ln, o)
 	}
 
 	client := e.client(cfg)
@@ -96,4 +99,14 @@ func cmdMCP(e *env, args []string) error {
 		return err
 	}
 	return serveErr
+}
+
+// mcpHTTPOptions are the Streamable HTTP endpoint's options from mcp.serve
+// (its bounds; `agenthost mcp --http` takes them too).
+func mcpHTTPOptions(serve config.MCPServe, token string) mcpserver.HTTPOptions {
+	return mcpserver.HTTPOptions{
+		Token: token, AllowedOrigins: serve.AllowedOrigins,
+		MaxConns: serve.MaxConnections, MaxConnsPerClient: serve.MaxConnectionsPerClient,
+		MaxSessions: serve.MaxSessions, SessionTimeout: serve.SessionTimeout.D(),
+	}
 }

@@ -58,3 +58,18 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("promtool check metrics: %v\n%s", err, b)
 	}
 }
+
+// TestMetricsWarnsBeyondLoopback: metrics.listen on every interface
+// (":PORT") is served but warned about, as the MCP endpoint is; on
+// loopback it is not.
+func TestMetricsWarnsBeyondLoopback(t *testing.T) {
+	sim := newSim(t, voicetest.Options{})
+	d := startHost(t, sim, "metrics.listen=:0")
+	ready(t, sim, 1)
+	d.logLine("level=WARN", "metrics", "beyond this machine", "metrics.listen")
+	local := startHost(t, sim, "metrics.listen=127.0.0.1:0")
+	local.logLine("metrics served")
+	if strings.Contains(local.log.String(), "beyond this machine") {
+		t.Errorf("metrics on loopback drew the warning:\n%s", local.log)
+	}
+}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
-	"github.com/agenthost/agenthost/host/mcpserver"
 )
 
 func init() {
@@ -67,7 +66,7 @@ func cmdRun(e *env, args []string) error {
 		if err != nil {
 			return &exitError{exitConfig, err}
 		}
-		h.Add(h.MCPEndpoint(serve.Listen, version, mcpserver.HTTPOptions{Token: token, AllowedOrigins: serve.AllowedOrigins}))
+		h.Add(h.MCPEndpoint(serve.Listen, version, mcpHTTPOptions(serve, token)))
 	}
 	h.Add(reloader{e: e, h: h, hup: hup})
 	h.Add(h.SystemdNotifier())

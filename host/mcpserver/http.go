@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -13,10 +12,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/clip"
-
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/agenthost/agenthost/internal/clip"
+	"github.com/agenthost/agenthost/internal/httpserve"
+	"github.com/agenthost/agenthost/internal/lograte"
 	"github.com/agenthost/agenthost/internal/quietlog"
 )
 
@@ -33,18 +33,59 @@ type HTTPOptions struct {
 	// not a browser) is allowed; one from another origin is refused with
 	// 403, as the MCP spec asks of local servers (DNS rebinding).
 	AllowedOrigins []string
-	// Log receives refused requests (without the token). Nil discards.
+	// Log receives refused requests (without the token; each kind once a
+	// minute at most, with a count of the others). Nil discards.
 	Log *slog.Logger
+	// MaxConns bounds the connections open at once (one more waits),
+	// MaxConnsPerClient those from one address (one more is refused);
+	// 0 takes DefaultMaxConns, DefaultMaxConnsPerClient.
+	MaxConns, MaxConnsPerClient int
+	// MaxSessions bounds the sessions open at once (one more is refused
+	// with 503) and SessionTimeout closes one that sent no request for
+	// that long; 0 takes DefaultMaxSessions, DefaultSessionTimeout.
+	MaxSessions    int
+	SessionTimeout time.Duration
 }
 
-// Handler returns the Streamable HTTP endpoint (serve it at Path).
-func (s *Server) Handler(o HTTPOptions) http.Handler {
+// Defaults of HTTPOptions (the config's mcp.serve has the same).
+const (
+	DefaultMaxConns          = 64
+	DefaultMaxConnsPerClient = 16
+	DefaultMaxSessions       = 64
+	DefaultSessionTimeout    = 30 * time.Minute
+)
+
+func (o HTTPOptions) withDefaults() HTTPOptions {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &mcp.StreamableHTTPOptions{
-		Logger: quietlog.For(o.Log, "go-sdk"),
+	if o.MaxConns <= 0 {
+		o.MaxConns = DefaultMaxConns
+	}
+	if o.MaxConnsPerClient <= 0 {
+		o.MaxConnsPerClient = DefaultMaxConnsPerClient
+	}
+	if o.MaxSessions <= 0 {
+		o.MaxSessions = DefaultMaxSessions
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	return o
+}
+
+// refusalLogPeriod is how often each kind of refused request is logged at
+// most (the others are counted in the next line).
+const refusalLogPeriod = time.Minute
+
+// handler returns the Streamable HTTP endpoint (served at Path); refused
+// requests go to logs.
+func (s *Server) handler(o HTTPOptions, logs *lograte.Limiter) http.Handler {
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &mcp.StreamableHTTPOptions{
+		Logger:         quietlog.For(o.Log, "go-sdk"),
+		SessionTimeout: o.SessionTimeout,
 	})
+	h = (&sessionGate{srv: s.srv, max: o.MaxSessions, timeout: o.SessionTimeout, logs: logs}).wrap(h)
 	allowed := map[string]bool{}
 	for _, a := range o.AllowedOrigins {
 		allowed[strings.TrimSuffix(strings.ToLower(a), "/")] = true
@@ -55,7 +96,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if origin := r.Header.Get("Origin"); origin != "" && !localOrigin(origin) && !allowed[strings.ToLower(origin)] {
-			o.Log.Warn("refused an MCP request from a foreign origin", "origin", clip.String(origin, 100), "remote", r.RemoteAddr)
+			logs.Warn("refused an MCP request from a foreign origin", "origin", clip.String(origin, 100), "remote", r.RemoteAddr)
 			http.Error(w, "Forbidden: origin "+clip.String(origin, 100)+" is not allowed", http.StatusForbidden)
 			return
 		}
@@ -65,7 +106,7 @@ func (s *Server) Handler(o HTTPOptions) http.Handler {
 			// token's length too.
 			sum := sha256.Sum256([]byte(got))
 			if !ok || subtle.ConstantTimeCompare(sum[:], want[:]) != 1 {
-				o.Log.Warn("refused an MCP request without the right bearer token", "remote", r.RemoteAddr, "had_authorization", r.Header.Get("Authorization") != "")
+				logs.Warn("refused an MCP request without the right bearer token", "remote", r.RemoteAddr, "had_authorization", r.Header.Get("Authorization") != "")
 				w.Header().Set("WWW-Authenticate", `Bearer realm="agenthost"`)
 				http.Error(w, "Unauthorized: send Authorization: Bearer <token> (mcp.serve.token in the config)", http.StatusUnauthorized)
 				return
@@ -102,31 +143,22 @@ func localOrigin(origin string) bool {
 // Serve serves the endpoint at Path on ln until ctx ends, then shuts
 // down (open streams are closed). The caller chooses the address; a
 // non-loopback address without a token is allowed but logged as a warning.
+// Connections are bounded and deadlined as internal/httpserve does.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, o HTTPOptions) error {
-	if o.Log == nil {
-		o.Log = slog.New(slog.DiscardHandler)
+	o = o.withDefaults()
+	hs := httpserve.Options{
+		Name:     "the MCP endpoint",
+		MaxConns: o.MaxConns, MaxConnsSetting: "mcp.serve.max_connections",
+		MaxConnsPerClient: o.MaxConnsPerClient, MaxConnsPerClientSetting: "mcp.serve.max_connections_per_client",
+		Log: o.Log,
 	}
-	if tcp, ok := ln.Addr().(*net.TCPAddr); ok && !tcp.IP.IsLoopback() && o.Token == "" {
-		o.Log.Warn("the MCP endpoint listens beyond this machine without a token: anyone who can reach it can call every service", "addr", ln.Addr().String())
+	if o.Token == "" {
+		hs.ExposedWarning = "the MCP endpoint listens beyond this machine without a token: anyone who can reach it can call every service"
 	}
+	logs := lograte.New(o.Log, refusalLogPeriod)
+	defer logs.Stop()
 	mux := http.NewServeMux()
-	mux.Handle(Path, s.Handler(o))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.Serve(ln) }()
+	mux.Handle(Path, s.handler(o, logs))
 	o.Log.Info("MCP endpoint ready", "url", fmt.Sprintf("http://%s%s", ln.Addr(), Path), "token", o.Token != "")
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-	}
-	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return httpserve.Serve(ctx, ln, mux, hs)
 }

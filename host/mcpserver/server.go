@@ -39,6 +39,16 @@ func (f CallerFunc) Call(ctx context.Context, service string, params json.RawMes
 	return f(ctx, service, params)
 }
 
+type sessionKey struct{}
+
+// SessionID is the MCP session a Caller's call comes from: its
+// Mcp-Session-Id over Streamable HTTP, "" on stdio. A Caller bounds the
+// calls of one session with it.
+func SessionID(ctx context.Context) string {
+	id, _ := ctx.Value(sessionKey{}).(string)
+	return id
+}
+
 // Tool is one service as the MCP server offers it.
 type Tool struct {
 	Name        string          `json:"name"`
@@ -190,6 +200,9 @@ func (s *Server) addTool(tool *mcp.Tool) (err error) {
 		var args json.RawMessage
 		if req.Params != nil {
 			args = req.Params.Arguments
+		}
+		if req.Session != nil {
+			ctx = context.WithValue(ctx, sessionKey{}, req.Session.ID())
 		}
 		return Result(s.caller.Call(ctx, name, args)), nil
 	})

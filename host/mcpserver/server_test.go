@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -292,5 +294,123 @@ func TestHTTPOrigin(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "refused an MCP request from a foreign origin") {
 		t.Errorf("no log line for the refused origin:\n%s", logs)
+	}
+}
+
+// TestRefusedRequestsAreAggregated: a flood of refused requests (no token,
+// a foreign origin) makes a line or two per kind, not one per request; the
+// lines count the refusals they stand for.
+func TestRefusedRequestsAreAggregated(t *testing.T) {
+	const noToken, foreign = 500, 300
+	_, s, _ := setup(t)
+	logs := &testbin.Buffer{}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Serve(ctx, ln, mcpserver.HTTPOptions{Token: "s3cret-token", Log: slog.New(slog.NewTextHandler(logs, nil))})
+	}()
+	url := "http://" + ln.Addr().String() + mcpserver.Path
+	c := &http.Client{Transport: &http.Transport{}}
+	send := func(origin string) {
+		req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Header.Set("Content-Type", "application/json")
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		resp, err := c.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	for range noToken {
+		send("")
+	}
+	for range foreign {
+		send("https://evil.example")
+	}
+	c.CloseIdleConnections()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	repeated := regexp.MustCompile(`repeated=(\d+)`)
+	for msg, want := range map[string]int{
+		"refused an MCP request without the right bearer token": noToken,
+		"refused an MCP request from a foreign origin":          foreign,
+	} {
+		lines, total := 0, 0
+		for _, line := range strings.Split(logs.String(), "\n") {
+			if !strings.Contains(line, msg) {
+				continue
+			}
+			lines++
+			if m := repeated.FindStringSubmatch(line); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				total += n // a count line stands for the lines it held back
+			} else {
+				total++
+			}
+		}
+		if lines < 1 || lines > 3 || total != want {
+			t.Errorf("%d refusals (%s) made %d log lines standing for %d, want 1 to 3 lines standing for %d", want, msg, lines, total, want)
+		}
+	}
+	if strings.Contains(logs.String(), "s3cret-token") {
+		t.Error("the token reached the log")
+	}
+}
+
+// TestHTTPSessionsBounded: MaxSessions sessions open, one more is refused
+// naming mcp.serve.max_sessions; once they sent nothing for SessionTimeout
+// they are closed and a new one opens.
+func TestHTTPSessionsBounded(t *testing.T) {
+	_, s, _ := setup(t)
+	url := serveHTTP(t, s, mcpserver.HTTPOptions{MaxSessions: 3, SessionTimeout: 300 * time.Millisecond})
+	for i := range 3 {
+		if _, err := httpClient(t, url, headers{}); err != nil {
+			t.Fatalf("session %d: %v", i, err)
+		}
+	}
+	if _, err := httpClient(t, url, headers{}); err == nil {
+		t.Error("a fourth session was opened")
+	}
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(string(body), "mcp.serve.max_sessions") {
+		t.Errorf("a fourth session: %d %q, want 503 naming mcp.serve.max_sessions", resp.StatusCode, body)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		cs, err := httpClient(t, url, headers{})
+		if err == nil {
+			if got := toolNames(t, cs); got != "add_note,get_current_time,weather" {
+				t.Errorf("tools %s", got)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no session after the others timed out: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	n := 0
+	for range s.MCPServer().Sessions() {
+		n++
+	}
+	if n > 3 {
+		t.Errorf("%d sessions open, over MaxSessions (3)", n)
 	}
 }

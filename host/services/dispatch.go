@@ -39,7 +39,8 @@ type DispatchOptions struct {
 	// MaxResult bounds a result's data, and a provider's error text, in bytes
 	// (default 64 KiB).
 	MaxResult int
-	// MaxInFlight bounds the calls running at once (default 64).
+	// MaxInFlight bounds the voice server's calls running at once (default
+	// 64); other callers have a Budget of their own (DispatchFrom).
 	MaxInFlight int
 	// Log receives one record per call: debug on success, info on failure,
 	// error with a stack for a provider panic. The caller adds its own
@@ -56,7 +57,8 @@ type Dispatcher struct {
 	log    *slog.Logger
 
 	mu       sync.Mutex
-	inFlight int
+	inFlight int // all calls
+	voice    int // the calls without a Budget, bounded by MaxInFlight
 	ids      map[string]struct{}
 }
 
@@ -106,7 +108,8 @@ func (d *Dispatcher) Check(ctx context.Context) error {
 	return nil
 }
 
-// InFlight returns the number of calls running now. A call counts from the
+// InFlight returns the number of calls running now, of every caller
+// (the voice server's and those with a Budget). A call counts from the
 // moment Dispatch accepts it until its provider returns, so a call abandoned
 // at its deadline counts until the provider lets go.
 func (d *Dispatcher) InFlight() int {
@@ -131,7 +134,14 @@ func (d *Dispatcher) InFlight() int {
 // A provider's own error is passed through as its text. A provider that
 // returns no data (nil or empty) answers success with data "" — the seeds'
 // results are strings, and an empty string keeps the data field present.
-func (d *Dispatcher) Dispatch(ctx context.Context, c voice.Call) (out voice.Outcome) {
+func (d *Dispatcher) Dispatch(ctx context.Context, c voice.Call) voice.Outcome {
+	return d.DispatchFrom(ctx, c, nil, "")
+}
+
+// DispatchFrom is Dispatch for a caller other than the voice server: the
+// call counts against b (per client too) instead of MaxInFlight. A nil b
+// is the voice server's budget.
+func (d *Dispatcher) DispatchFrom(ctx context.Context, c voice.Call, b *Budget, client string) (out voice.Outcome) {
 	start := time.Now()
 	method := c.Method
 	if ctx == nil {
@@ -145,13 +155,14 @@ func (d *Dispatcher) Dispatch(ctx context.Context, c voice.Call) (out voice.Outc
 		d.logCall(c, start, out)
 	}()
 
-	if msg := d.acquire(c.CallID); msg != "" {
+	sl := slot{id: c.CallID, budget: b, client: client}
+	if msg := d.acquire(sl); msg != "" {
 		return failure(msg)
 	}
 	handedOff := false
 	defer func() {
 		if !handedOff {
-			d.release(c.CallID)
+			d.release(sl)
 		}
 	}()
 
@@ -167,7 +178,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, c voice.Call) (out voice.Outc
 		return failure(msg)
 	}
 	handedOff = true
-	return d.run(ctx, c.CallID, e, params)
+	return d.run(ctx, sl, e, params)
 }
 
 // result is what a provider's goroutine hands back.
@@ -179,7 +190,7 @@ type result struct {
 
 // run calls the provider in its own goroutine under the service's deadline.
 // The goroutine releases the call's slot when the provider returns.
-func (d *Dispatcher) run(ctx context.Context, callID string, e Entry, params json.RawMessage) voice.Outcome {
+func (d *Dispatcher) run(ctx context.Context, sl slot, e Entry, params json.RawMessage) voice.Outcome {
 	timeout := d.timeoutFor(e)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -187,12 +198,12 @@ func (d *Dispatcher) run(ctx context.Context, callID string, e Entry, params jso
 	if honorsContext(e.Provider) {
 		// It returns once cctx ends: no goroutine (and no hand-off) needed.
 		res = d.call(cctx, e, params)
-		d.release(callID)
+		d.release(sl)
 	} else {
 		done := make(chan result, 1) // never blocks the goroutine, even when nobody waits
 		go func() {
 			res := d.call(cctx, e, params)
-			d.release(callID)
+			d.release(sl)
 			done <- res
 		}()
 		select {
@@ -271,33 +282,51 @@ func (d *Dispatcher) timeoutFor(e Entry) time.Duration {
 	return d.opts().Timeout
 }
 
+// slot is what a running call holds: its id, and the budget it counts
+// against (nil: MaxInFlight) with its client.
+type slot struct {
+	id     string
+	budget *Budget
+	client string
+}
+
 // acquire takes a slot for a call, or says why it cannot run. An empty
 // call_id is not tracked for duplicates.
-func (d *Dispatcher) acquire(id string) string {
+func (d *Dispatcher) acquire(s slot) string {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if id != "" {
-		if _, dup := d.ids[id]; dup {
-			return fmt.Sprintf("duplicate call_id %s: a call with this id is still running", quoteShort(id))
+	if s.id != "" {
+		if _, dup := d.ids[s.id]; dup {
+			return fmt.Sprintf("duplicate call_id %s: a call with this id is still running", quoteShort(s.id))
 		}
 	}
-	if d.inFlight >= d.opts().MaxInFlight {
-		return fmt.Sprintf("busy: %d calls in flight", d.inFlight)
+	if s.budget == nil {
+		if d.voice >= d.opts().MaxInFlight {
+			return fmt.Sprintf("busy: %d calls in flight", d.voice)
+		}
+		d.voice++
+	} else if msg := s.budget.take(s.client); msg != "" {
+		return msg
 	}
 	d.inFlight++
-	if id != "" {
-		d.ids[id] = struct{}{}
+	if s.id != "" {
+		d.ids[s.id] = struct{}{}
 	}
 	return ""
 }
 
 // release gives a call's slot back.
-func (d *Dispatcher) release(id string) {
+func (d *Dispatcher) release(s slot) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.inFlight--
-	if id != "" {
-		delete(d.ids, id)
+	if s.budget == nil {
+		d.voice--
+	} else {
+		s.budget.give(s.client)
+	}
+	if s.id != "" {
+		delete(d.ids, s.id)
 	}
 }
 

@@ -1,0 +1,345 @@
+package httpserve_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agenthost/agenthost/internal/httpserve"
+	"github.com/agenthost/agenthost/internal/testbin"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// serve runs Serve on a loopback port until the test ends, and returns the
+// address and a function that ends it early (and returns Serve's error).
+func serve(t *testing.T, h http.Handler, o httpserve.Options) (string, func() error) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- httpserve.Serve(ctx, ln, h, o) }()
+	var once sync.Once
+	var serveErr error
+	stop := func() error {
+		once.Do(func() {
+			cancel()
+			serveErr = <-done
+		})
+		return serveErr
+	}
+	t.Cleanup(func() {
+		if err := stop(); err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String(), stop
+}
+
+// dialFrom connects to addr from the loopback address ip (127.0.0.x), as
+// a client on another machine would from its own address.
+func dialFrom(t *testing.T, ip, addr string) net.Conn {
+	t.Helper()
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}, Timeout: 10 * time.Second}
+	c, err := d.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// closedByServer waits (15 s at most) for the server to close c, reading
+// what it still sends (an answer to a request cut short).
+func closedByServer(c net.Conn, br *bufio.Reader) error {
+	c.SetReadDeadline(time.Now().Add(15 * time.Second))
+	_, err := io.Copy(io.Discard, br)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return errors.New("still open after 15 s")
+	}
+	return nil
+}
+
+// TestIdleConnectionsAreClosed: a keep-alive connection that sends no
+// second request is closed after IdleTimeout.
+func TestIdleConnectionsAreClosed(t *testing.T) {
+	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		httpserve.Options{Name: "test", IdleTimeout: 200 * time.Millisecond})
+	c := dialFrom(t, "127.0.0.1", addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err := closedByServer(c, br); err != nil {
+		t.Errorf("an idle keep-alive connection (IdleTimeout 200ms): %v", err)
+	}
+}
+
+// TestATricklingBodyIsCut: a request whose body comes a byte at a time
+// loses its connection after BodyTimeout, and the handler's read fails.
+func TestATricklingBodyIsCut(t *testing.T) {
+	readErr := make(chan error, 1)
+	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, err := io.ReadAll(r.Body)
+		readErr <- err
+	}), httpserve.Options{Name: "test", BodyTimeout: 300 * time.Millisecond})
+	c := dialFrom(t, "127.0.0.1", addr)
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\n\r\n")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				if _, err := c.Write([]byte("a")); err != nil {
+					return
+				}
+			}
+		}
+	}()
+	defer wg.Wait()
+	defer close(stop)
+	defer c.Close() // frees the handler when the deadline never comes
+	select {
+	case err := <-readErr:
+		if err == nil {
+			t.Error("the handler read the whole trickled body")
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("a body trickling in was still being read after 15 s (BodyTimeout 300ms)")
+	}
+	if err := closedByServer(c, bufio.NewReader(c)); err != nil {
+		t.Errorf("the connection of a trickled body: %v", err)
+	}
+}
+
+// stream answers n lines, one every 100 ms, after reading the body; it
+// stops early when the request's context ends.
+func stream(n int) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		rc := http.NewResponseController(w)
+		for i := range n {
+			fmt.Fprintf(w, "data: %d\n\n", i)
+			rc.Flush()
+			select {
+			case <-r.Context().Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+}
+
+func countEvents(t *testing.T, resp *http.Response, err error) int {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	n := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "data: ") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestStreamsOutliveTheDeadlines: a response stream (SSE, on GET or after a
+// POST's body) lasting far longer than every deadline is not cut.
+func TestStreamsOutliveTheDeadlines(t *testing.T) {
+	const events = 12 // 1.2 s, against deadlines of 150 ms
+	d := 150 * time.Millisecond
+	addr, _ := serve(t, stream(events), httpserve.Options{Name: "test", ReadHeaderTimeout: d, BodyTimeout: d, IdleTimeout: d})
+	c := &http.Client{Transport: &http.Transport{}}
+	defer c.CloseIdleConnections()
+	resp, err := c.Get("http://" + addr + "/")
+	if n := countEvents(t, resp, err); n != events {
+		t.Errorf("GET stream: %d events, want %d", n, events)
+	}
+	resp, err = c.Post("http://"+addr+"/", "application/json", strings.NewReader(`{"a":1}`))
+	if n := countEvents(t, resp, err); n != events {
+		t.Errorf("POST stream: %d events, want %d", n, events)
+	}
+}
+
+// TestConnectionsAreCapped: one client address gets MaxConnsPerClient
+// connections, the rest are refused with a 503 that names the setting;
+// all clients together get MaxConns, and a connection over that waits
+// for a free slot. The refusals make few log lines.
+func TestConnectionsAreCapped(t *testing.T) {
+	logs := &testbin.Buffer{}
+	var active, peak atomic.Int64
+	var mu sync.Mutex
+	served := map[string]int{} // client address → requests in the handler
+	release := make(chan struct{})
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := active.Add(1)
+		defer active.Add(-1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		ip, _, _ := net.SplitHostPort(r.RemoteAddr)
+		mu.Lock()
+		served[ip]++
+		mu.Unlock()
+		select {
+		case <-release:
+			io.WriteString(w, "ok")
+		case <-r.Context().Done():
+		}
+	})
+	addr, stop := serve(t, h, httpserve.Options{Name: "the test endpoint", MaxConns: 6, MaxConnsPerClient: 3,
+		MaxConnsSetting: "test.max_connections", MaxConnsPerClientSetting: "test.max_connections_per_client",
+		Log: slog.New(slog.NewTextHandler(logs, nil))})
+	servedFrom := func(ip string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		return served[ip]
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("waiting for %s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	request := func(ip string) net.Conn {
+		c := dialFrom(t, ip, addr)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+		return c
+	}
+
+	// One address: 3 in, 7 refused.
+	var refused, refusedNamed atomic.Int64
+	var wg sync.WaitGroup
+	var first []net.Conn
+	for range 10 {
+		c := request("127.0.0.1")
+		first = append(first, c)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c.SetReadDeadline(time.Now().Add(20 * time.Second))
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			if err != nil {
+				return // closed when the test ends (or, today, never refused)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode == http.StatusServiceUnavailable {
+				refused.Add(1)
+				if strings.Contains(string(b), "test.max_connections_per_client") {
+					refusedNamed.Add(1)
+				}
+			}
+		}()
+	}
+	waitFor("every connection of 127.0.0.1 to be served or refused", func() bool { return int64(servedFrom("127.0.0.1"))+refused.Load() >= 10 })
+	if n := servedFrom("127.0.0.1"); n != 3 {
+		t.Errorf("one client address has %d requests served at once, want 3 (MaxConnsPerClient)", n)
+	}
+	if refused.Load() != refusedNamed.Load() {
+		t.Errorf("%d of %d refusals name test.max_connections_per_client", refusedNamed.Load(), refused.Load())
+	}
+
+	// Two more addresses fill MaxConns; one more waits for a free slot.
+	var others []net.Conn
+	for _, ip := range []string{"127.0.0.2", "127.0.0.2", "127.0.0.2"} {
+		others = append(others, request(ip))
+	}
+	waitFor("127.0.0.2's requests", func() bool { return servedFrom("127.0.0.2") == 3 })
+	late := request("127.0.0.3")
+	first[0].Close() // frees one of 127.0.0.1's slots (if it had one)
+	for _, c := range first[1:] {
+		c.Close()
+	}
+	waitFor("127.0.0.3's request once a slot is free", func() bool { return servedFrom("127.0.0.3") == 1 })
+	if p := peak.Load(); p > 6 {
+		t.Errorf("%d requests were served at once, over MaxConns (6)", p)
+	}
+	close(release)
+	for _, c := range append(others, late) {
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		c.Close()
+	}
+	wg.Wait()
+	if err := stop(); err != nil {
+		t.Errorf("Serve: %v", err)
+	}
+	if n := strings.Count(logs.String(), "test.max_connections_per_client"); n < 1 || n > 2 {
+		t.Errorf("%d log lines about refused connections, want 1 or 2 (one, then a count):\n%s", n, logs)
+	}
+	if !regexp.MustCompile(`setting=test\.max_connections(\s|$)`).MatchString(logs.String()) {
+		t.Errorf("no log line says the connections reached test.max_connections:\n%s", logs)
+	}
+}
+
+// TestWarnsBeyondLoopback: an address beyond loopback draws the listener's
+// warning; a loopback one does not.
+func TestWarnsBeyondLoopback(t *testing.T) {
+	for _, tc := range []struct {
+		addr string
+		warn bool
+	}{{"127.0.0.1:0", false}, {":0", true}} {
+		logs := &testbin.Buffer{}
+		ln, err := net.Listen("tcp", tc.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() {
+			done <- httpserve.Serve(ctx, ln, http.NotFoundHandler(), httpserve.Options{Name: "the test endpoint",
+				ExposedWarning: "the test endpoint listens beyond this machine", Log: slog.New(slog.NewTextHandler(logs, nil))})
+		}()
+		c, err := net.Dial("tcp", ln.Addr().String()) // Serve has started once it answers
+		if err == nil {
+			io.WriteString(c, "GET / HTTP/1.0\r\n\r\n")
+			io.ReadAll(c)
+			c.Close()
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		if got := strings.Contains(logs.String(), "listens beyond this machine"); got != tc.warn {
+			t.Errorf("%s: warned %v, want %v:\n%s", tc.addr, got, tc.warn, logs)
+		}
+	}
+}
