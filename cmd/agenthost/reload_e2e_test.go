@@ -28,9 +28,9 @@ type fileHost struct {
 type fileHostOptions struct {
 	// install fills the plugin folder before the host starts.
 	install func(dir string)
-	// hidden makes the config file a symbolic link to a file in another
-	// folder: the watcher (which watches the link's folder) does not see
-	// its edits, so only SIGHUP applies them.
+	// hidden makes the config file a symbolic link, alone in its folder, to
+	// a file in another folder: the watcher (which watches the link's
+	// folder) does not see its edits, so only SIGHUP applies them.
 	hidden bool
 }
 
@@ -60,7 +60,7 @@ func startFileHostWith(t *testing.T, sim *voicetest.Server, conf map[string]any,
 	f := &fileHost{path: filepath.Join(dir, "agenthost.yaml"), conf: merge(base, conf)}
 	f.real = f.path
 	if o.hidden {
-		f.real = filepath.Join(t.TempDir(), "agenthost.yaml")
+		f.path, f.real = filepath.Join(t.TempDir(), "agenthost.yaml"), filepath.Join(t.TempDir(), "agenthost.yaml")
 	}
 	f.write(t)
 	if o.hidden {
