@@ -210,26 +210,44 @@ func TestReloadAppliesAnEditedServersFile(t *testing.T) {
 
 // TestReloadPrefixTooLongThenRemoved: a services.prefixes entry that makes
 // a plugin's names too long holds its services out of the register (and
-// `agenthost plugins` says so); removing the prefix brings them back.
+// `agenthost plugins` says so) when a reload sets it, and leaves the plugin
+// broken when it is there at start; removing the prefix brings them back.
 func TestReloadPrefixTooLongThenRemoved(t *testing.T) {
-	sim := newSim(t, voicetest.Options{})
-	f := startFileHostWith(t, sim, map[string]any{"services": map[string]any{"builtins": false}},
-		fileHostOptions{install: func(dir string) { copyExec(t, bundled(t, "clock"), filepath.Join(dir, "clock")) }})
-	waitFor(t, sim, "the clock", func() bool { _, ok := sim.Services()["get_current_time"]; return ok })
-
-	f.edit(t, map[string]any{"services": map[string]any{"prefixes": map[string]any{"clock": strings.Repeat("p", 60)}}})
-	waitFor(t, sim, "the clock's service to leave", func() bool { _, ok := sim.Services()["get_current_time"]; return !ok })
-	if st := f.pluginList()["clock"]; len(st.Services) != 0 || !strings.Contains(st.LastError, "prefix") {
-		t.Errorf("agenthost plugins while the prefix is too long: %+v", st)
+	long := map[string]any{"builtins": false, "prefixes": map[string]any{"clock": strings.Repeat("p", 60)}}
+	install := func(dir string) { copyExec(t, bundled(t, "clock"), filepath.Join(dir, "clock")) }
+	clockIn := func(sim *voicetest.Server) func() bool {
+		return func() bool { _, ok := sim.Services()["get_current_time"]; return ok }
 	}
-
-	f.conf["services"] = map[string]any{"builtins": false} // (edit merges; this replaces)
-	f.write(t)
-	waitFor(t, sim, "the clock's service to come back", func() bool { _, ok := sim.Services()["get_current_time"]; return ok })
-	if out := call(t, sim, "get_current_time", `{}`); !out.Success {
-		t.Fatalf("%+v", out)
-	}
-	if st := f.pluginList()["clock"]; len(st.Services) == 0 || st.LastError != "" {
-		t.Errorf("agenthost plugins after the prefix was removed: %+v", st)
-	}
+	t.Run("set by a reload", func(t *testing.T) {
+		sim := newSim(t, voicetest.Options{})
+		f := startFileHostWith(t, sim, map[string]any{"services": map[string]any{"builtins": false}}, fileHostOptions{install: install})
+		waitFor(t, sim, "the clock", clockIn(sim))
+		f.conf["services"] = long
+		f.write(t)
+		waitFor(t, sim, "the clock's service to leave", func() bool { return !clockIn(sim)() })
+		if st := f.pluginList()["clock"]; len(st.Services) != 0 || !strings.Contains(st.LastError, "prefix") {
+			t.Errorf("agenthost plugins while the prefix is too long: %+v", st)
+		}
+		f.conf["services"] = map[string]any{"builtins": false} // (edit merges; this replaces)
+		f.write(t)
+		waitFor(t, sim, "the clock's service to come back", clockIn(sim))
+		if out := call(t, sim, "get_current_time", `{}`); !out.Success {
+			t.Fatalf("%+v", out)
+		}
+		if st := f.pluginList()["clock"]; len(st.Services) == 0 || st.LastError != "" {
+			t.Errorf("agenthost plugins after the prefix was removed: %+v", st)
+		}
+	})
+	t.Run("set at start", func(t *testing.T) {
+		sim := newSim(t, voicetest.Options{})
+		f := startFileHostWith(t, sim, map[string]any{"services": long}, fileHostOptions{install: install})
+		pluginsReady(t, sim)
+		f.waitPlugins(t, "the clock broken", func(l map[string]pluginmgr.Status) bool {
+			return l["clock"].State == "broken" && strings.Contains(l["clock"].LastError, "prefix")
+		})
+		f.conf["services"] = map[string]any{"builtins": false}
+		f.write(t)
+		waitFor(t, sim, "the clock's service to come back", clockIn(sim))
+		f.logLine("plugin=clock", "trying it again", "its services prefix")
+	})
 }
