@@ -251,3 +251,32 @@ func TestReloadPrefixTooLongThenRemoved(t *testing.T) {
 		f.logLine("plugin=clock", "trying it again", "its services prefix")
 	})
 }
+
+// TestReloadRetriesAnMCPServerParkedByAPrefix: an MCP server whose tools a
+// services.prefixes entry makes too long is refused at each start until it
+// is given up (broken or parked); removing the prefix tries it again.
+func TestReloadRetriesAnMCPServerParkedByAPrefix(t *testing.T) {
+	toy := testbin.Build(t, "./host/mcpclient/testdata/mcptoy")
+	sim := newSim(t, voicetest.Options{})
+	f := startFileHostWith(t, sim, map[string]any{
+		"services": map[string]any{"prefixes": map[string]any{"toy": strings.Repeat("p", 60)}},
+		"plugins":  map[string]any{"restart": map[string]any{"base": "10ms", "cap": "20ms"}},
+		"mcp":      map[string]any{"servers": map[string]any{"toy": map[string]any{"command": toy}}},
+	}, fileHostOptions{})
+	ready(t, sim, 1)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st := f.status(t)
+		if len(st.MCP) == 1 && (st.MCP[0].State == "parked" || st.MCP[0].State == "broken") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the server never gave up: %+v", st.MCP)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	f.conf["services"] = map[string]any{}
+	f.write(t)
+	waitFor(t, sim, "the server's tools", func() bool { _, ok := sim.Services()["add"]; return ok })
+	f.logLine("mcp=toy", "trying it again")
+}
