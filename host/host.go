@@ -64,6 +64,7 @@ type Host struct {
 	level      *slog.LevelVar // the logger's level, set by reloads
 	mcpSrv     *mcpServers
 	mcpConfs   map[string]mcpclient.ServerConfig // the MCP servers the configuration names
+	mcpFile    map[string]mcpclient.ServerConfig // the servers of mcp.servers_file, as last read
 }
 
 // idleTrim: after this long without a call the daemon hands back the memory
@@ -89,8 +90,13 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 	h := &Host{cfg: cfg, log: log}
 	h.callCtx, h.stopCalls = context.WithCancel(context.Background())
 	h.work = make(chan callWork)
-	var warnings []string
-	h.mcpConfs, warnings = mcpConfigs(cfg)
+	file, warnings, err := serversFile(cfg.MCP.ServersFile)
+	if err != nil {
+		warnings = append(warnings, err.Error()+"; its servers are not started")
+	}
+	h.mcpFile = file
+	confs, more := mcpConfigs(cfg, file)
+	h.mcpConfs, warnings = confs, append(warnings, more...)
 	for _, w := range warnings {
 		log.Warn("configuration: " + w)
 	}

@@ -14,21 +14,27 @@ import (
 	"github.com/agenthost/agenthost/internal/backoff"
 )
 
+// serversFile reads mcp.servers_file ("" = none): its servers, and
+// warnings about what was ignored.
+func serversFile(path string) (map[string]mcpclient.ServerConfig, []string, error) {
+	if path == "" {
+		return nil, nil, nil
+	}
+	file, warnings, err := mcpclient.LoadServersFile(path)
+	if err != nil {
+		return nil, warnings, fmt.Errorf("mcp.servers_file: %w", err)
+	}
+	return file, warnings, nil
+}
+
 // mcpConfigs are the MCP servers the configuration asks for: mcp.servers and
-// the servers of mcp.servers_file (the YAML wins a name that both have),
-// with ${VAR}s expanded. The warnings say what was ignored or unset.
-func mcpConfigs(cfg *config.Config) (map[string]mcpclient.ServerConfig, []string) {
+// file, the servers of mcp.servers_file (the YAML wins a name that both
+// have), with ${VAR}s expanded. The warnings say what was ignored or unset.
+func mcpConfigs(cfg *config.Config, file map[string]mcpclient.ServerConfig) (map[string]mcpclient.ServerConfig, []string) {
 	out := map[string]mcpclient.ServerConfig{}
 	var warnings []string
-	if cfg.MCP.ServersFile != "" {
-		file, w, err := mcpclient.LoadServersFile(cfg.MCP.ServersFile)
-		warnings = append(warnings, w...)
-		if err != nil {
-			warnings = append(warnings, fmt.Sprintf("mcp.servers_file: %v; its servers are not started", err))
-		}
-		for name, s := range file {
-			out[name] = s
-		}
+	for name, s := range file {
+		out[name] = s
 	}
 	for name, s := range cfg.MCP.Servers {
 		if _, both := out[name]; both {
@@ -104,7 +110,7 @@ func (m *mcpServers) Name() string { return "MCP servers" }
 // (within a few seconds: a slow one joins the register later), and stops
 // them all when ctx ends.
 func (m *mcpServers) Run(ctx context.Context, ready func()) error {
-	m.apply(m.h.mcpConfs)
+	m.apply(m.h.mcpConfs, nil)
 	deadline := time.After(min(m.h.Config().MCP.StartTimeout.D(), 10*time.Second))
 	for _, s := range m.all() {
 		select {
@@ -141,8 +147,10 @@ func (m *mcpServers) all() []*mcpServer {
 
 // apply runs exactly the enabled servers of confs: new ones start, removed
 // ones stop, changed ones are loaded again (the old session serves until the
-// new one is up).
-func (m *mcpServers) apply(confs map[string]mcpclient.ServerConfig) {
+// new one is up), and an unchanged one that could not run (broken, parked)
+// is tried again when also reports another of its inputs changed (its
+// services prefix). also may be nil.
+func (m *mcpServers) apply(confs map[string]mcpclient.ServerConfig, also func(id string) bool) {
 	cfg := m.h.Config()
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -172,7 +180,11 @@ func (m *mcpServers) apply(confs map[string]mcpclient.ServerConfig) {
 			s = &mcpServer{sup: supervise.New(m.supervision(cfg, name, isHTTP(c))), conf: c, http: isHTTP(c)}
 			m.running[name] = s
 		case reflect.DeepEqual(s.conf, c):
-			continue
+			if st := s.sup.Status().State; also == nil || !also(mcpclient.ProviderID(name)) ||
+				(st != supervise.StateBroken && st != supervise.StateParked) {
+				continue
+			}
+			m.h.log.Info("the settings of an mcp server that could not run changed; trying it again", "mcp", name)
 		default:
 			s.conf = c
 			m.h.log.Info("mcp server configuration changed; connecting again", "mcp", name)

@@ -2,6 +2,7 @@ package host
 
 import (
 	"log/slog"
+	"reflect"
 	"strings"
 	"time"
 
@@ -13,8 +14,7 @@ import (
 )
 
 // liveKeys are the settings a reload applies without a restart (a key
-// counts when it is one of these or below one). plugins.sha256 applies from
-// each plugin's next start.
+// counts when it is one of these or below one).
 var liveKeys = []string{
 	"log.level",
 	"server",
@@ -51,15 +51,22 @@ func (h *Host) SetLogLevel(lv *slog.LevelVar) { h.level = lv }
 
 // Apply makes a newly loaded (and so validated) configuration the running
 // one, a reload: the log level, services (deadlines, limits, prefixes,
-// policy, built-ins), plugin settings, hooks and audio devices change at
-// once; a change of the server, its token or the AUTH parameters makes the
-// link reconnect, once; every other changed setting is named in the log as
-// waiting for a restart. It returns the changed keys that need a restart.
+// policy, built-ins), plugin settings, MCP servers (mcp.servers and the
+// content of mcp.servers_file, read again), hooks and audio devices change
+// at once; a change of the server, its token or the AUTH parameters makes
+// the link reconnect, once; every other changed setting is named in the log
+// as waiting for a restart. Every provider whose inputs changed (its config,
+// its pin, its prefix) is looked at again, and one that could not run is
+// tried again. It returns the changed keys that need a restart.
 func (h *Host) Apply(next *config.Config) []string {
 	h.mu.Lock()
 	prev := h.cfg
 	h.mu.Unlock()
 	changed := config.Changed(prev, next)
+	file := h.readServersFile(next)
+	if !reflect.DeepEqual(file, h.mcpFile) && !touched(changed, "mcp.servers_file") {
+		changed = append(changed, "mcp.servers_file")
+	}
 	if len(changed) == 0 {
 		h.log.Info("configuration reloaded: nothing changed")
 		return nil
@@ -75,27 +82,33 @@ func (h *Host) Apply(next *config.Config) []string {
 	if touched(changed, "log.level") && h.level != nil {
 		h.level.UnmarshalText([]byte(next.Log.Level))
 	}
-	var mcpConfs map[string]mcpclient.ServerConfig
-	if touched(changed, "mcp.servers", "mcp.servers_file") {
-		var warnings []string
-		mcpConfs, warnings = mcpConfigs(next)
+	oldConfs := h.mcpConfs
+	mcpTouched := touched(changed, "mcp.servers", "mcp.servers_file")
+	if mcpTouched {
+		confs, warnings := mcpConfigs(next, file)
 		for _, w := range warnings {
 			h.log.Warn("configuration: " + w)
 		}
-		h.mcpConfs = mcpConfs
+		h.mcpFile, h.mcpConfs = file, confs
 	}
-	if touched(changed, "services", "mcp.servers", "mcp.servers_file") {
+	oldPrefixes, prefixes := registryPrefixes(prev, oldConfs), registryPrefixes(next, h.mcpConfs)
+	prefixChanged := func(id string) bool {
+		return services.PrefixOf(oldPrefixes, id) != services.PrefixOf(prefixes, id)
+	}
+	if touched(changed, "services") || mcpTouched {
 		h.disp.SetLimits(dispatchLimits(next.Services))
 		h.local.SetLimits(localBudget(next.Services))
-		h.reg.Reconfigure(registryPrefixes(next, h.mcpConfs), services.Policy{Allow: next.Services.Allow, Deny: next.Services.Deny})
+		h.reg.Reconfigure(prefixes, services.Policy{Allow: next.Services.Allow, Deny: next.Services.Deny})
 		if next.Services.Builtins && !prev.Services.Builtins {
-			h.reg.Put(builtin.New(nil))
+			if err := h.reg.Put(builtin.New(nil)); err != nil {
+				h.log.Error("the built-in services were refused", "err", err)
+			}
 		} else if !next.Services.Builtins && prev.Services.Builtins {
 			h.reg.Remove(builtin.ID)
 		}
 	}
-	if touched(changed, "plugins.config", "plugins.sha256") && h.plugins != nil {
-		h.plugins.Reconfigure(next.Plugins)
+	if touched(changed, "plugins.config", "plugins.sha256", "services.prefixes") && h.plugins != nil {
+		h.plugins.Reconfigure(next.Plugins, prefixChanged)
 	}
 	if h.conv != nil {
 		if touched(changed, "conversation.hooks") {
@@ -108,8 +121,8 @@ func (h *Host) Apply(next *config.Config) []string {
 	h.mu.Lock()
 	h.cfg = next
 	h.mu.Unlock()
-	if mcpConfs != nil && h.mcpSrv != nil {
-		h.mcpSrv.apply(mcpConfs)
+	if (mcpTouched || touched(changed, "services.prefixes")) && h.mcpSrv != nil {
+		h.mcpSrv.apply(h.mcpConfs, prefixChanged)
 	}
 	if touched(changed, "server") && h.link.Update(link.Options{Server: next.Server, Token: next.Token, Log: h.log}) {
 		h.log.Info("the server settings changed; reconnecting once")
@@ -119,6 +132,23 @@ func (h *Host) Apply(next *config.Config) []string {
 		h.log.Warn("these settings changed but apply only after a restart (systemctl restart agenthost)", "settings", strings.Join(later, ", "))
 	}
 	return later
+}
+
+// readServersFile reads next's mcp.servers_file again. A file that cannot
+// be read or parsed is refused like a YAML with a mistake: the servers it
+// gave stay (the last good read), and the log says why.
+func (h *Host) readServersFile(next *config.Config) map[string]mcpclient.ServerConfig {
+	file, warnings, err := serversFile(next.MCP.ServersFile)
+	if err != nil {
+		h.log.Error("the MCP servers file was not reloaded; the running servers stay. Fix the file and reload again", "err", err)
+		return h.mcpFile
+	}
+	if !reflect.DeepEqual(file, h.mcpFile) {
+		for _, w := range warnings {
+			h.log.Warn("configuration: " + w)
+		}
+	}
+	return file
 }
 
 // dispatchLimits are the dispatcher's deadlines and bounds from services.

@@ -178,14 +178,8 @@ func (d *hostProc) logLine(parts ...string) string {
 	d.t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
-		for _, line := range strings.Split(d.log.String(), "\n") {
-			all := true
-			for _, p := range parts {
-				all = all && strings.Contains(line, p)
-			}
-			if all {
-				return line
-			}
+		if line, ok := d.log.Line(parts...); ok {
+			return line
 		}
 		if time.Now().After(deadline) {
 			d.t.Fatalf("the host log never showed a line with %q", parts)

@@ -19,13 +19,30 @@ import (
 // so that edits of the file, and reloads, decide everything.
 type fileHost struct {
 	*hostProc
-	path string
+	path string // the file named by --config
+	real string // the file written: path, or the target of the symlink at path
 	conf map[string]any
+}
+
+// fileHostOptions vary startFileHostWith.
+type fileHostOptions struct {
+	// install fills the plugin folder before the host starts.
+	install func(dir string)
+	// hidden makes the config file a symbolic link, alone in its folder, to
+	// a file in another folder: the watcher (which watches the link's
+	// folder) does not see its edits, so only SIGHUP applies them.
+	hidden bool
 }
 
 // startFileHost writes base settings merged with conf into the host's file
 // and starts it with nothing else.
 func startFileHost(t *testing.T, sim *voicetest.Server, conf map[string]any) *fileHost {
+	t.Helper()
+	return startFileHostWith(t, sim, conf, fileHostOptions{})
+}
+
+// startFileHostWith is startFileHost with options.
+func startFileHostWith(t *testing.T, sim *voicetest.Server, conf map[string]any, o fileHostOptions) *fileHost {
 	t.Helper()
 	dir := t.TempDir()
 	base := map[string]any{
@@ -37,8 +54,20 @@ func startFileHost(t *testing.T, sim *voicetest.Server, conf map[string]any) *fi
 		"conversation": map[string]any{"push_to_talk_key": false},
 	}
 	os.Mkdir(filepath.Join(dir, "plugins"), 0o755)
+	if o.install != nil {
+		o.install(filepath.Join(dir, "plugins"))
+	}
 	f := &fileHost{path: filepath.Join(dir, "agenthost.yaml"), conf: merge(base, conf)}
+	f.real = f.path
+	if o.hidden {
+		f.path, f.real = filepath.Join(t.TempDir(), "agenthost.yaml"), filepath.Join(t.TempDir(), "agenthost.yaml")
+	}
 	f.write(t)
+	if o.hidden {
+		if err := os.Symlink(f.real, f.path); err != nil {
+			t.Fatal(err)
+		}
+	}
 	bin := testbinHost(t)
 	f.hostProc = startHostArgs(t, bin, []string{"run", "--config", f.path}, dir)
 	return f
@@ -57,11 +86,11 @@ func (f *fileHost) write(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmp := f.path + ".tmp"
+	tmp := f.real + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Rename(tmp, f.path); err != nil {
+	if err := os.Rename(tmp, f.real); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -79,8 +79,9 @@ func cmdRun(e *env, args []string) error {
 var addTestProviders = func(*host.Host) error { return nil }
 
 // reloader loads the configuration again on SIGHUP (systemctl reload) and
-// when the file changes, and applies it; a configuration with problems is
-// refused with the same messages as at start-up, and the running one stays.
+// when the file, or the file named by mcp.servers_file, changes, and applies
+// it; a configuration with problems is refused with the same messages as at
+// start-up, and the running one stays.
 type reloader struct {
 	e   *env
 	h   *host.Host
@@ -91,6 +92,12 @@ func (reloader) Name() string { return "configuration reloader" }
 
 func (r reloader) Run(ctx context.Context, ready func()) error {
 	changed := make(chan struct{}, 1)
+	notify := func() {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+	}
 	if path := r.h.Config().Path; path != "" {
 		// Watching before ready: an edit made once the daemon says it is
 		// up is never missed.
@@ -98,14 +105,12 @@ func (r reloader) Run(ctx context.Context, ready func()) error {
 		if err != nil {
 			r.h.Log().Warn("the configuration file is not watched; use systemctl reload (SIGHUP) after editing it", "err", err)
 		} else {
-			go fw.Run(ctx, func() {
-				select {
-				case changed <- struct{}{}:
-				default:
-				}
-			})
+			go fw.Run(ctx, notify)
 		}
 	}
+	servers := &followedFile{what: "the MCP servers file (mcp.servers_file)", log: r.h.Log(), notify: notify}
+	defer servers.follow(ctx, "")
+	servers.follow(ctx, r.h.Config().MCP.ServersFile)
 	ready()
 	for {
 		var why string
@@ -117,11 +122,13 @@ func (r reloader) Run(ctx context.Context, ready func()) error {
 		case <-changed:
 			why = "the file changed"
 		}
-		r.reload(why)
+		r.reload(why, func(next *config.Config) { servers.follow(ctx, next.MCP.ServersFile) })
 	}
 }
 
-func (r reloader) reload(why string) {
+// reload loads the configuration and, unless it is refused, calls accepted
+// with it, then applies it.
+func (r reloader) reload(why string, accepted func(*config.Config)) {
 	daemon.SdNotify(false, daemon.SdNotifyReloading)
 	defer daemon.SdNotify(false, daemon.SdNotifyReady)
 	log := r.h.Log()
@@ -134,5 +141,39 @@ func (r reloader) reload(why string) {
 	for _, w := range next.Warnings {
 		log.Warn("configuration: " + w)
 	}
+	accepted(next)
 	r.h.Apply(next)
+}
+
+// followedFile watches a file whose name a reload may change: follow starts
+// watching the new name (before the reload reads it, so that no edit after
+// that is missed) and stops watching the old.
+type followedFile struct {
+	what   string
+	log    *slog.Logger
+	notify func()
+	path   string
+	cancel context.CancelFunc
+}
+
+func (f *followedFile) follow(ctx context.Context, path string) {
+	if path == f.path {
+		return
+	}
+	if f.cancel != nil {
+		f.cancel()
+		f.cancel = nil
+	}
+	f.path = path
+	if path == "" {
+		return
+	}
+	fw, err := config.WatchFile(path)
+	if err != nil {
+		f.log.Warn(f.what+" is not watched; use systemctl reload (SIGHUP) after editing it", "err", err)
+		return
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	f.cancel = cancel
+	go fw.Run(wctx, f.notify)
 }

@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -327,12 +326,16 @@ func (m *Manager) changed(path string) {
 		m.plugins[base] = p
 	}
 	m.mu.Unlock()
+	if st := p.sup.Status().State; st == supervise.StateParked || st == supervise.StateBroken {
+		m.log.Info(st+" plugin's binary changed; trying it again", "plugin", base)
+	}
 	m.load(p)
 }
 
 // load hands the binary now at p.path to p's supervisor, unless it is the
-// one already serving (or starting). A build that failed to start is tried
-// again: the touch that follows a fix means "try it now".
+// one already serving (or starting) and its pin allows it. A build that
+// failed to start is tried again: the touch (or the change of settings)
+// that follows a fix means "try it now".
 func (m *Manager) load(p *plugin) {
 	hash, err := fileHash(p.path)
 	if err != nil {
@@ -343,16 +346,15 @@ func (m *Manager) load(p *plugin) {
 	served, handed := p.served == hash, p.hash == hash
 	p.hash = hash
 	p.mu.Unlock()
+	pinErr := checkPin(p.name, m.pin(p.name), hash)
 	switch st := p.sup.Status().State; {
-	case served && (st == supervise.StateRunning || st == supervise.StateIdle || st == supervise.StateRestarting),
+	case pinErr == nil && served && (st == supervise.StateRunning || st == supervise.StateIdle || st == supervise.StateRestarting),
 		handed && st == supervise.StateStarting:
 		m.log.Debug("plugin binary touched but unchanged; nothing to do", "plugin", p.name, "state", st)
 		return
-	case st == supervise.StateParked:
-		m.log.Info("parked plugin's binary changed; trying it again", "plugin", p.name)
 	}
-	if err := checkPin(p.name, m.pin(p.name), hash); err != nil {
-		p.sup.Load(failing(err), nil)
+	if pinErr != nil {
+		p.sup.Load(failing(pinErr), nil)
 		return
 	}
 	name, path := p.name, p.path
@@ -413,35 +415,6 @@ func (m *Manager) pluginConfig(name string) json.RawMessage {
 		return json.RawMessage(`{}`)
 	}
 	return conf
-}
-
-// Reconfigure applies new plugin settings (a configuration reload):
-// plugins.config at once (a running plugin is configured again; one that
-// rejects its new config keeps the old, as the SDK promises, and says why in
-// the log), and plugins.sha256 from each plugin's next start.
-func (m *Manager) Reconfigure(p config.Plugins) {
-	m.cfgMu.Lock()
-	old := m.configs
-	m.pins, m.configs = p.SHA256, p.Config
-	m.cfgMu.Unlock()
-	for _, pl := range m.all() {
-		if reflect.DeepEqual(old[pl.name], p.Config[pl.name]) {
-			continue
-		}
-		inst, ok := pl.sup.Running().(*instance)
-		if !ok {
-			m.log.Info("plugin config changed; it applies when the plugin next starts", "plugin", pl.name)
-			continue
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), m.o.startTimeout)
-		err := inst.rpc.Configure(ctx, m.pluginConfig(pl.name))
-		cancel()
-		if err != nil {
-			m.log.Error("the plugin rejected its new config (plugins.config."+pl.name+"); it keeps the old one", "plugin", pl.name, "err", err)
-			continue
-		}
-		m.log.Info("plugin configured again with its new config", "plugin", pl.name)
-	}
 }
 
 // failing is a Starter that cannot start: the binary is refused.

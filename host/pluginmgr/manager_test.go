@@ -412,7 +412,7 @@ func TestPluginManagerFailedReloadIsRetriedOnTouch(t *testing.T) {
 	first := x.running("clock", "get_current_time")
 	plugins := config.Default().Plugins
 	plugins.Config = map[string]any{"clock": map[string]any{"no_such_setting": true}}
-	x.m.Reconfigure(plugins)
+	x.m.Reconfigure(plugins, nil)
 	install(t, clockBin(t), x.dir, "clock", 1)
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(x.log.String(), "the new version of a plugin does not work") {
@@ -425,7 +425,7 @@ func TestPluginManagerFailedReloadIsRetriedOnTouch(t *testing.T) {
 		t.Fatalf("after a failed reload the status is %+v, want the first build (pid %d, sha256 %s)", st, first.PID, first.SHA256)
 	}
 	plugins.Config = nil
-	x.m.Reconfigure(plugins)
+	x.m.Reconfigure(plugins, nil)
 	now := time.Now()
 	if err := os.Chtimes(filepath.Join(x.dir, "clock"), now, now); err != nil {
 		t.Fatal(err)

@@ -70,6 +70,10 @@ type member struct {
 	seq      uint64 // arrival order; kept across replacement
 	fallback bool
 	services []Entry
+	// heldOut says why the provider's services do not fit the current
+	// configuration (a prefix that makes a name too long); they are out of
+	// the set until a Reconfigure under which they fit. "" when they are in.
+	heldOut string
 }
 
 // snapshot is one immutable merged set.
@@ -82,6 +86,7 @@ type snapshot struct {
 	conflicts []string
 	overrides []string
 	refused   map[string]string // name -> the setting that keeps it out
+	heldOut   map[string]string // provider ID -> why its services are out
 }
 
 // NewRegistry returns an empty registry.
@@ -105,11 +110,15 @@ func NewRegistry(opts RegistryOptions) *Registry {
 }
 
 // prefixFor returns the configured prefix for a provider ID.
-func (r *Registry) prefixFor(id string) string {
-	if p, ok := r.prefixes[id]; ok {
+func (r *Registry) prefixFor(id string) string { return PrefixOf(r.prefixes, id) }
+
+// PrefixOf returns the prefix that prefixes (RegistryOptions.Prefixes) give
+// the provider id: its full ID's entry, else its name part's, else "".
+func PrefixOf(prefixes map[string]string, id string) string {
+	if p, ok := prefixes[id]; ok {
 		return p
 	}
-	return r.prefixes[namePart(id)]
+	return prefixes[namePart(id)]
 }
 
 // namePart is the part of a provider ID after the first ':' ("clock" for
@@ -152,8 +161,10 @@ func (r *Registry) Put(p Provider) error {
 }
 
 // Reconfigure applies new prefixes and a new policy to every provider (a
-// configuration reload). A provider whose names no longer fit (a prefix that
-// makes a name too long) leaves the set, with an error in the log.
+// configuration reload), those held out included. A provider whose names no
+// longer fit (a prefix that makes a name too long) is held out of the set,
+// with an error in the log, and comes back, in its old place, with the
+// first Reconfigure under which they fit again.
 func (r *Registry) Reconfigure(prefixes map[string]string, policy Policy) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -165,13 +176,26 @@ func (r *Registry) Reconfigure(prefixes map[string]string, policy Policy) {
 	for id, m := range r.members {
 		entries, err := r.entriesOf(m.p)
 		if err != nil {
-			r.log.Error("a provider's services do not fit the new configuration; it leaves the set", "err", err)
-			delete(r.members, id)
+			if m.heldOut != err.Error() {
+				r.log.Error("a provider's services do not fit the new configuration; they are out of the set until they fit (change services.prefixes and reload)",
+					"provider", id, "err", err)
+			}
+			m.services, m.heldOut = nil, err.Error()
 			continue
 		}
-		m.services = entries
+		if m.heldOut != "" {
+			r.log.Info("a provider's services fit the configuration again; they are back in the set", "provider", id)
+		}
+		m.services, m.heldOut = entries, ""
 	}
 	r.publish()
+}
+
+// HeldOut says why the provider with this ID has its services out of the
+// set (they do not fit the configuration: see Reconfigure); "" when they
+// are in, or the provider is unknown.
+func (r *Registry) HeldOut(id string) string {
+	return r.snap.Load().heldOut[id]
 }
 
 // entriesOf checks and compiles p's services under its prefix; r.mu held.
@@ -266,9 +290,12 @@ func (r *Registry) publish() {
 
 // build merges members, in arrival order, into a snapshot.
 func (r *Registry) build(members []*member) (*snapshot, error) {
-	s := &snapshot{byName: make(map[string]Entry), refused: make(map[string]string)}
+	s := &snapshot{byName: make(map[string]Entry), refused: make(map[string]string), heldOut: make(map[string]string)}
 	owner := make(map[string]*member)
 	for _, m := range members {
+		if m.heldOut != "" {
+			s.heldOut[m.p.ID()] = m.heldOut
+		}
 		for _, e := range m.services {
 			if why := r.policy.refuses(e.Name); why != "" {
 				s.refused[e.Name] = why

@@ -320,6 +320,27 @@ func TestPrefixTooLong(t *testing.T) {
 	}
 }
 
+// TestReconfigurePrefixTooLongThenRemoved: a reload whose prefix makes a
+// provider's names too long holds its services out of the set; the reload
+// that removes the prefix brings them back, in their old place.
+func TestReconfigurePrefixTooLongThenRemoved(t *testing.T) {
+	log, logs := newLog()
+	r := services.NewRegistry(services.RegistryOptions{Log: log})
+	mustPut(t, r, provider("plugin:a", "long_name"))
+	mustPut(t, r, provider("plugin:b", "other"))
+	r.Reconfigure(map[string]string{"a": strings.Repeat("p", 60)}, services.Policy{})
+	if got := names(r); got != "other" {
+		t.Fatalf("with a prefix too long: %s, want other", got)
+	}
+	if !strings.Contains(logs.String(), "plugin:a") {
+		t.Errorf("the provider held out is not named in the log:\n%s", logs)
+	}
+	r.Reconfigure(nil, services.Policy{})
+	if got := names(r); got != "long_name,other" {
+		t.Fatalf("after the prefix was removed: %s, want long_name,other", got)
+	}
+}
+
 func TestServiceTimeoutKeptInEntry(t *testing.T) {
 	r := services.NewRegistry(services.RegistryOptions{})
 	f := provider("plugin:a", "s")

@@ -90,7 +90,7 @@ func (s *Supervisor) crashLoop(why string) {
 		s.parks++
 		s.mu.Unlock()
 		s.unregister(StateParked, fmt.Sprintf("crashed %d times within %s (last: %s)", n, s.o.CrashWindow, why))
-		s.log.Error(s.o.Kind+" keeps crashing; parked and its services removed. Fix it and load it again (install the binary again, or `touch` it, or reload the config) to retry",
+		s.log.Error(s.o.Kind+" keeps crashing; parked and its services removed. Fix it to retry: install the binary again (or `touch` it), or change its settings and reload",
 			"crashes", n, "window", s.o.CrashWindow)
 		return
 	}

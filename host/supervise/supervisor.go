@@ -215,8 +215,13 @@ func (s *Supervisor) Running() Child {
 	return s.cur.child
 }
 
-// Status reports the provider's state.
+// Status reports the provider's state. Services the registry holds out
+// (they do not fit its configuration) are not listed, and LastError says why.
 func (s *Supervisor) Status() Status {
+	var heldOut string
+	if r, ok := s.o.Registry.(interface{ HeldOut(id string) string }); ok {
+		heldOut = r.HeldOut(s.o.ID)
+	}
 	s.trans.Lock()
 	defer s.trans.Unlock()
 	s.mu.Lock()
@@ -224,6 +229,10 @@ func (s *Supervisor) Status() Status {
 	st := Status{State: s.state, Restarts: s.restarts, Parks: s.parks, LastError: s.lastErr}
 	if s.cur != nil {
 		st.Info = s.cur.child.Info()
+	}
+	if heldOut != "" {
+		st.LastError = "its services are out of the register: " + heldOut
+		return st
 	}
 	for _, svc := range s.desc {
 		st.Services = append(st.Services, svc.Name)
@@ -474,7 +483,7 @@ func (s *Supervisor) idle(l *life) {
 // fail records a provider that cannot run until the next Load.
 func (s *Supervisor) fail(err error) {
 	s.unregister(StateBroken, err.Error())
-	s.log.Error(s.o.Kind+" cannot run; fix it and load it again to retry", "err", err)
+	s.log.Error(s.o.Kind+" cannot run; it is tried again when it or its settings change", "err", err)
 }
 
 func (s *Supervisor) stop() {

@@ -23,3 +23,17 @@ func (l *Buffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// Line returns the first line that contains every one of parts.
+func (l *Buffer) Line(parts ...string) (string, bool) {
+	for _, line := range strings.Split(l.String(), "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return line, true
+		}
+	}
+	return "", false
+}
