@@ -47,10 +47,6 @@ const DefaultMaxDelay = 400 * time.Millisecond
 // echo inside it.
 const delayMargin = 2 // frames
 
-// delayReverb is how much of the filter's window, at least, is left for
-// the room's reverberation after the direct echo.
-const delayReverb = 4 // frames
-
 // Echo is the echo-cancelling stage: speexdsp's MDF adaptive filter on the
 // reference delayed by a bulk delay search, then its residual echo
 // suppressor.
@@ -137,9 +133,9 @@ func (e *Echo) Cancel(mic, far []int16) {
 	if e.est != nil {
 		if lag, ok := e.est.add(far, mic); ok {
 			e.delay.Store(int64(lag) * int64(FrameDuration))
-			if lag < e.window() || lag > e.window()+e.tailFrames()-delayReverb {
-				// The echo falls outside the filter's window: move the
-				// window and start the filter again.
+			if lag > e.shift+1 || lag < e.shift-1 {
+				// The echo starts elsewhere in (or outside) the filter's
+				// window: move the window and start the filter again.
 				e.shift = lag
 				e.aec.reset()
 			}
@@ -157,8 +153,6 @@ func (e *Echo) Cancel(mic, far []int16) {
 
 // window is the lag, in frames, at which the filter's window starts.
 func (e *Echo) window() int { return max(0, e.shift-delayMargin) }
-
-func (e *Echo) tailFrames() int { return int(e.o.Tail / FrameDuration) }
 
 // Delay is the bulk delay the search found (0 until it has found one).
 func (e *Echo) Delay() time.Duration { return time.Duration(e.delay.Load()) }
