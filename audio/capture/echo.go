@@ -66,6 +66,9 @@ type Echo struct {
 	out   []int16
 	shift int // applied delay, frames
 
+	warm    int // frames with sound played since the filter (re)started
+	lastFar int // the last frame with sound played
+
 	delay atomic.Int64 // the applied delay, for Delay
 }
 
@@ -138,6 +141,7 @@ func (e *Echo) Cancel(mic, far []int16) {
 				// window: move the window and start the filter again.
 				e.shift = lag
 				e.aec.reset()
+				e.warm = 0
 			}
 		}
 	}
@@ -148,7 +152,38 @@ func (e *Echo) Cancel(mic, far []int16) {
 	if e.res != nil {
 		e.res.run(e.out)
 	}
+	if loud(far) {
+		e.lastFar = e.t
+		e.warm++
+	}
+	if e.warm < warmFrames && e.t-e.lastFar <= e.slots+warmTail {
+		// The filter is still learning the room: while its echo may be
+		// in the microphone, hold the output down rather than pass it.
+		for i, v := range e.out {
+			e.out[i] = v / warmDiv
+		}
+	}
 	copy(mic, e.out)
+}
+
+// A new filter converges in about 2 s of played sound (speexdsp's MDF
+// reaches ~15 dB in its first second, ~25 dB in its third): until then,
+// frames that may hold echo are attenuated by 30 dB. Near speech during
+// those first seconds is lost with the echo (a barge-in during the very
+// first reply after a start or a move of the delay is not heard).
+const (
+	warmFrames = 200 // frames of played sound
+	warmTail   = 15  // frames after the last sound that may still echo
+	warmDiv    = 32  // -30 dB
+)
+
+// loud reports whether a frame holds sound (above about -50 dBFS).
+func loud(x []int16) bool {
+	var e float64
+	for _, v := range x {
+		e += float64(v) * float64(v)
+	}
+	return e > float64(len(x))*100
 }
 
 // window is the lag, in frames, at which the filter's window starts.

@@ -1,7 +1,7 @@
 // webrtc03: runs bookworm's WebRTC audio processing 0.3 (AEC2) over raw
-// 16 kHz s16le files, 10 ms frames: webrtc03 FAR MIC OUT [ns] [level].
-// level: low|moderate|high suppression (default moderate); ns adds noise
-// suppression. Only for the comparison in test/aeccompare; not shipped.
+// 16 kHz s16le files, 10 ms frames: webrtc03 FAR MIC OUT. The environment
+// sets LEVEL=low|moderate|high (echo suppression, default moderate) and
+// NS=1 (noise suppression on). Only for the comparison in test/aeccompare; not shipped.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -20,10 +20,10 @@ static std::vector<int16_t> readRaw(const char *p) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 4) { fprintf(stderr, "usage: webrtc03 FAR MIC OUT [ns|-] [low|moderate|high]\n"); return 2; }
+  if (argc < 4) { fprintf(stderr, "usage: [LEVEL=low|moderate|high] [NS=1] webrtc03 FAR MIC OUT\n"); return 2; }
   auto far = readRaw(argv[1]), mic = readRaw(argv[2]);
-  bool ns = argc > 4 && !strcmp(argv[4], "ns");
-  const char *lvl = argc > 5 ? argv[5] : "moderate";
+  bool ns = getenv("NS") != nullptr;
+  const char *lvl = getenv("LEVEL") ? getenv("LEVEL") : "moderate";
   webrtc::Config cfg;
   cfg.Set<webrtc::ExtendedFilter>(new webrtc::ExtendedFilter(true));
   cfg.Set<webrtc::DelayAgnostic>(new webrtc::DelayAgnostic(true));

@@ -1,5 +1,6 @@
 // webrtc13: runs trixie's WebRTC audio processing 1.3 (AEC3) over raw
-// 16 kHz s16le files, 10 ms frames: webrtc13 FAR MIC OUT [ns|-].
+// 16 kHz s16le files, 10 ms frames: webrtc13 FAR MIC OUT. The environment
+// sets NS=1 (noise suppression on) and HPF=1 (high-pass filter on).
 // Only for the comparison in test/aeccompare; not shipped.
 #include <cstdio>
 #include <cstdlib>
@@ -18,9 +19,9 @@ static std::vector<int16_t> readRaw(const char *p) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 4) { fprintf(stderr, "usage: webrtc13 FAR MIC OUT [ns|-]\n"); return 2; }
+  if (argc < 4) { fprintf(stderr, "usage: [NS=1] [HPF=1] webrtc13 FAR MIC OUT\n"); return 2; }
   auto far = readRaw(argv[1]), mic = readRaw(argv[2]);
-  bool ns = argc > 4 && !strcmp(argv[4], "ns");
+  bool ns = getenv("NS") != nullptr;
   webrtc::AudioProcessing *apm = webrtc::AudioProcessingBuilder().Create();
   webrtc::AudioProcessing::Config c;
   c.echo_canceller.enabled = true;
