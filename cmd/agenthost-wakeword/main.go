@@ -32,8 +32,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "agenthost-wakeword:", err)
 		os.Exit(1)
 	}
+	if afterRedirect != nil {
+		afterRedirect()
+	}
 	os.Exit(run(os.Args[1:], os.Stdin, out))
 }
+
+// afterRedirect is set by a testkit build (testkit.go).
+var afterRedirect func()
 
 // protocolOut keeps the protocol stream (file descriptor 1) for this
 // program alone and points descriptor 1 at stderr, where anything a
@@ -164,4 +170,3 @@ func serve(det *wakeword.Detector, in io.Reader, w *bufio.Writer) error {
 		}
 	}
 }
-
