@@ -46,6 +46,9 @@ type Options struct {
 	OpenSink   func(ctx context.Context) (audio.Sink, error)
 	// Earcons: WAV (or raw 16 kHz) files played when listening starts and ends.
 	EarconStart, EarconEnd string
+	// Wake, when set, turns the wake word on (wake.go): turns start on a
+	// detection, and the VAD modes no longer listen by themselves.
+	Wake *WakeOptions
 }
 
 // Conversation runs turns over a microphone source and a speaker sink.
@@ -61,6 +64,7 @@ type Conversation struct {
 
 	enc *opus.Encoder
 	dec *opus.Decoder
+	wk  *waker // the wake word; nil when off
 
 	mu        sync.Mutex
 	up        bool
@@ -109,6 +113,11 @@ func New(o Options, out Sender) (*Conversation, error) {
 	if c.earconEnd, err = loadEarcon(o.EarconEnd, o.Rate); err != nil {
 		return nil, fmt.Errorf("conversation.earcons.listen_end: %w", err)
 	}
+	if o.Wake != nil {
+		if c.wk, err = newWaker(*o.Wake, o.Rate); err != nil {
+			return nil, err
+		}
+	}
 	c.play = newPlayer(o.Rate, o.Frame, o.JitterLead, c.log, c.replyDone)
 	return c, nil
 }
@@ -127,6 +136,9 @@ func (c *Conversation) Check(ctx context.Context) error {
 }
 
 func (c *Conversation) vad() bool { return c.o.Mode == "vad" || c.o.Mode == "auto" }
+
+// autoListen: a VAD mode without the wake word listens by itself.
+func (c *Conversation) autoListen() bool { return c.vad() && c.wk == nil }
 
 // Name implements host.Component.
 func (c *Conversation) Name() string { return "conversation" }
@@ -203,7 +215,7 @@ func (c *Conversation) runDevices(ctx context.Context, openSource func(context.C
 			c.mu.Lock()
 			c.src = src
 			c.mu.Unlock()
-			if c.vad() {
+			if c.autoListen() {
 				c.mu.Lock()
 				up := c.up
 				c.mu.Unlock()
@@ -232,6 +244,9 @@ func (c *Conversation) capture(ctx context.Context) {
 	go func() { <-ctx.Done(); c.src.Close() }()
 	n := int(c.o.Frame.Seconds() * float64(c.o.Rate))
 	buf := make([]int16, n)
+	if c.wk != nil {
+		c.wakeReset()
+	}
 	for ctx.Err() == nil {
 		if _, err := audio.ReadFull(c.src, buf); err != nil {
 			if ctx.Err() == nil {
@@ -239,27 +254,38 @@ func (c *Conversation) capture(ctx context.Context) {
 			}
 			return
 		}
-		c.mu.Lock()
-		send, task := c.up && c.talking && !c.waitReply, c.task
-		if send {
-			c.seq++
-		}
-		seq := c.seq
-		c.mu.Unlock()
-		if !send {
+		if c.wk == nil {
+			c.sendMic(buf)
 			continue
 		}
-		payload, err := c.encode(buf)
-		if err != nil {
-			c.log.Warn("could not encode audio", "err", err)
-			continue
+		for _, f := range c.wakeFrame(buf) {
+			c.sendMic(f)
 		}
-		if err := c.out.Send(voice.Frame{Type: voice.TypeAudio, Task: task, Seq: seq, Payload: payload}); err != nil {
-			c.log.Debug("audio frame not sent", "err", err)
-			continue
-		}
-		c.framesOut.Add(1)
 	}
+}
+
+// sendMic sends one microphone frame if a turn streams.
+func (c *Conversation) sendMic(buf []int16) {
+	c.mu.Lock()
+	send, task := c.up && c.talking && !c.waitReply, c.task
+	if send {
+		c.seq++
+	}
+	seq := c.seq
+	c.mu.Unlock()
+	if !send {
+		return
+	}
+	payload, err := c.encode(buf)
+	if err != nil {
+		c.log.Warn("could not encode audio", "err", err)
+		return
+	}
+	if err := c.out.Send(voice.Frame{Type: voice.TypeAudio, Task: task, Seq: seq, Payload: payload}); err != nil {
+		c.log.Debug("audio frame not sent", "err", err)
+		return
+	}
+	c.framesOut.Add(1)
 }
 
 // Stats are the conversation's counters since it was made, for metrics.
@@ -294,7 +320,7 @@ func (c *Conversation) LinkUp() {
 	c.mu.Lock()
 	c.up = true
 	c.mu.Unlock()
-	if c.vad() && c.hasMic() {
+	if c.autoListen() && c.hasMic() {
 		c.listen()
 	}
 }
@@ -308,7 +334,7 @@ func (c *Conversation) LinkDown() {
 }
 
 // listen starts a LISTEN cycle on a new task.
-func (c *Conversation) listen() {
+func (c *Conversation) listen() string {
 	task := voice.NewTaskID()
 	c.mu.Lock()
 	c.stopWaitLocked()
@@ -317,6 +343,7 @@ func (c *Conversation) listen() {
 	c.out.Send(voice.ListenFrame(task, voice.ListenStart, ""))
 	c.log.Info("listening", "task", task)
 	c.listenStarted(task)
+	return task
 }
 
 func (c *Conversation) listenStarted(task string) {
@@ -446,7 +473,7 @@ func (c *Conversation) listenEvent(f voice.Frame) {
 			return
 		}
 		c.replyTask = task
-		if c.o.AEC {
+		if c.o.AEC && c.wk == nil {
 			c.mu.Unlock()
 			c.listenStopped(task)
 			c.listen() // keep listening on a new task while the reply plays
@@ -503,8 +530,12 @@ func (c *Conversation) replyTimedOut(gen int, task string) {
 // ended was on another task than the turn's.
 func (c *Conversation) replyDone(task string) {
 	c.mu.Lock()
-	next := c.vad() && !c.o.AEC && c.waitReply && c.up
+	next := c.autoListen() && !c.o.AEC && c.waitReply && c.up
 	c.mu.Unlock()
+	if c.wk != nil {
+		c.wakeReplyOver()
+		return
+	}
 	if next {
 		c.log.Debug("reply over; listening again", "task", task)
 		c.listen()
