@@ -249,10 +249,12 @@ type Conversation struct {
 	Earcons       Earcons `yaml:"earcons"`
 	// Hooks maps an event name (see HookEvents) to a shell command.
 	Hooks map[string]string `yaml:"hooks"`
+	// WakeWord starts turns by a spoken phrase (wakeword.go).
+	WakeWord WakeWord `yaml:"wake_word"`
 }
 
 // HookEvents are the event names accepted as keys of conversation.hooks.
-var HookEvents = []string{"text", "emoji", "speak", "listen_start", "listen_stop", "turn_end"}
+var HookEvents = []string{"text", "emoji", "speak", "listen_start", "listen_stop", "turn_end", "wake"}
 
 // GPIO names a push-to-talk button line. Chip "" or Line -1 means none.
 type GPIO struct {
@@ -264,6 +266,8 @@ type GPIO struct {
 type Earcons struct {
 	ListenStart string `yaml:"listen_start"`
 	ListenEnd   string `yaml:"listen_end"`
+	// Wake is played when the wake word is heard.
+	Wake string `yaml:"wake"`
 }
 
 // Metrics configures the Prometheus endpoint.
@@ -402,6 +406,7 @@ func Default() *Config {
 			PushToTalkKey: true,
 			GPIO:          GPIO{Line: -1},
 			Hooks:         map[string]string{},
+			WakeWord:      defaultWakeWord(),
 		},
 		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{
 			AllowedOrigins: []string{}, MaxSessions: 64, SessionTimeout: Duration(30 * 60e9),
