@@ -24,6 +24,7 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 		JitterLead: h.cfg.Conversation.JitterLead.D(), ReplyTimeout: h.cfg.Conversation.ReplyTimeout.D(), InputOpus: p.InputAudioFormat == "opus", OutputOpus: p.Format == "opus",
 		Hooks: h.cfg.Conversation.Hooks, Log: h.log,
 		EarconStart: h.cfg.Conversation.Earcons.ListenStart, EarconEnd: h.cfg.Conversation.Earcons.ListenEnd,
+		Wake: h.wakeOptions(),
 	}
 	o.OpenSource, o.OpenSink = devices(a, h.log)
 	c, err := conversation.New(o, h.link)

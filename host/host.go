@@ -22,6 +22,7 @@ import (
 	"github.com/agenthost/agenthost/host/mcpclient"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/services"
+	hostwake "github.com/agenthost/agenthost/host/wakeword"
 	"github.com/agenthost/agenthost/internal/memtrim"
 	"github.com/agenthost/agenthost/proto/voice"
 )
@@ -52,6 +53,7 @@ type Host struct {
 
 	plugins    *pluginmgr.Manager
 	conv       *conversation.Conversation
+	wake       *hostwake.Detector // the wake word's detector; nil when off
 	calls      sync.WaitGroup
 	work       chan callWork   // to an idle call worker
 	workers    sync.WaitGroup  // call workers, which end after shutdown
@@ -396,7 +398,9 @@ type Status struct {
 	Conflicts []string    `json:"conflicts,omitempty"`
 	InFlight  int         `json:"calls_in_flight"`
 	MCP       []MCPStatus `json:"mcp_servers,omitempty"`
-	Process   Process     `json:"process"`
+	// WakeWord says whether the wake word is on, and why not.
+	WakeWord hostwake.Status `json:"wake_word"`
+	Process  Process         `json:"process"`
 }
 
 // Process is what the daemon's own process holds, for watching it over time.
@@ -433,6 +437,7 @@ func (h *Host) Status() Status {
 	if h.mcpSrv != nil {
 		s.MCP = h.mcpSrv.status()
 	}
+	s.WakeWord = h.wakeStatus()
 	return s
 }
 

@@ -51,6 +51,9 @@ func cmdRun(e *env, args []string) error {
 	}
 	h.Add(h.Plugins(true))
 	h.Add(h.MCPServers())
+	if w := h.WakeWord(); w != nil {
+		h.Add(w)
+	}
 	h.Add(conv)
 	for _, t := range h.Triggers(conv) {
 		h.Add(t)

@@ -11,6 +11,7 @@ package wakeword
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -235,3 +236,20 @@ type noRegistry struct{}
 
 func (noRegistry) Put(services.Provider) error      { return nil }
 func (noRegistry) RemoveProvider(services.Provider) {}
+
+// Check runs the detector (command, "" for FindBinary) with --check: it
+// loads the library and models, runs them once and exits. The error says
+// what is wrong.
+func Check(ctx context.Context, command string, s Settings) (wakeword.Message, error) {
+	if command == "" {
+		command = FindBinary()
+	}
+	args := append([]string{"--check"}, s.Args()...)
+	c, err := start(ctx, command, args, slog.New(slog.DiscardHandler), func(wakeword.Detection) {})
+	if err != nil {
+		return wakeword.Message{}, fmt.Errorf("wake word: %w", err)
+	}
+	c.Kill()
+	<-c.done
+	return c.ready, nil
+}
