@@ -173,7 +173,7 @@ func (d *Detector) wake(det wakeword.Detection) {
 	d.mu.Lock()
 	d.byModel[det.Model]++
 	d.mu.Unlock()
-	d.log.Info("wake word heard", "model", det.Model, "score", det.Score)
+	d.log.Debug("wake word heard", "model", det.Model, "score", det.Score, "end", det.End)
 	if d.o.OnWake != nil {
 		d.o.OnWake(det)
 	}
