@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -301,5 +303,22 @@ func (s *hostStatusWake) get(t *testing.T, d *hostProc) {
 	}
 	if err := json.Unmarshal([]byte(out), s); err != nil {
 		t.Fatalf("status: %v\n%s", err, out)
+	}
+}
+
+// TestHostLinksNoONNXRuntime: the daemon's binary carries no ONNX Runtime
+// binding: the library and the models load in the detector's process only,
+// so with the wake word off the host is what it was without it.
+func TestHostLinksNoONNXRuntime(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./cmd/agenthost")
+	cmd.Dir = testbin.ModuleRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dep := range strings.Fields(string(out)) {
+		if strings.Contains(dep, "onnxruntime") || strings.HasSuffix(dep, "/wakeword/ort") {
+			t.Errorf("cmd/agenthost depends on %s", dep)
+		}
 	}
 }

@@ -238,3 +238,21 @@ func readFile(p string) (string, error) {
 	b, err := os.ReadFile(p)
 	return string(b), err
 }
+
+// TestWakeDuringAReplyInterruptsIt: the wake phrase said while a reply
+// plays stops the reply at once and starts a new turn.
+func TestWakeDuringAReplyInterruptsIt(t *testing.T) {
+	var fed atomic.Int64
+	r := newWakeRig(t, Options{Mode: "manual", Wake: &WakeOptions{}}, func(int64) bool { return false }, &fed)
+	r.c.LinkUp()
+	r.c.ExpectReply("replyA")
+	for i := range 50 { // 3 s of reply
+		r.c.Frame(reply("replyA", i+1, 60*time.Millisecond))
+	}
+	eventually(t, "the reply to play", func() bool { return r.sink.count() >= 5 })
+	r.c.Wake(Detection{Model: "hey_jarvis", Score: 0.9, End: fed.Load()})
+	eventually(t, "a new turn's audio", func() bool { return len(audioFrames(r.out.all())) >= 2 })
+	if st := r.c.Stats(); st.BargeIns != 1 {
+		t.Fatalf("barge-ins %d, want the reply cut short once", st.BargeIns)
+	}
+}
