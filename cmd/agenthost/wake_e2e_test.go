@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -319,6 +320,34 @@ func TestHostLinksNoONNXRuntime(t *testing.T) {
 	for _, dep := range strings.Fields(string(out)) {
 		if strings.Contains(dep, "onnxruntime") || strings.HasSuffix(dep, "/wakeword/ort") {
 			t.Errorf("cmd/agenthost depends on %s", dep)
+		}
+	}
+}
+
+// TestCheckNamesAWrongWakeModelOrLibrary: `agenthost check` runs the
+// detector once: it says OK with what it loaded, or names the model or
+// library that is wrong, and fails.
+func TestCheckNamesAWrongWakeModelOrLibrary(t *testing.T) {
+	sets := wakeSets(t, "/dev/null")
+	bin := testbinHost(t)
+	cfg := filepath.Join(t.TempDir(), "none.yaml")
+	os.WriteFile(cfg, []byte("# defaults\n"), 0o600)
+	for _, tc := range []struct {
+		set, want string
+		ok        bool
+	}{
+		{"conversation.wake_word.models=hey_jarvis", "wake word: OK: models hey_jarvis, ONNX Runtime 1.30.0", true},
+		{"conversation.wake_word.models=hey_jarvs", `wake model "hey_jarvs" is not in`, false},
+		{"conversation.wake_word.models=/tmp/nowhere/mine.onnx", "/tmp/nowhere/mine.onnx: stat", false},
+		{"conversation.wake_word.onnxruntime=/nonexistent/libonnxruntime.so.1", "the ONNX Runtime library /nonexistent/libonnxruntime.so.1", false},
+	} {
+		args := []string{"check", "--offline", "--config", cfg}
+		for _, s := range append(sets, tc.set) {
+			args = append(args, "--set", s)
+		}
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if (err == nil) != tc.ok || !strings.Contains(string(out), tc.want) {
+			t.Errorf("%s: err %v, output lacks %q:\n%s", tc.set, err, tc.want, out)
 		}
 	}
 }
