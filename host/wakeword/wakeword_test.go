@@ -2,6 +2,7 @@ package wakeword
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
 	"github.com/agenthost/agenthost/audio/wakeword"
@@ -22,6 +25,12 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	testbin.Cleanup()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
+			code = 1
+		}
+	}
 	os.Exit(code)
 }
 
