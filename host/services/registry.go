@@ -23,6 +23,8 @@ type RegistryOptions struct {
 	Prefixes map[string]string
 	// Policy keeps services out of the set (see Policy).
 	Policy Policy
+	// Order ranks providers (not yet used).
+	Order []string
 	// Log receives overrides (info) and clashes (error); the caller adds
 	// its own attributes (component=…). Nil discards.
 	Log *slog.Logger
@@ -225,6 +227,9 @@ func (r *Registry) RemoveProvider(p Provider) {
 	delete(r.members, p.ID())
 	r.publish()
 }
+
+// Hold is a stub: it removes p like RemoveProvider.
+func (r *Registry) Hold(p Provider) { r.RemoveProvider(p) }
 
 // publish rebuilds the merged set, logs what is new, stores it and signals
 // Changes when its canonical JSON differs. Called with r.mu held.

@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/internal/testbin"
+	"github.com/agenthost/agenthost/proto/voice/voicetest"
+)
+
+// startYAMLHost runs the host on a file of base settings followed by extra
+// (raw YAML, so that the order of its keys is the test's).
+func startYAMLHost(t *testing.T, sim *voicetest.Server, dir, extra string) *hostProc {
+	t.Helper()
+	conf := fmt.Sprintf(`server: {address: %q, reconnect: {base: 20ms, cap: 100ms}}
+log: {level: info}
+plugins: {runtime_dir: %q, dirs: [%q], state_dir: %q, restart: {base: 1s, cap: 2s}}
+audio: {backend: none}
+conversation: {push_to_talk_key: false}
+`, sim.Addr(), filepath.Join(dir, "run"), filepath.Join(dir, "plugins"), filepath.Join(dir, "state")) + extra
+	path := filepath.Join(dir, "agenthost.yaml")
+	if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return startHostArgs(t, testbinHost(t), []string{"run", "--config", path}, dir)
+}
+
+// mcpNamesServer is a YAML flow mapping that runs testdata/mcpnames.
+func mcpNamesServer(bin string, args ...string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = fmt.Sprintf("%q", a)
+	}
+	return fmt.Sprintf("{command: %q, args: [%s]}", bin, strings.Join(quoted, ", "))
+}
+
+// waitLong is waitFor with a deadline for starts that wait on each other.
+func waitLong(t *testing.T, sim *voicetest.Server, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := sim.WaitFor(ctx, cond); err != nil {
+		t.Fatalf("waiting for %s: %v", what, err)
+	}
+}
+
+func registered(sim *voicetest.Server, name string) bool {
+	_, ok := sim.Services()[name]
+	return ok
+}
+
+// mcpServerStatus is one MCP server in `agenthost status`.
+type mcpServerStatus struct {
+	Name     string
+	State    string
+	Restarts int
+	Session  *struct{ PID int }
+}
+
+func mcpServer(t *testing.T, d *hostProc, name string) mcpServerStatus {
+	t.Helper()
+	out, err := d.cli("status")
+	if err != nil {
+		t.Fatalf("agenthost status: %v\n%s", err, out)
+	}
+	var st struct {
+		MCP []mcpServerStatus `json:"mcp_servers"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil {
+		t.Fatalf("agenthost status: %v\n%s", err, out)
+	}
+	for _, s := range st.MCP {
+		if s.Name == name {
+			return s
+		}
+	}
+	t.Fatalf("no MCP server %s in the status: %s", name, out)
+	return mcpServerStatus{}
+}
+
+// TestClashingMCPServersFollowTheConfiguredOrder: two MCP servers offer
+// the same tool name. The one listed first in the file (zulu, listed
+// before alpha) owns it, whichever of the two answers first at start-up,
+// and keeps it through a restart: while it restarts the name is not handed
+// to the other, and calls go to it once it is back.
+func TestClashingMCPServersFollowTheConfiguredOrder(t *testing.T) {
+	bin := testbin.Build(t, "./cmd/agenthost/testdata/mcpnames")
+	for _, late := range []string{"zulu", "alpha"} {
+		t.Run(late+" answers last", func(t *testing.T) {
+			early := map[string]string{"zulu": "alpha", "alpha": "zulu"}[late]
+			dir := t.TempDir()
+			release := filepath.Join(dir, "release")
+			server := func(name string) string {
+				args := []string{"-name", name, "-tools", "shared,only_" + name}
+				if name == late {
+					args = append(args, "-hold", release)
+				}
+				return mcpNamesServer(bin, args...)
+			}
+			sim := newSim(t, voicetest.Options{})
+			d := startYAMLHost(t, sim, dir, fmt.Sprintf("mcp:\n  servers:\n    zulu: %s\n    alpha: %s\n", server("zulu"), server("alpha")))
+			waitLong(t, sim, early+"'s tools", func() bool { return registered(sim, "only_"+early) })
+			if err := os.WriteFile(release, nil, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			waitLong(t, sim, late+"'s tools", func() bool { return registered(sim, "only_"+late) })
+			wantOwner(t, sim, "zulu")
+
+			// zulu restarts: its names are not handed to alpha meanwhile.
+			regs := len(sim.Registers())
+			pid := mcpServer(t, d, "zulu").Session.PID
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatalf("kill zulu (pid %d): %v", pid, err)
+			}
+			waitLong(t, sim, "zulu's tools to leave while it restarts", func() bool { return !registered(sim, "only_zulu") })
+			waitLong(t, sim, "zulu back after its restart", func() bool { return registered(sim, "only_zulu") })
+			for i, r := range sim.Registers()[regs:] {
+				if def, ok := r.Services["shared"]; ok && !strings.Contains(def.Description, "zulu") {
+					t.Errorf("register %d after zulu's crash has alpha's shared: %q", regs+i+1, def.Description)
+				}
+			}
+			if s := mcpServer(t, d, "zulu"); s.Restarts < 1 {
+				t.Errorf("zulu's status shows no restart: %+v", s)
+			}
+			wantOwner(t, sim, "zulu")
+		})
+	}
+}
+
+// wantOwner checks that the simulator's register and a call of "shared"
+// both come from the named server.
+func wantOwner(t *testing.T, sim *voicetest.Server, name string) {
+	t.Helper()
+	if def := sim.Services()["shared"]; !strings.Contains(def.Description, "offered by "+name) {
+		t.Errorf("the register's shared is %q, want %s's", def.Description, name)
+	}
+	if out := call(t, sim, "shared", `{}`); !out.Success || !strings.Contains(string(out.Data), name) {
+		t.Errorf("a call of shared went to %s (%s), want %s", out.Data, out.Error, name)
+	}
+}
