@@ -249,6 +249,10 @@ type MCP struct {
 	// the first tools/list (npx may download a package first).
 	StartTimeout Duration `yaml:"start_timeout"`
 	Serve        MCPServe `yaml:"serve"`
+	// Order names the servers of Servers in the order the file lists them
+	// (servers set only from the environment or --set follow, by name). Of
+	// two servers offering one tool name, the one listed first owns it.
+	Order []string `yaml:"-"`
 }
 
 // MCPServer is one entry of mcp.servers: Command (+Args, Env, Cwd) for a

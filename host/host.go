@@ -91,7 +91,7 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 	for _, w := range warnings {
 		log.Warn("configuration: " + w)
 	}
-	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: registryPrefixes(cfg, h.mcpConfs), Log: log.With("component", "registry"),
+	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: registryPrefixes(cfg, h.mcpConfs), Order: providerOrder(cfg, h.mcpConfs), Log: log.With("component", "registry"),
 		Policy: services.Policy{Allow: cfg.Services.Allow, Deny: cfg.Services.Deny}})
 	limits := dispatchLimits(cfg.Services)
 	limits.Log = log.With("component", "dispatch")

@@ -87,6 +87,7 @@ func (h *Host) Apply(next *config.Config) []string {
 	if touched(changed, "services", "mcp.servers", "mcp.servers_file") {
 		h.disp.SetLimits(dispatchLimits(next.Services))
 		h.reg.Reconfigure(registryPrefixes(next, h.mcpConfs), services.Policy{Allow: next.Services.Allow, Deny: next.Services.Deny})
+		h.reg.SetOrder(providerOrder(next, h.mcpConfs))
 		if next.Services.Builtins && !prev.Services.Builtins {
 			h.reg.Put(builtin.New(nil))
 		} else if !next.Services.Builtins && prev.Services.Builtins {

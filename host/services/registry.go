@@ -23,7 +23,9 @@ type RegistryOptions struct {
 	Prefixes map[string]string
 	// Policy keeps services out of the set (see Policy).
 	Policy Policy
-	// Order ranks providers (not yet used).
+	// Order ranks providers: each entry is a provider ID ("mcp:fs") or a
+	// kind ending in ':' ("plugin:") that stands for every provider of that
+	// kind. See Registry for what the rank decides.
 	Order []string
 	// Log receives overrides (info) and clashes (error); the caller adds
 	// its own attributes (component=…). Nil discards.
@@ -44,12 +46,15 @@ type Entry struct {
 // Registry merges providers into one set of services. It is safe for
 // concurrent use; lookups read an immutable snapshot and never wait for Put.
 //
-// Merging is by order of arrival: when two ordinary providers offer the same
-// name, the one that had it first keeps it and the clash is reported (log and
-// Conflicts) with the fix, a prefix for the other. A provider replaced by Put
-// with the same ID keeps its place in that order. A fallback provider (see
-// FallbackProvider) yields a name to any ordinary provider and gets it back
-// when that provider leaves.
+// Names have owners, by a stated rule and never by who answered first. Each
+// provider has a rank: its place in Order (an exact ID before its kind),
+// providers not in Order after all that are, ties by ID. When two ordinary
+// providers offer the same name, the one ranked first owns it and the clash
+// is reported (log and Conflicts) with the fix, a prefix for the other. A
+// fallback provider (see FallbackProvider) yields a name to any ordinary
+// provider and gets it back when that provider leaves. A provider that is
+// restarting (Hold) keeps its names: they leave the set until it is back,
+// and no other provider takes them meanwhile.
 type Registry struct {
 	prefixes map[string]string
 	policy   Policy
@@ -60,7 +65,7 @@ type Registry struct {
 	subs  map[*chan struct{}]struct{} // Subscribe's channels
 
 	mu      sync.Mutex // serialises Put and Remove
-	seq     uint64
+	order   []string
 	members map[string]*member
 
 	snap atomic.Pointer[snapshot]
@@ -69,8 +74,10 @@ type Registry struct {
 // member is one provider as the registry holds it.
 type member struct {
 	p        Provider
-	seq      uint64 // arrival order; kept across replacement
+	rank     int
 	fallback bool
+	held     bool      // restarting: its names are kept, out of the set
+	offered  []Service // as p listed them at Put (Reconfigure compiles them again)
 	services []Entry
 }
 
@@ -84,12 +91,14 @@ type snapshot struct {
 	conflicts []string
 	overrides []string
 	refused   map[string]string // name -> the setting that keeps it out
+	held      map[string]string // name -> the restarting provider that keeps it
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry(opts RegistryOptions) *Registry {
 	r := &Registry{
 		prefixes: make(map[string]string, len(opts.Prefixes)),
+		order:    append([]string(nil), opts.Order...),
 		log:      opts.Log,
 		policy:   opts.Policy,
 		changes:  make(chan struct{}, 1),
@@ -137,20 +146,65 @@ func (r *Registry) Put(p Provider) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	entries, err := r.entriesOf(p)
+	offered := p.Services()
+	entries, err := r.entriesOf(id, offered)
 	if err != nil {
 		return err
 	}
-	m := &member{p: p, fallback: isFallback(p), services: entries}
-	if old, ok := r.members[id]; ok {
-		m.seq = old.seq
-	} else {
-		r.seq++
-		m.seq = r.seq
-	}
-	r.members[id] = m
+	r.members[id] = &member{p: p, rank: r.rank(id), fallback: isFallback(p), offered: offered, services: entries}
 	r.publish()
 	return nil
+}
+
+// rank is id's place in the order: an exact entry, else its kind's entry,
+// else after every entry.
+func (r *Registry) rank(id string) int {
+	kind := -1
+	for i, e := range r.order {
+		if e == id {
+			return i
+		}
+		if kind < 0 && strings.HasSuffix(e, ":") && strings.HasPrefix(id, e) {
+			kind = i
+		}
+	}
+	if kind >= 0 {
+		return kind
+	}
+	return len(r.order)
+}
+
+// SetOrder ranks the providers anew (a configuration reload): see
+// RegistryOptions.Order.
+func (r *Registry) SetOrder(order []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.order = append([]string(nil), order...)
+	for id, m := range r.members {
+		m.rank = r.rank(id)
+	}
+	r.publish()
+}
+
+// Hold takes p's services out of the set while p restarts, keeping their
+// names p's: a provider ranked after p cannot take them until p is Put
+// again (it is back) or removed (it gave up). A p that is not the
+// registered instance of its ID does nothing.
+func (r *Registry) Hold(p Provider) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m, ok := r.members[p.ID()]
+	if !ok || m.p != p || m.held {
+		return
+	}
+	m.held = true
+	r.publish()
+}
+
+// HeldBy names the restarting provider that keeps name out of the set, or
+// "" when none does.
+func (r *Registry) HeldBy(name string) string {
+	return r.snap.Load().held[name]
 }
 
 // Reconfigure applies new prefixes and a new policy to every provider (a
@@ -165,7 +219,7 @@ func (r *Registry) Reconfigure(prefixes map[string]string, policy Policy) {
 	}
 	r.policy = policy
 	for id, m := range r.members {
-		entries, err := r.entriesOf(m.p)
+		entries, err := r.entriesOf(id, m.offered)
 		if err != nil {
 			r.log.Error("a provider's services do not fit the new configuration; it leaves the set", "err", err)
 			delete(r.members, id)
@@ -176,11 +230,10 @@ func (r *Registry) Reconfigure(prefixes map[string]string, policy Policy) {
 	r.publish()
 }
 
-// entriesOf checks and compiles p's services under its prefix; r.mu held.
-func (r *Registry) entriesOf(p Provider) ([]Entry, error) {
-	id := p.ID()
+// entriesOf checks and compiles the services of provider id under its
+// prefix; r.mu held. The entries' Provider is set by the caller.
+func (r *Registry) entriesOf(id string, svcs []Service) ([]Entry, error) {
 	prefix := r.prefixFor(id)
-	svcs := p.Services()
 	entries := make([]Entry, 0, len(svcs))
 	seen := make(map[string]bool, len(svcs))
 	for _, s := range svcs {
@@ -200,7 +253,7 @@ func (r *Registry) entriesOf(p Provider) ([]Entry, error) {
 			return nil, fmt.Errorf("provider %s: service %q: %v", id, s.Name, err)
 		}
 		s.Parameters = params
-		entries = append(entries, Entry{Name: name, Service: s, Provider: p, Schema: sch})
+		entries = append(entries, Entry{Name: name, Service: s, Schema: sch})
 	}
 	return entries, nil
 }
@@ -228,9 +281,6 @@ func (r *Registry) RemoveProvider(p Provider) {
 	r.publish()
 }
 
-// Hold is a stub: it removes p like RemoveProvider.
-func (r *Registry) Hold(p Provider) { r.RemoveProvider(p) }
-
 // publish rebuilds the merged set, logs what is new, stores it and signals
 // Changes when its canonical JSON differs. Called with r.mu held.
 func (r *Registry) publish() {
@@ -238,7 +288,13 @@ func (r *Registry) publish() {
 	for _, m := range r.members {
 		members = append(members, m)
 	}
-	sort.Slice(members, func(i, j int) bool { return members[i].seq < members[j].seq })
+	sort.Slice(members, func(i, j int) bool {
+		a, b := members[i], members[j]
+		if a.rank != b.rank {
+			return a.rank < b.rank
+		}
+		return a.p.ID() < b.p.ID()
+	})
 	next, err := r.build(members)
 	prev := r.snap.Load()
 	if err != nil {
@@ -269,12 +325,13 @@ func (r *Registry) publish() {
 	}
 }
 
-// build merges members, in arrival order, into a snapshot.
+// build merges members, in rank order, into a snapshot.
 func (r *Registry) build(members []*member) (*snapshot, error) {
-	s := &snapshot{byName: make(map[string]Entry), refused: make(map[string]string)}
+	s := &snapshot{byName: make(map[string]Entry), refused: make(map[string]string), held: make(map[string]string)}
 	owner := make(map[string]*member)
 	for _, m := range members {
 		for _, e := range m.services {
+			e.Provider = m.p
 			if why := r.policy.refuses(e.Name); why != "" {
 				s.refused[e.Name] = why
 				continue
@@ -292,6 +349,12 @@ func (r *Registry) build(members []*member) (*snapshot, error) {
 				continue
 			}
 			owner[e.Name] = m
+			if m.held {
+				delete(s.byName, e.Name)
+				s.held[e.Name] = m.p.ID()
+				continue
+			}
+			delete(s.held, e.Name)
 			s.byName[e.Name] = e
 		}
 	}
@@ -432,7 +495,7 @@ func (r *Registry) Names() []string {
 	return append([]string(nil), r.snap.Load().names...)
 }
 
-// Conflicts returns the current clash messages, in arrival order of the
+// Conflicts returns the current clash messages, in rank order of the
 // providers that lost; empty when there are none.
 func (r *Registry) Conflicts() []string {
 	return append([]string(nil), r.snap.Load().conflicts...)

@@ -104,6 +104,12 @@ func (l *lab) RemoveProvider(p services.Provider) {
 	l.reg.RemoveProvider(p)
 }
 
+// Hold implements supervise.Registry.
+func (l *lab) Hold(p services.Provider) {
+	l.note("hold %s", p.ID())
+	l.reg.Hold(p)
+}
+
 func (l *lab) putCount() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
