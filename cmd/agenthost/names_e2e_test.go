@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/internal/testbin"
+	"github.com/agenthost/agenthost/proto/voice"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
 
@@ -143,5 +145,54 @@ func wantOwner(t *testing.T, sim *voicetest.Server, name string) {
 	}
 	if out := call(t, sim, "shared", `{}`); !out.Success || !strings.Contains(string(out.Data), name) {
 		t.Errorf("a call of shared went to %s (%s), want %s", out.Data, out.Error, name)
+	}
+}
+
+// TestHugeToolsDoNotEmptyTheRegister: an MCP server with a 2 MB tool
+// description and another with 150 tools of 8 kB each. The simulator, with
+// its 1 MiB frame limit, gets a register it accepts: the description cut,
+// the services that do not fit services.max_register left out (named in
+// `agenthost status` and the log), every other service there.
+func TestHugeToolsDoNotEmptyTheRegister(t *testing.T) {
+	bin := testbin.Build(t, "./cmd/agenthost/testdata/mcpnames")
+	sim := newSim(t, voicetest.Options{})
+	d := startYAMLHost(t, sim, t.TempDir(), fmt.Sprintf("mcp:\n  servers:\n    big: %s\n    many: %s\n",
+		mcpNamesServer(bin, "-name", "big", "-tools", "only_big", "-big", "2000000"),
+		mcpNamesServer(bin, "-name", "many", "-tools", "only_many", "-many", "150", "-many-desc", "8000")))
+	waitLong(t, sim, "a register with both servers' tools", func() bool {
+		return registered(sim, "get_current_time") && registered(sim, "only_big") && registered(sim, "many_000")
+	})
+	size := 0
+	for _, r := range sim.Received() {
+		if r.Frame.Type == voice.TypeMCP && strings.Contains(string(r.Frame.Payload), `"type":"register"`) {
+			size = len(r.Frame.Payload)
+		}
+	}
+	svcs := sim.Services()
+	t.Logf("register: %d bytes of payload, %d services; the simulator's frame limit is %d bytes", size, len(svcs), voice.DefaultMaxFrame)
+	if size == 0 || size > 512<<10 {
+		t.Errorf("register payload of %d bytes, want at most services.max_register (512 KiB)", size)
+	}
+	if desc := svcs["huge"].Description; len(desc) == 0 || len(desc) > 8<<10 {
+		t.Errorf("huge's description: %d bytes, want it cut to 8 KiB", len(desc))
+	}
+	if registered(sim, "many_149") {
+		t.Error("all 150 tools of 8 kB were registered, over the bound")
+	}
+	out, err := d.cli("status")
+	if err != nil {
+		t.Fatalf("agenthost status: %v\n%s", err, out)
+	}
+	var st struct {
+		LeftOut []string `json:"left_out"`
+	}
+	json.Unmarshal([]byte(out), &st)
+	t.Logf("left out: %d services, the first %.200q", len(st.LeftOut), st.LeftOut)
+	if !slices.ContainsFunc(st.LeftOut, func(s string) bool { return strings.Contains(s, `"many_149"`) && strings.Contains(s, "services.max_register") }) {
+		t.Errorf("status left_out does not name many_149 and the setting: %q", st.LeftOut)
+	}
+	d.logShows("many_149")
+	if out := call(t, sim, "only_big", `{}`); !out.Success {
+		t.Errorf("only_big: %+v", out)
 	}
 }

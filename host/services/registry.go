@@ -27,6 +27,8 @@ type RegistryOptions struct {
 	// kind ending in ':' ("plugin:") that stands for every provider of that
 	// kind. See Registry for what the rank decides.
 	Order []string
+	// MaxDescription and MaxRegister bound (not yet) descriptions and the register.
+	MaxDescription, MaxRegister int
 	// Log receives overrides (info) and clashes (error); the caller adds
 	// its own attributes (component=…). Nil discards.
 	Log *slog.Logger
@@ -185,6 +187,18 @@ func (r *Registry) SetOrder(order []string) {
 	}
 	r.publish()
 }
+
+// Bounds (stub).
+const (
+	DefaultMaxDescription = 8 << 10
+	DefaultMaxRegister    = 512 << 10
+)
+
+// LeftOut is a stub.
+func (r *Registry) LeftOut() []string { return nil }
+
+// SetBounds is a stub.
+func (r *Registry) SetBounds(maxDescription, maxRegister int) {}
 
 // Hold takes p's services out of the set while p restarts, keeping their
 // names p's: a provider ranked after p cannot take them until p is Put
