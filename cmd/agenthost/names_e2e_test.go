@@ -188,7 +188,9 @@ func TestHugeToolsDoNotEmptyTheRegister(t *testing.T) {
 	}
 	json.Unmarshal([]byte(out), &st)
 	t.Logf("left out: %d services, the first %.200q", len(st.LeftOut), st.LeftOut)
-	if !slices.ContainsFunc(st.LeftOut, func(s string) bool { return strings.Contains(s, `"many_149"`) && strings.Contains(s, "services.max_register") }) {
+	if !slices.ContainsFunc(st.LeftOut, func(s string) bool {
+		return strings.Contains(s, `"many_149"`) && strings.Contains(s, "services.max_register")
+	}) {
 		t.Errorf("status left_out does not name many_149 and the setting: %q", st.LeftOut)
 	}
 	d.logShows("many_149")
