@@ -2,6 +2,7 @@ package config
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -27,5 +28,25 @@ func TestMCPOrderFollowsTheFile(t *testing.T) {
 	}
 	if got := Changed(a, a); len(got) != 0 {
 		t.Errorf("no change: Changed = %q", got)
+	}
+}
+
+// TestRegisterBoundsAreChecked: services.max_description and
+// services.max_register have defaults, and values that could never work
+// are refused with the key named.
+func TestRegisterBoundsAreChecked(t *testing.T) {
+	c := mustLoad(t, "", nil)
+	if c.Services.MaxDescription != 8<<10 || c.Services.MaxRegister != 512<<10 {
+		t.Errorf("defaults %d, %d", c.Services.MaxDescription, c.Services.MaxRegister)
+	}
+	for body, want := range map[string]string{
+		"services: {max_description: 0}":                        "services.max_description: must be at least 16 bytes",
+		"services: {max_register: 1KiB}":                        "services.max_register: must be at least 4KiB",
+		"services: {max_register: 8KiB, max_description: 1MiB}": "services.max_description: is more than services.max_register",
+	} {
+		_, err := Load(writeConfig(t, body+"\n"), nil)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", body, err, want)
+		}
 	}
 }

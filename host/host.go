@@ -91,7 +91,8 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 	for _, w := range warnings {
 		log.Warn("configuration: " + w)
 	}
-	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: registryPrefixes(cfg, h.mcpConfs), Order: providerOrder(cfg, h.mcpConfs), Log: log.With("component", "registry"),
+	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: registryPrefixes(cfg, h.mcpConfs), Order: providerOrder(cfg, h.mcpConfs),
+		MaxDescription: int(cfg.Services.MaxDescription), MaxRegister: int(cfg.Services.MaxRegister), Log: log.With("component", "registry"),
 		Policy: services.Policy{Allow: cfg.Services.Allow, Deny: cfg.Services.Deny}})
 	limits := dispatchLimits(cfg.Services)
 	limits.Log = log.With("component", "dispatch")
@@ -384,6 +385,7 @@ type Status struct {
 	Registers int         `json:"registers_sent"`
 	Services  []string    `json:"services"`
 	Conflicts []string    `json:"conflicts,omitempty"`
+	LeftOut   []string    `json:"left_out,omitempty"` // services over services.max_register
 	InFlight  int         `json:"calls_in_flight"`
 	MCP       []MCPStatus `json:"mcp_servers,omitempty"`
 	Process   Process     `json:"process"`
@@ -415,7 +417,7 @@ func processNow() Process {
 func (h *Host) Status() Status {
 	up, conn := h.link.Up()
 	h.mu.Lock()
-	s := Status{Connected: up, Conn: conn, Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), Process: processNow()}
+	s := Status{Connected: up, Conn: conn, Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), LeftOut: h.reg.LeftOut(), Process: processNow()}
 	h.mu.Unlock()
 	for _, e := range h.reg.Entries() {
 		s.Services = append(s.Services, e.Name)

@@ -88,6 +88,7 @@ func (h *Host) Apply(next *config.Config) []string {
 		h.disp.SetLimits(dispatchLimits(next.Services))
 		h.reg.Reconfigure(registryPrefixes(next, h.mcpConfs), services.Policy{Allow: next.Services.Allow, Deny: next.Services.Deny})
 		h.reg.SetOrder(providerOrder(next, h.mcpConfs))
+		h.reg.SetBounds(int(next.Services.MaxDescription), int(next.Services.MaxRegister))
 		if next.Services.Builtins && !prev.Services.Builtins {
 			h.reg.Put(builtin.New(nil))
 		} else if !next.Services.Builtins && prev.Services.Builtins {

@@ -187,7 +187,11 @@ func TestHugeToolsDoNotEmptyTheRegister(t *testing.T) {
 		LeftOut []string `json:"left_out"`
 	}
 	json.Unmarshal([]byte(out), &st)
-	t.Logf("left out: %d services, the first %.200q", len(st.LeftOut), st.LeftOut)
+	first := ""
+	if len(st.LeftOut) > 0 {
+		first = st.LeftOut[0]
+	}
+	t.Logf("left out: %d services; the first: %s", len(st.LeftOut), first)
 	if !slices.ContainsFunc(st.LeftOut, func(s string) bool {
 		return strings.Contains(s, `"many_149"`) && strings.Contains(s, "services.max_register")
 	}) {

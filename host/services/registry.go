@@ -12,6 +12,8 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/agenthost/agenthost/internal/clip"
+
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -27,7 +29,10 @@ type RegistryOptions struct {
 	// kind ending in ':' ("plugin:") that stands for every provider of that
 	// kind. See Registry for what the rank decides.
 	Order []string
-	// MaxDescription and MaxRegister bound (not yet) descriptions and the register.
+	// MaxDescription bounds a service's description: a longer one is cut
+	// (services.max_description). MaxRegister bounds the register payload:
+	// services that do not fit are left out, by rank then name (see
+	// LeftOut). Zero takes DefaultMaxDescription, DefaultMaxRegister.
 	MaxDescription, MaxRegister int
 	// Log receives overrides (info) and clashes (error); the caller adds
 	// its own attributes (component=…). Nil discards.
@@ -57,6 +62,10 @@ type Entry struct {
 // provider and gets it back when that provider leaves. A provider that is
 // restarting (Hold) keeps its names: they leave the set until it is back,
 // and no other provider takes them meanwhile.
+//
+// The published set is bounded (see bounds.go): descriptions are cut to
+// MaxDescription, and the services that would take the register past
+// MaxRegister are left out, the lowest-ranked first.
 type Registry struct {
 	prefixes map[string]string
 	policy   Policy
@@ -68,6 +77,7 @@ type Registry struct {
 
 	mu      sync.Mutex // serialises Put and Remove
 	order   []string
+	bounds  bounds
 	members map[string]*member
 
 	snap atomic.Pointer[snapshot]
@@ -81,6 +91,7 @@ type member struct {
 	held     bool      // restarting: its names are kept, out of the set
 	offered  []Service // as p listed them at Put (Reconfigure compiles them again)
 	services []Entry
+	cuts     []string // descriptions cut to the bound
 }
 
 // snapshot is one immutable merged set.
@@ -94,6 +105,9 @@ type snapshot struct {
 	overrides []string
 	refused   map[string]string // name -> the setting that keeps it out
 	held      map[string]string // name -> the restarting provider that keeps it
+	cuts      []string
+	leftOut   []string          // in rank order
+	leftWhy   map[string]string // name -> why it is not in the register
 }
 
 // NewRegistry returns an empty registry.
@@ -101,6 +115,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 	r := &Registry{
 		prefixes: make(map[string]string, len(opts.Prefixes)),
 		order:    append([]string(nil), opts.Order...),
+		bounds:   newBounds(opts.MaxDescription, opts.MaxRegister),
 		log:      opts.Log,
 		policy:   opts.Policy,
 		changes:  make(chan struct{}, 1),
@@ -149,76 +164,13 @@ func (r *Registry) Put(p Provider) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	offered := p.Services()
-	entries, err := r.entriesOf(id, offered)
+	entries, cuts, err := r.entriesOf(id, offered)
 	if err != nil {
 		return err
 	}
-	r.members[id] = &member{p: p, rank: r.rank(id), fallback: isFallback(p), offered: offered, services: entries}
+	r.members[id] = &member{p: p, rank: r.rank(id), fallback: isFallback(p), offered: offered, services: entries, cuts: cuts}
 	r.publish()
 	return nil
-}
-
-// rank is id's place in the order: an exact entry, else its kind's entry,
-// else after every entry.
-func (r *Registry) rank(id string) int {
-	kind := -1
-	for i, e := range r.order {
-		if e == id {
-			return i
-		}
-		if kind < 0 && strings.HasSuffix(e, ":") && strings.HasPrefix(id, e) {
-			kind = i
-		}
-	}
-	if kind >= 0 {
-		return kind
-	}
-	return len(r.order)
-}
-
-// SetOrder ranks the providers anew (a configuration reload): see
-// RegistryOptions.Order.
-func (r *Registry) SetOrder(order []string) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.order = append([]string(nil), order...)
-	for id, m := range r.members {
-		m.rank = r.rank(id)
-	}
-	r.publish()
-}
-
-// Bounds (stub).
-const (
-	DefaultMaxDescription = 8 << 10
-	DefaultMaxRegister    = 512 << 10
-)
-
-// LeftOut is a stub.
-func (r *Registry) LeftOut() []string { return nil }
-
-// SetBounds is a stub.
-func (r *Registry) SetBounds(maxDescription, maxRegister int) {}
-
-// Hold takes p's services out of the set while p restarts, keeping their
-// names p's: a provider ranked after p cannot take them until p is Put
-// again (it is back) or removed (it gave up). A p that is not the
-// registered instance of its ID does nothing.
-func (r *Registry) Hold(p Provider) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m, ok := r.members[p.ID()]
-	if !ok || m.p != p || m.held {
-		return
-	}
-	m.held = true
-	r.publish()
-}
-
-// HeldBy names the restarting provider that keeps name out of the set, or
-// "" when none does.
-func (r *Registry) HeldBy(name string) string {
-	return r.snap.Load().held[name]
 }
 
 // Reconfigure applies new prefixes and a new policy to every provider (a
@@ -233,43 +185,49 @@ func (r *Registry) Reconfigure(prefixes map[string]string, policy Policy) {
 	}
 	r.policy = policy
 	for id, m := range r.members {
-		entries, err := r.entriesOf(id, m.offered)
+		entries, cuts, err := r.entriesOf(id, m.offered)
 		if err != nil {
 			r.log.Error("a provider's services do not fit the new configuration; it leaves the set", "err", err)
 			delete(r.members, id)
 			continue
 		}
-		m.services = entries
+		m.services, m.cuts = entries, cuts
 	}
 	r.publish()
 }
 
 // entriesOf checks and compiles the services of provider id under its
-// prefix; r.mu held. The entries' Provider is set by the caller.
-func (r *Registry) entriesOf(id string, svcs []Service) ([]Entry, error) {
+// prefix, sorted by name, with their descriptions cut to the bound (cuts
+// says which); r.mu held. The entries' Provider is set by build.
+func (r *Registry) entriesOf(id string, svcs []Service) ([]Entry, []string, error) {
 	prefix := r.prefixFor(id)
 	entries := make([]Entry, 0, len(svcs))
+	var cuts []string
 	seen := make(map[string]bool, len(svcs))
 	for _, s := range svcs {
 		if err := checkName(s.Name); err != nil {
-			return nil, fmt.Errorf("provider %s: service %s: %v", id, quoteShort(s.Name), err)
+			return nil, nil, fmt.Errorf("provider %s: service %s: %v", id, quoteShort(s.Name), err)
 		}
 		name := prefix + s.Name
 		if err := checkName(name); err != nil {
-			return nil, fmt.Errorf("provider %s: service %q with prefix %q: %v", id, s.Name, prefix, err)
+			return nil, nil, fmt.Errorf("provider %s: service %q with prefix %q: %v", id, s.Name, prefix, err)
 		}
 		if seen[s.Name] {
-			return nil, fmt.Errorf("provider %s: service %q: offered twice", id, s.Name)
+			return nil, nil, fmt.Errorf("provider %s: service %q: offered twice", id, s.Name)
 		}
 		seen[s.Name] = true
 		params, sch, err := compileParameters(s.Parameters)
 		if err != nil {
-			return nil, fmt.Errorf("provider %s: service %q: %v", id, s.Name, err)
+			return nil, nil, fmt.Errorf("provider %s: service %q: %v", id, s.Name, err)
 		}
 		s.Parameters = params
+		if cut := r.bounds.cut(id, &s); cut != "" {
+			cuts = append(cuts, cut)
+		}
 		entries = append(entries, Entry{Name: name, Service: s, Schema: sch})
 	}
-	return entries, nil
+	byName(entries)
+	return entries, cuts, nil
 }
 
 // Remove drops the provider with the given ID; an unknown ID does nothing.
@@ -329,6 +287,16 @@ func (r *Registry) publish() {
 	for _, msg := range added(next.conflicts, prev.conflicts) {
 		r.log.Info("conflict resolved: " + msg)
 	}
+	for _, msg := range added(prev.cuts, next.cuts) {
+		r.log.Warn(msg)
+	}
+	if out := newKeys(prev.leftWhy, next.leftWhy); len(out) > 0 {
+		r.log.Error("services left out of the register: it would pass services.max_register", "limit", sizeString(r.bounds.register),
+			"count", len(out), "services", clip.String(strings.Join(out, ","), 4000), "rule", "kept in rank order (built-ins, plugins, MCP servers as configured), each provider's by name; see agenthost status")
+	}
+	if back := newKeys(next.leftWhy, prev.leftWhy); len(back) > 0 {
+		r.log.Info("services back in the register", "count", len(back), "services", clip.String(strings.Join(back, ","), 4000))
+	}
 	r.snap.Store(next)
 	if !bytes.Equal(prev.canonical, next.canonical) {
 		select {
@@ -344,6 +312,7 @@ func (r *Registry) build(members []*member) (*snapshot, error) {
 	s := &snapshot{byName: make(map[string]Entry), refused: make(map[string]string), held: make(map[string]string)}
 	owner := make(map[string]*member)
 	for _, m := range members {
+		s.cuts = append(s.cuts, m.cuts...)
 		for _, e := range m.services {
 			e.Provider = m.p
 			if why := r.policy.refuses(e.Name); why != "" {
@@ -369,6 +338,24 @@ func (r *Registry) build(members []*member) (*snapshot, error) {
 				continue
 			}
 			delete(s.held, e.Name)
+			s.byName[e.Name] = e
+		}
+	}
+	// What fits the register: the owned services in rank order, each
+	// provider's by name (entriesOf sorted them).
+	var cands []Entry
+	for _, m := range members {
+		for _, e := range m.services {
+			if owned, ok := s.byName[e.Name]; ok && owned.Provider.ID() == m.p.ID() {
+				cands = append(cands, owned)
+			}
+		}
+	}
+	kept, leftOut, why := r.bounds.fit(cands)
+	s.leftOut, s.leftWhy = leftOut, why
+	if len(leftOut) > 0 {
+		s.byName = make(map[string]Entry, len(kept))
+		for _, e := range kept {
 			s.byName[e.Name] = e
 		}
 	}
@@ -410,6 +397,18 @@ func (r *Registry) conflictMessage(name, keeper, loser, svc string) string {
 	return fmt.Sprintf("service %q is offered by both %s and %s; %s keeps it and %s's is not registered "+
 		"(set services.prefixes.%s: %q in the config to register it as %q)",
 		name, keeper, loser, keeper, loser, key, key+"_", key+"_"+svc)
+}
+
+// newKeys lists, sorted, the keys of next that prev lacks.
+func newKeys(prev, next map[string]string) []string {
+	var out []string
+	for k := range next {
+		if _, ok := prev[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // added returns the messages in next that are not in prev.
