@@ -202,3 +202,49 @@ func TestHugeToolsDoNotEmptyTheRegister(t *testing.T) {
 		t.Errorf("only_big: %+v", out)
 	}
 }
+
+// TestALateMCPServerDoesNotHoldUpTheOthers: an MCP server that does not
+// answer initialize does not keep the host off the voice server: the
+// tools that are ready are registered and served at once, and the late
+// server joins with a new register when it answers. (It answers when the
+// test has seen the others served, or after 8 s: less than the 10 s the
+// host used to wait for every server before it connected.)
+func TestALateMCPServerDoesNotHoldUpTheOthers(t *testing.T) {
+	bin := testbin.Build(t, "./cmd/agenthost/testdata/mcpnames")
+	dir := t.TempDir()
+	release := filepath.Join(dir, "release")
+	sim := newSim(t, voicetest.Options{})
+	testbinHost(t) // built before the clock starts
+	start := time.Now()
+	startYAMLHost(t, sim, dir, fmt.Sprintf("mcp:\n  servers:\n    slow: %s\n    fast: %s\n",
+		mcpNamesServer(bin, "-name", "slow", "-tools", "only_slow", "-hold", release),
+		mcpNamesServer(bin, "-name", "fast", "-tools", "only_fast")))
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+	servedEarly := sim.WaitFor(ctx, func() bool { return registered(sim, "only_fast") }) == nil
+	cancel()
+	took := time.Since(start)
+	var early string
+	if servedEarly {
+		out := call(t, sim, "only_fast", `{}`)
+		early = string(out.Data) + out.Error
+	}
+	regs := len(sim.Registers())
+	if err := os.WriteFile(release, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitLong(t, sim, "the late server's tools", func() bool { return registered(sim, "only_slow") })
+	if !servedEarly {
+		t.Fatalf("the ready server's tools were not registered while the late server had not answered (%d registers in the %s before it answered)",
+			regs, took.Round(time.Millisecond))
+	}
+	t.Logf("the ready server's tools were registered %s after the host started; the late one joined in register %d", took.Round(time.Millisecond), len(sim.Registers()))
+	if !strings.Contains(early, "fast") {
+		t.Errorf("a call of only_fast while the late server had not answered: %s", early)
+	}
+	if len(sim.Registers()) <= regs {
+		t.Errorf("the late server joined without a new register")
+	}
+	if out := call(t, sim, "only_slow", `{}`); !out.Success || !strings.Contains(string(out.Data), "slow") {
+		t.Errorf("only_slow: %+v", out)
+	}
+}
