@@ -136,7 +136,8 @@ func (h *Host) Config() *config.Config {
 func (h *Host) Log() *slog.Logger { return h.log }
 
 // Add registers a component to run with the host. Components start in the
-// order added, before the link connects, so the first register is complete.
+// order added, before the link connects, so the first register has what
+// they have ready (an MCP server that answers later joins with a new one).
 func (h *Host) Add(c Component) { h.components = append(h.components, c) }
 
 // OnFrame adds a tap that sees every conversation frame from the server
@@ -437,6 +438,9 @@ func (h *Host) RunProviders(ctx context.Context, f func(ctx context.Context)) er
 	defer cancel()
 	if err := h.startComponents(ctx, ctx, &wg, make(chan error, len(h.components))); err != nil {
 		return err
+	}
+	if h.mcpSrv != nil {
+		h.mcpSrv.settle(ctx) // a one-off call has no later register to wait for
 	}
 	f(ctx)
 	return nil
