@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -58,32 +57,16 @@ func registered(sim *voicetest.Server, name string) bool {
 	return ok
 }
 
-// mcpServerStatus is one MCP server in `agenthost status`.
-type mcpServerStatus struct {
-	Name     string
-	State    string
-	Restarts int
-	Session  *struct{ PID int }
-}
-
+// mcpServer is the named MCP server in `agenthost status`.
 func mcpServer(t *testing.T, d *hostProc, name string) mcpServerStatus {
 	t.Helper()
-	out, err := d.cli("status")
-	if err != nil {
-		t.Fatalf("agenthost status: %v\n%s", err, out)
-	}
-	var st struct {
-		MCP []mcpServerStatus `json:"mcp_servers"`
-	}
-	if err := json.Unmarshal([]byte(out), &st); err != nil {
-		t.Fatalf("agenthost status: %v\n%s", err, out)
-	}
+	st := d.status(t)
 	for _, s := range st.MCP {
 		if s.Name == name {
 			return s
 		}
 	}
-	t.Fatalf("no MCP server %s in the status: %s", name, out)
+	t.Fatalf("no MCP server %s in the status: %+v", name, st.MCP)
 	return mcpServerStatus{}
 }
 
@@ -179,14 +162,7 @@ func TestHugeToolsDoNotEmptyTheRegister(t *testing.T) {
 	if registered(sim, "many_149") {
 		t.Error("all 150 tools of 8 kB were registered, over the bound")
 	}
-	out, err := d.cli("status")
-	if err != nil {
-		t.Fatalf("agenthost status: %v\n%s", err, out)
-	}
-	var st struct {
-		LeftOut []string `json:"left_out"`
-	}
-	json.Unmarshal([]byte(out), &st)
+	st := d.status(t)
 	first := ""
 	if len(st.LeftOut) > 0 {
 		first = st.LeftOut[0]
