@@ -325,10 +325,10 @@ func (s *Supervisor) load(ctx context.Context, start Starter, desc []services.Se
 			return
 		}
 		// Started only to be described: stopped now, unless a call got to
-		// it first (calls take s.mu to find it), in which case it stays
-		// until idle.
+		// it first (calls take s.mu to find it; one may be over already),
+		// in which case it stays until idle.
 		s.mu.Lock()
-		unused := s.cur == l && l.idle()
+		unused := s.cur == l && l.idle() && l.unused()
 		if unused {
 			s.cur, s.state = nil, StateIdle
 		}
