@@ -116,6 +116,12 @@ type Services struct {
 	Timeouts    map[string]Duration `yaml:"timeouts"`
 	MaxResult   Size                `yaml:"max_result"`
 	MaxInFlight int                 `yaml:"max_in_flight"`
+	// MaxDescription bounds one service's description (a longer one is
+	// cut); MaxRegister bounds the register the voice server gets (and
+	// tools/list for MCP clients): services that do not fit are left out,
+	// by provider rank then name, and named in the log and status.
+	MaxDescription Size `yaml:"max_description"`
+	MaxRegister    Size `yaml:"max_register"`
 	// Prefixes maps a provider id to a prefix for its service names.
 	Prefixes map[string]string `yaml:"prefixes"`
 	Builtins bool              `yaml:"builtins"`
@@ -249,6 +255,10 @@ type MCP struct {
 	// the first tools/list (npx may download a package first).
 	StartTimeout Duration `yaml:"start_timeout"`
 	Serve        MCPServe `yaml:"serve"`
+	// Order names the servers of Servers in the order the file lists them
+	// (servers set only from the environment or --set follow, by name). Of
+	// two servers offering one tool name, the one listed first owns it.
+	Order []string `yaml:"-"`
 }
 
 // MCPServer is one entry of mcp.servers: Command (+Args, Env, Cwd) for a
@@ -329,14 +339,16 @@ func Default() *Config {
 		},
 		Log: Log{Level: "info", Format: "text"},
 		Services: Services{
-			Timeout:     Duration(10e9),
-			Timeouts:    map[string]Duration{},
-			MaxResult:   64 << 10,
-			MaxInFlight: 64,
-			Prefixes:    map[string]string{},
-			Builtins:    true,
-			Allow:       []string{},
-			Deny:        []string{},
+			Timeout:        Duration(10e9),
+			Timeouts:       map[string]Duration{},
+			MaxResult:      64 << 10,
+			MaxInFlight:    64,
+			MaxDescription: 8 << 10,
+			MaxRegister:    512 << 10,
+			Prefixes:       map[string]string{},
+			Builtins:       true,
+			Allow:          []string{},
+			Deny:           []string{},
 		},
 		Plugins: Plugins{
 			Dirs:           []string{"/usr/lib/agenthost/plugins"},

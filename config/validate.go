@@ -152,6 +152,14 @@ func (l *loader) validate(c *Config) {
 	if sv.MaxResult <= 0 {
 		l.errorf(path("services.max_result"), "must be more than 0; write it like 64KiB")
 	}
+	if sv.MaxDescription < 16 {
+		l.errorf(path("services.max_description"), "must be at least 16 bytes; write it like 8KiB")
+	}
+	if sv.MaxRegister < 4<<10 {
+		l.errorf(path("services.max_register"), "must be at least 4KiB (the built-in services alone take about 2 KiB); write it like 512KiB")
+	} else if sv.MaxDescription > sv.MaxRegister {
+		l.errorf(path("services.max_description"), "is more than services.max_register; a service with so long a description could never be registered")
+	}
 	if sv.MaxInFlight <= 0 {
 		l.errorf(path("services.max_in_flight"), "%d must be more than 0", sv.MaxInFlight)
 	}

@@ -100,7 +100,8 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 	for _, w := range warnings {
 		log.Warn("configuration: " + w)
 	}
-	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: registryPrefixes(cfg, h.mcpConfs), Log: log.With("component", "registry"),
+	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: registryPrefixes(cfg, h.mcpConfs), Order: providerOrder(cfg, h.mcpConfs),
+		MaxDescription: int(cfg.Services.MaxDescription), MaxRegister: int(cfg.Services.MaxRegister), Log: log.With("component", "registry"),
 		Policy: services.Policy{Allow: cfg.Services.Allow, Deny: cfg.Services.Deny}})
 	limits := dispatchLimits(cfg.Services)
 	limits.Log = log.With("component", "dispatch")
@@ -145,7 +146,8 @@ func (h *Host) Config() *config.Config {
 func (h *Host) Log() *slog.Logger { return h.log }
 
 // Add registers a component to run with the host. Components start in the
-// order added, before the link connects, so the first register is complete.
+// order added, before the link connects, so the first register has what
+// they have ready (an MCP server that answers later joins with a new one).
 func (h *Host) Add(c Component) { h.components = append(h.components, c) }
 
 // OnFrame adds a tap that sees every conversation frame from the server
@@ -394,6 +396,7 @@ type Status struct {
 	Registers int         `json:"registers_sent"`
 	Services  []string    `json:"services"`
 	Conflicts []string    `json:"conflicts,omitempty"`
+	LeftOut   []string    `json:"left_out,omitempty"` // services over services.max_register
 	InFlight  int         `json:"calls_in_flight"`
 	MCP       []MCPStatus `json:"mcp_servers,omitempty"`
 	Process   Process     `json:"process"`
@@ -425,7 +428,7 @@ func processNow() Process {
 func (h *Host) Status() Status {
 	up, conn := h.link.Up()
 	h.mu.Lock()
-	s := Status{Connected: up, Conn: conn, Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), Process: processNow()}
+	s := Status{Connected: up, Conn: conn, Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), LeftOut: h.reg.LeftOut(), Process: processNow()}
 	h.mu.Unlock()
 	for _, e := range h.reg.Entries() {
 		s.Services = append(s.Services, e.Name)
@@ -445,6 +448,9 @@ func (h *Host) RunProviders(ctx context.Context, f func(ctx context.Context)) er
 	defer cancel()
 	if err := h.startComponents(ctx, ctx, &wg, make(chan error, len(h.components))); err != nil {
 		return err
+	}
+	if h.mcpSrv != nil {
+		h.mcpSrv.settle(ctx) // a one-off call has no later register to wait for
 	}
 	f(ctx)
 	return nil

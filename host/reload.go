@@ -99,6 +99,8 @@ func (h *Host) Apply(next *config.Config) []string {
 		h.disp.SetLimits(dispatchLimits(next.Services))
 		h.local.SetLimits(localBudget(next.Services))
 		h.reg.Reconfigure(prefixes, services.Policy{Allow: next.Services.Allow, Deny: next.Services.Deny})
+		h.reg.SetOrder(providerOrder(next, h.mcpConfs))
+		h.reg.SetBounds(int(next.Services.MaxDescription), int(next.Services.MaxRegister))
 		if next.Services.Builtins && !prev.Services.Builtins {
 			if err := h.reg.Put(builtin.New(nil)); err != nil {
 				h.log.Error("the built-in services were refused", "err", err)

@@ -133,11 +133,16 @@ func (d *hostProc) status(t *testing.T) hostStatus {
 }
 
 type hostStatus struct {
-	MCP []struct {
-		Name    string
-		State   string
-		Session *struct{ PID int }
-	} `json:"mcp_servers"`
+	MCP     []mcpServerStatus `json:"mcp_servers"`
+	LeftOut []string          `json:"left_out"`
+}
+
+// mcpServerStatus is one MCP server in `agenthost status`.
+type mcpServerStatus struct {
+	Name     string
+	State    string
+	Restarts int
+	Session  *struct{ PID int }
 }
 
 // TestBadMCPServersLeaveTheHostServing: a server whose program is not

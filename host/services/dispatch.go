@@ -171,6 +171,12 @@ func (d *Dispatcher) DispatchFrom(ctx context.Context, c voice.Call, b *Budget, 
 		if why := d.reg.Refused(method); why != "" {
 			return failure(fmt.Sprintf("service %s is not allowed on this speaker (%s)", quoteShort(method), why))
 		}
+		if why := d.reg.LeftOutWhy(method); why != "" {
+			return failure(why)
+		}
+		if id := d.reg.HeldBy(method); id != "" {
+			return failure(fmt.Sprintf("service %s is not available now: %s, which offers it, is restarting; try again shortly", quoteShort(method), id))
+		}
 		return failure(d.unknown(method))
 	}
 	params, msg := validateParams(e, c.Params)
