@@ -71,3 +71,56 @@ func TestWatchErrors(t *testing.T) {
 		t.Error("want an error for a missing folder")
 	}
 }
+
+// TestWatchSeesAnEditBesideABusyFile: another file in the same folder that
+// changes more often than the debounce (a log, audio.output_file) does not
+// hold back the report of an edit of the watched file.
+func TestWatchSeesAnEditBesideABusyFile(t *testing.T) {
+	old := watchDebounce
+	watchDebounce = 300 * time.Millisecond
+	t.Cleanup(func() { watchDebounce = old })
+
+	dir := t.TempDir()
+	p := filepath.Join(dir, "agenthost.yaml")
+	if err := os.WriteFile(p, []byte("log: {level: info}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fw, err := WatchFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	changes := make(chan struct{}, 10)
+	done := make(chan struct{})
+	go func() { fw.Run(ctx, func() { changes <- struct{}{} }); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	// The busy neighbour: written every few milliseconds, far more often
+	// than the debounce, until the test ends.
+	stop := make(chan struct{})
+	busy := make(chan struct{})
+	go func() {
+		defer close(busy)
+		f, err := os.Create(filepath.Join(dir, "agenthost.log"))
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				f.WriteString("a log line\n")
+			}
+		}
+	}()
+	defer func() { close(stop); <-busy }()
+
+	os.WriteFile(p, []byte("log: {level: debug}\n"), 0o600)
+	select {
+	case <-changes:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the edit was never reported while another file in the folder kept changing")
+	}
+}
