@@ -124,3 +124,49 @@ func TestWatchSeesAnEditBesideABusyFile(t *testing.T) {
 		t.Fatal("the edit was never reported while another file in the folder kept changing")
 	}
 }
+
+// TestWatchFollowsASymlinkSwap: a file that is a symlink through another
+// name in the folder (a Kubernetes ConfigMap: agenthost.yaml ->
+// ..data/agenthost.yaml, ..data -> ..v1, swapped by renaming a new link over
+// ..data) is reported when the swap changes what it reads.
+func TestWatchFollowsASymlinkSwap(t *testing.T) {
+	old := watchDebounce
+	watchDebounce = 20 * time.Millisecond
+	t.Cleanup(func() { watchDebounce = old })
+
+	dir := t.TempDir()
+	for v, level := range map[string]string{"..v1": "info", "..v2": "debug"} {
+		os.Mkdir(filepath.Join(dir, v), 0o700)
+		if err := os.WriteFile(filepath.Join(dir, v, "agenthost.yaml"), []byte("log: {level: "+level+"}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Symlink("..v1", filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(dir, "agenthost.yaml")
+	if err := os.Symlink("..data/agenthost.yaml", p); err != nil {
+		t.Fatal(err)
+	}
+	fw, err := WatchFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	changes := make(chan struct{}, 10)
+	done := make(chan struct{})
+	go func() { fw.Run(ctx, func() { changes <- struct{}{} }); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	if err := os.Symlink("..v2", filepath.Join(dir, "..data_tmp")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-changes:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the symlink swap was not reported")
+	}
+}
