@@ -1,8 +1,6 @@
 package pluginmgr_test
 
 import (
-	"bytes"
-	"debug/elf"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,31 +8,8 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/pluginmgr"
 )
-
-// sstrip returns b, a 64-bit little-endian ELF binary, without its section
-// headers, as sstrip leaves it: e_shoff, e_shnum and e_shstrndx zeroed, and
-// everything after the end of the last segment cut off. UPX and
-// `strip --strip-section-headers` (binutils >= 2.41; bookworm has 2.40) also
-// leave a binary that runs without section headers.
-func sstrip(t *testing.T, b []byte) []byte {
-	t.Helper()
-	f, err := elf.NewFile(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.Class != elf.ELFCLASS64 || f.Data != elf.ELFDATA2LSB {
-		t.Skipf("sstrip here handles only 64-bit little-endian ELF, not %v %v", f.Class, f.Data)
-	}
-	var end uint64
-	for _, p := range f.Progs {
-		end = max(end, p.Off+p.Filesz)
-	}
-	out := append([]byte(nil), b[:end]...)
-	clear(out[0x28:0x30]) // e_shoff
-	clear(out[0x3c:0x40]) // e_shnum, e_shstrndx
-	return out
-}
 
 // TestPluginWithoutSectionHeadersIsLoaded: a plugin binary without section
 // headers (sstrip, UPX) is started like any other, not taken for a file
@@ -46,7 +21,7 @@ func TestPluginWithoutSectionHeadersIsLoaded(t *testing.T) {
 		t.Fatal(err)
 	}
 	stripped := filepath.Join(t.TempDir(), "faulty")
-	if err := os.WriteFile(stripped, sstrip(t, b), 0o755); err != nil {
+	if err := os.WriteFile(stripped, pluginmgr.Sstrip(t, b), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	install(t, stripped, x.dir, "faulty", 0)

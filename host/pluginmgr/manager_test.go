@@ -392,6 +392,10 @@ func TestSlowWriterIsNeverStartedHalfWritten(t *testing.T) {
 	}
 	x.waitStatus("faulty", "ready", ready)
 	x.running("faulty", "faulty_ok")
+	// The supervisor logs the start just after the child serves.
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(x.log.String(), `level=INFO msg="plugin started"`) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	log := x.log.String()
 	if n := strings.Count(log, `level=INFO msg="plugin started"`); n != 1 {
 		t.Fatalf("%d starts, want 1", n)
