@@ -44,7 +44,9 @@ func cmdTalk(e *env, args []string) error {
 		return err
 	}
 	var out struct{ Task string }
-	if err := e.client(cfg).Do(context.Background(), "POST /v1/talk", host.TalkRequest{Action: fs.Arg(0)}, &out); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), quickAnswer)
+	defer cancel()
+	if err := e.client(cfg).Do(ctx, "POST /v1/talk", host.TalkRequest{Action: fs.Arg(0)}, &out); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "talk %s on task %s\n", fs.Arg(0), out.Task)

@@ -121,9 +121,11 @@ type Client struct {
 // ErrNotRunning means no daemon answers on the socket.
 var ErrNotRunning = errors.New("no agenthost daemon is running")
 
-// NewClient returns a client for the socket at path.
+// NewClient returns a client for the socket at path. It has no deadline of
+// its own: a call lasts as long as the daemon lets the service take, and
+// the context of Do bounds everything else.
 func NewClient(path string) *Client {
-	return &Client{path: path, http: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+	return &Client{path: path, http: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", path)
@@ -131,7 +133,9 @@ func NewClient(path string) *Client {
 	}}}
 }
 
-// Do sends in (nil for no body) to endpoint ("POST /v1/call") and decodes the answer into out.
+// Do sends in (nil for no body) to endpoint ("POST /v1/call") and decodes
+// the answer into out. Ending ctx ends the request (and, for a call, the
+// call in the daemon).
 func (c *Client) Do(ctx context.Context, endpoint string, in, out any) error {
 	method, path, _ := bytes.Cut([]byte(endpoint), []byte(" "))
 	var body io.Reader
