@@ -69,4 +69,3 @@ func TestNoDescendantOutlivesItsPlugin(t *testing.T) {
 		t.Errorf("the grandchild %d outlived the manager's stop", second)
 	}
 }
-
