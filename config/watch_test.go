@@ -63,6 +63,24 @@ func TestWatch(t *testing.T) {
 	}
 }
 
+// watching sets the debounce to d and watches path until the test ends;
+// each change reported comes on the channel.
+func watching(t *testing.T, path string, d time.Duration) <-chan struct{} {
+	t.Helper()
+	old := watchDebounce
+	watchDebounce = d
+	fw, err := WatchFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	changes := make(chan struct{}, 10)
+	done := make(chan struct{})
+	go func() { fw.Run(ctx, func() { changes <- struct{}{} }); close(done) }()
+	t.Cleanup(func() { cancel(); <-done; watchDebounce = old })
+	return changes
+}
+
 func TestWatchErrors(t *testing.T) {
 	if _, err := WatchFile(""); err == nil {
 		t.Error("want an error for no path")
@@ -76,24 +94,12 @@ func TestWatchErrors(t *testing.T) {
 // changes more often than the debounce (a log, audio.output_file) does not
 // hold back the report of an edit of the watched file.
 func TestWatchSeesAnEditBesideABusyFile(t *testing.T) {
-	old := watchDebounce
-	watchDebounce = 300 * time.Millisecond
-	t.Cleanup(func() { watchDebounce = old })
-
 	dir := t.TempDir()
 	p := filepath.Join(dir, "agenthost.yaml")
 	if err := os.WriteFile(p, []byte("log: {level: info}\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	fw, err := WatchFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	changes := make(chan struct{}, 10)
-	done := make(chan struct{})
-	go func() { fw.Run(ctx, func() { changes <- struct{}{} }); close(done) }()
-	defer func() { cancel(); <-done }()
+	changes := watching(t, p, 300*time.Millisecond)
 
 	// The busy neighbour: written every few milliseconds, far more often
 	// than the debounce, until the test ends.
@@ -130,10 +136,6 @@ func TestWatchSeesAnEditBesideABusyFile(t *testing.T) {
 // ..data/agenthost.yaml, ..data -> ..v1, swapped by renaming a new link over
 // ..data) is reported when the swap changes what it reads.
 func TestWatchFollowsASymlinkSwap(t *testing.T) {
-	old := watchDebounce
-	watchDebounce = 20 * time.Millisecond
-	t.Cleanup(func() { watchDebounce = old })
-
 	dir := t.TempDir()
 	for v, level := range map[string]string{"..v1": "info", "..v2": "debug"} {
 		os.Mkdir(filepath.Join(dir, v), 0o700)
@@ -148,15 +150,7 @@ func TestWatchFollowsASymlinkSwap(t *testing.T) {
 	if err := os.Symlink("..data/agenthost.yaml", p); err != nil {
 		t.Fatal(err)
 	}
-	fw, err := WatchFile(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	changes := make(chan struct{}, 10)
-	done := make(chan struct{})
-	go func() { fw.Run(ctx, func() { changes <- struct{}{} }); close(done) }()
-	defer func() { cancel(); <-done }()
+	changes := watching(t, p, 20*time.Millisecond)
 
 	if err := os.Symlink("..v2", filepath.Join(dir, "..data_tmp")); err != nil {
 		t.Fatal(err)

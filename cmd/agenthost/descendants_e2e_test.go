@@ -20,15 +20,7 @@ import (
 func TestNoDescendantOutlivesTheHost(t *testing.T) {
 	toy := testbin.Build(t, "./host/mcpclient/testdata/mcptoy")
 	tag := fmt.Sprintf("host-%d", time.Now().UnixNano())
-	lingering := func() []procs.Proc {
-		var out []procs.Proc
-		for _, p := range procs.All() {
-			if p.Alive() && strings.Contains(p.Cmdline, "-mode linger -grandchild "+tag) {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
+	lingering := func() []procs.Proc { return procs.Find("-mode linger -grandchild " + tag) }
 	t.Cleanup(func() {
 		for _, p := range lingering() {
 			syscall.Kill(p.PID, syscall.SIGKILL)

@@ -2,7 +2,6 @@ package mcpclient_test
 
 import (
 	"fmt"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -15,10 +14,8 @@ import (
 // lingering lists the live grandchildren mcptoy -grandchild tag left.
 func lingering(tag string) []int {
 	var out []int
-	for _, p := range procs.All() {
-		if p.Alive() && strings.Contains(p.Cmdline, "-mode linger -grandchild "+tag) {
-			out = append(out, p.PID)
-		}
+	for _, p := range procs.Find("-mode linger -grandchild " + tag) {
+		out = append(out, p.PID)
 	}
 	return out
 }

@@ -3,7 +3,6 @@ package pluginmgr_test
 import (
 	"fmt"
 	"slices"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -16,10 +15,8 @@ import (
 // lingering lists the live grandchildren the orphaner plugin left with tag.
 func lingering(tag string) []int {
 	var out []int
-	for _, p := range procs.All() {
-		if p.Alive() && strings.HasSuffix(p.Cmdline, "-linger "+tag) {
-			out = append(out, p.PID)
-		}
+	for _, p := range procs.Find("-linger " + tag) {
+		out = append(out, p.PID)
 	}
 	return out
 }

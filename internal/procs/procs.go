@@ -141,6 +141,21 @@ func Gone(pid int, within time.Duration) bool {
 	return true
 }
 
+// Find lists the live processes whose command line holds every one of parts.
+func Find(parts ...string) []Proc {
+	var out []Proc
+	for _, p := range All() {
+		all := p.Alive()
+		for _, part := range parts {
+			all = all && strings.Contains(p.Cmdline, part)
+		}
+		if all {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // In lists the live processes whose executable is (or was, before a rename
 // replaced it) in dir.
 func In(dir string) []Proc {

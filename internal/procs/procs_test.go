@@ -46,6 +46,9 @@ func TestAChildIsSeenUntilItIsReaped(t *testing.T) {
 	if !procs.Alive(pid) || procs.Gone(pid, 0) {
 		t.Fatal("a running child is not alive")
 	}
+	if found := procs.Find(exe, " 30"); len(found) != 1 || found[0].PID != pid {
+		t.Fatalf("Find(%s, 30) = %+v, want only pid %d", exe, found, pid)
+	}
 	if m, err := procs.Memory(pid); err != nil || m.RSS <= 0 || m.Anon <= 0 || m.Anon > m.RSS {
 		t.Fatalf("Memory = %+v, %v", m, err)
 	}
@@ -60,7 +63,7 @@ func TestAChildIsSeenUntilItIsReaped(t *testing.T) {
 	if q, err := procs.Read(pid); err != nil || q.State != 'Z' {
 		t.Fatalf("killed child: %+v, %v; want a zombie", q, err)
 	}
-	if procs.Alive(pid) || !procs.Gone(pid, 0) || len(procs.In(dir)) != 0 {
+	if procs.Alive(pid) || !procs.Gone(pid, 0) || len(procs.In(dir)) != 0 || len(procs.Find(exe)) != 0 {
 		t.Fatal("a zombie counts as alive")
 	}
 	cmd.Wait()

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -66,15 +65,7 @@ func start(role, cmdMark, envMark string, setsid bool) {
 }
 
 // marked lists the live processes whose command line holds mark=<mark>.
-func marked(mark string) []procs.Proc {
-	var out []procs.Proc
-	for _, p := range procs.All() {
-		if p.Alive() && strings.HasSuffix(p.Cmdline, " mark="+mark) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
+func marked(mark string) []procs.Proc { return procs.Find(" mark=" + mark) }
 
 // family starts a parent (in a tree when tree is not nil) and waits for its
 // linger grandchild and its child without an environment; it returns the
