@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/agenthost/agenthost/audio"
@@ -44,9 +43,7 @@ func cmdTalk(e *env, args []string) error {
 		return err
 	}
 	var out struct{ Task string }
-	ctx, cancel := context.WithTimeout(context.Background(), quickAnswer)
-	defer cancel()
-	if err := e.client(cfg).Do(ctx, "POST /v1/talk", host.TalkRequest{Action: fs.Arg(0)}, &out); err != nil {
+	if err := e.ask(cfg, "POST /v1/talk", host.TalkRequest{Action: fs.Arg(0)}, &out); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "talk %s on task %s\n", fs.Arg(0), out.Task)

@@ -73,9 +73,16 @@ func (e *env) client(cfg *config.Config) *control.Client {
 }
 
 // quickAnswer bounds a request the daemon answers at once (status,
-// plugins, say): a daemon that does not answer within it is reported.
+// plugins, say, talk): a daemon that does not answer within it is reported.
 // A call has no such bound: the daemon ends it at the service's deadline.
 const quickAnswer = 60 * time.Second
+
+// ask sends a request the daemon answers at once to endpoint.
+func (e *env) ask(cfg *config.Config, endpoint string, in, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), quickAnswer)
+	defer cancel()
+	return e.client(cfg).Do(ctx, endpoint, in, out)
+}
 
 func cmdCall(e *env, args []string) error {
 	fs := e.flags("call")
@@ -148,9 +155,7 @@ func cmdSay(e *env, args []string) error {
 		return err
 	}
 	var out struct{ Task string }
-	ctx, cancel := context.WithTimeout(context.Background(), quickAnswer)
-	defer cancel()
-	if err := e.client(cfg).Do(ctx, "POST /v1/say", host.SayRequest{Text: text}, &out); err != nil {
+	if err := e.ask(cfg, "POST /v1/say", host.SayRequest{Text: text}, &out); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "sent on task %s\n", out.Task)
@@ -167,9 +172,7 @@ func cmdStatus(e *env, args []string) error {
 		return err
 	}
 	var st host.Status
-	ctx, cancel := context.WithTimeout(context.Background(), quickAnswer)
-	defer cancel()
-	if err := e.client(cfg).Do(ctx, "GET /v1/status", nil, &st); err != nil {
+	if err := e.ask(cfg, "GET /v1/status", nil, &st); err != nil {
 		return err
 	}
 	b, _ := json.MarshalIndent(st, "", "  ")
@@ -188,9 +191,7 @@ func cmdPlugins(e *env, args []string) error {
 		return err
 	}
 	var list []pluginmgr.Status
-	ctx, cancel := context.WithTimeout(context.Background(), quickAnswer)
-	defer cancel()
-	if err := e.client(cfg).Do(ctx, "GET /v1/plugins", nil, &list); err != nil {
+	if err := e.ask(cfg, "GET /v1/plugins", nil, &list); err != nil {
 		return err
 	}
 	if *asJSON {
