@@ -30,6 +30,12 @@ const EnvPluginPrefix = "AGENTHOST_PLUGIN_"
 // it is not a config key and Load ignores it.
 const EnvAudioVerbose = "AGENTHOST_AUDIO_VERBOSE"
 
+// EnvProcessTree is set by the host in the environment of every plugin and
+// MCP server it starts (internal/proctree tags their processes with it); an
+// agenthost started under one finds it there. It is not a config key and
+// Load ignores it.
+const EnvProcessTree = "AGENTHOST_TREE"
+
 // Config is the whole effective configuration. Field tags give the YAML keys.
 type Config struct {
 	Server       Server       `yaml:"server"`

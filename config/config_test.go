@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/proctree"
 )
 
 // writeConfig writes body to a fresh agenthost.yaml and returns its path.
@@ -825,6 +827,7 @@ func TestEnvNotConfigKeys(t *testing.T) {
 	t.Setenv("AGENTHOST_PLUGIN_DATA_DIR", "/var/lib/x")
 	t.Setenv("AGENTHOST_AUDIO_VERBOSE", "1")
 	t.Setenv("AGENTHOST_CONFIG", "/elsewhere.yaml")
+	t.Setenv(proctree.EnvName, "1.2.3")          // an agenthost started by a plugin or an MCP server
 	t.Setenv("AGENTHOST_PLUGINS_DEBOUNCE", "1s") // a real key beside them
 	c := mustLoad(t, "", nil)
 	if c.Plugins.Debounce.D() != time.Second || len(c.Warnings) != 0 {

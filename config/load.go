@@ -388,9 +388,10 @@ func (l *loader) envKey(name, value string) (string, any) {
 
 // envIgnored reports whether name is an AGENTHOST_ variable that is not a
 // config key but is read elsewhere: EnvConfigPath (the CLI),
-// EnvPluginPrefix* (plugins) and EnvAudioVerbose (the audio package).
+// EnvPluginPrefix* (plugins), EnvAudioVerbose (the audio package) and
+// EnvProcessTree (the host's tag on its children).
 func envIgnored(name string) bool {
-	return name == EnvConfigPath || name == EnvAudioVerbose || strings.HasPrefix(name, EnvPluginPrefix)
+	return name == EnvConfigPath || name == EnvAudioVerbose || name == EnvProcessTree || strings.HasPrefix(name, EnvPluginPrefix)
 }
 
 func envName(p []string) string { return EnvPrefix + strings.ToUpper(strings.Join(p, "_")) }

@@ -143,10 +143,17 @@ type DaemonCatalog struct {
 	cur chan ServicesResponse // holds the latest set (a buffer of one)
 }
 
+// daemonAnswer bounds the requests of `agenthost mcp` that the daemon
+// answers without waiting for a service; calls have no bound but their
+// context (the daemon ends them at the service's deadline).
+const daemonAnswer = 60 * time.Second
+
 // NewDaemonCatalog reads the daemon's set once; it fails (wrapping
 // control.ErrNotRunning) when no daemon answers.
 func NewDaemonCatalog(ctx context.Context, c *control.Client, log *slog.Logger) (*DaemonCatalog, error) {
 	var first ServicesResponse
+	ctx, cancel := context.WithTimeout(ctx, daemonAnswer)
+	defer cancel()
 	if err := c.Do(ctx, "GET /v1/services", nil, &first); err != nil {
 		return nil, err
 	}
@@ -175,7 +182,10 @@ func (d *DaemonCatalog) Subscribe() (<-chan struct{}, func()) {
 		defer close(done)
 		for ctx.Err() == nil {
 			var next ServicesResponse
-			err := d.c.Do(ctx, "POST /v1/services/wait", WaitRequest{Version: d.latest().Version}, &next)
+			// The daemon answers a wait within 50 s.
+			pctx, cancelPoll := context.WithTimeout(ctx, daemonAnswer)
+			err := d.c.Do(pctx, "POST /v1/services/wait", WaitRequest{Version: d.latest().Version}, &next)
+			cancelPoll()
 			if err != nil {
 				if ctx.Err() == nil {
 					d.log.Warn("cannot follow the daemon's services; retrying", "err", err)

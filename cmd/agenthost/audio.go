@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/agenthost/agenthost/audio"
@@ -44,7 +43,7 @@ func cmdTalk(e *env, args []string) error {
 		return err
 	}
 	var out struct{ Task string }
-	if err := e.client(cfg).Do(context.Background(), "POST /v1/talk", host.TalkRequest{Action: fs.Arg(0)}, &out); err != nil {
+	if err := e.ask(cfg, "POST /v1/talk", host.TalkRequest{Action: fs.Arg(0)}, &out); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "talk %s on task %s\n", fs.Arg(0), out.Task)

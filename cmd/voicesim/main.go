@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/clip"
 	"github.com/agenthost/agenthost/proto/voice"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
@@ -62,7 +63,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	o.Addr = *listen
-	o.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	o.Log = slog.New(clip.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}), clip.LogValue))
 	if *secret != "" {
 		o.Secret = []byte(*secret)
 	}

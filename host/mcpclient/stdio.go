@@ -19,6 +19,7 @@ import (
 
 	"github.com/agenthost/agenthost/internal/childenv"
 	"github.com/agenthost/agenthost/internal/linewriter"
+	"github.com/agenthost/agenthost/internal/proctree"
 )
 
 // maxStderrLine caps one forwarded stderr line; longer lines go in pieces.
@@ -29,10 +30,11 @@ const maxStderrLine = 2048
 const maxGarbageLogged = 5
 
 // process is a running stdio MCP server: its own process group, killed with
-// everything it started.
+// everything it started (its tree, which a setsid grandchild does not leave).
 type process struct {
 	name string
 	cmd  *exec.Cmd
+	tree *proctree.Tree
 	log  *slog.Logger
 
 	stdin  io.WriteCloser
@@ -58,12 +60,14 @@ func startProcess(name string, c ServerConfig, log *slog.Logger, maxLine int) (*
 	for k, v := range c.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	tree := proctree.New()
+	cmd.Env = append(cmd.Env, tree.Env())
 	cmd.Dir = c.Cwd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// A descendant that left the process group may hold stderr open after
 	// the server exited; Wait must not wait for it for ever.
 	cmd.WaitDelay = 2 * time.Second
-	p := &process{name: name, cmd: cmd, log: log, exited: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, tree: tree, log: log, exited: make(chan struct{})}
 	stderr := linewriter.New(maxStderrLine, func(line []byte) {
 		s := string(line)
 		p.mu.Lock()
@@ -90,6 +94,7 @@ func startProcess(name string, c ServerConfig, log *slog.Logger, maxLine int) (*
 			started <- err
 			return
 		}
+		tree.Started(cmd.Process.Pid)
 		started <- nil
 		err := cmd.Wait()
 		stderr.Flush()
@@ -210,7 +215,8 @@ func (p *process) explain(err error) error {
 }
 
 // kill ends the process group: SIGTERM, then SIGKILL after grace, and
-// waits until the process is reaped. It may be called more than once.
+// waits until the process is reaped; then every process of its tree left
+// (one that left the group). It may be called more than once.
 func (p *process) kill(grace time.Duration) {
 	p.stdin.Close()
 	pgid := p.cmd.Process.Pid
@@ -225,8 +231,11 @@ func (p *process) kill(grace time.Duration) {
 			<-p.exited
 		}
 	}
-	// What the server started may outlive it in its group.
+	// What the server started may outlive it, in its group or not.
 	syscall.Kill(-pgid, syscall.SIGKILL)
+	if n := p.tree.Kill(); n > 0 {
+		p.log.Info("killed what the server left running", "processes", n)
+	}
 	p.stdout.Close()
 }
 

@@ -152,15 +152,4 @@ func (s *Server) Stop() {
 // Running reports whether a process whose command line contains every one
 // of parts is alive (a zombie does not count), to show that a test left
 // no process behind.
-func Running(parts ...string) bool {
-	for _, p := range procs.All() {
-		all := p.Alive()
-		for _, part := range parts {
-			all = all && strings.Contains(p.Cmdline, part)
-		}
-		if all {
-			return true
-		}
-	}
-	return false
-}
+func Running(parts ...string) bool { return len(procs.Find(parts...)) > 0 }

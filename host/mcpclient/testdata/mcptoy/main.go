@@ -2,7 +2,7 @@
 // the tests of host/mcpclient and the benchmark: a real server with a few
 // tools, and modes that misbehave in the ways real servers do.
 //
-//	mcptoy [-mode serve|garbage|junk|hang|badschema|exit]
+//	mcptoy [-mode serve|garbage|junk|hang|badschema|exit] [-grandchild TAG]
 package main
 
 import (
@@ -13,7 +13,10 @@ import (
 	"io"
 	"log"
 	"os"
+	"os/exec"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -22,9 +25,29 @@ func main() {
 	flag.Bool("pdeathsig-test", false, "does nothing; marks the process for a test that looks for it")
 	flag.Bool("kill-test", false, "does nothing; marks the process for a test that looks for it")
 	mode := flag.String("mode", "serve", "serve, stubborn (serve, and stay after stdin closes), garbage (junk on stdout, then serve), junk (only junk), hang (never answer), badschema, exit")
+	grandchild := flag.String("grandchild", "", "first leave a process behind as a daemon does: a child starts a grandchild in a new session (setsid) and exits at once; "+
+		"the grandchild (-mode linger) sleeps for ever with TAG on its command line")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetOutput(os.Stderr)
+	switch *mode {
+	case "linger":
+		for {
+			time.Sleep(time.Hour)
+		}
+	case "intermediate":
+		cmd := exec.Command(self(), "-mode", "linger", "-grandchild", *grandchild)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			log.Fatalf("mcptoy: %v", err)
+		}
+		os.Exit(0) // not waiting: the grandchild is an orphan now
+	}
+	if *grandchild != "" {
+		if err := exec.Command(self(), "-mode", "intermediate", "-grandchild", *grandchild).Run(); err != nil {
+			log.Fatalf("mcptoy: %v", err)
+		}
+	}
 	switch *mode {
 	case "junk":
 		fmt.Println("Welcome to mcptoy! This is not JSON-RPC.")
@@ -106,6 +129,14 @@ func main() {
 	if *mode == "stubborn" {
 		select {} // outlives its stdin, as a careless server may
 	}
+}
+
+func self() string {
+	exe, err := os.Executable()
+	if err != nil {
+		log.Fatalf("mcptoy: %v", err)
+	}
+	return exe
 }
 
 func text(s string) *mcp.CallToolResult {
