@@ -2,7 +2,7 @@
 // the tests of host/mcpclient and the benchmark: a real server with a few
 // tools, and modes that misbehave in the ways real servers do.
 //
-//	mcptoy [-mode serve|garbage|junk|hang|badschema|exit]
+//	mcptoy [-mode serve|garbage|jsonjunk|junk|hang|badschema|exit]
 package main
 
 import (
@@ -21,7 +21,7 @@ import (
 func main() {
 	flag.Bool("pdeathsig-test", false, "does nothing; marks the process for a test that looks for it")
 	flag.Bool("kill-test", false, "does nothing; marks the process for a test that looks for it")
-	mode := flag.String("mode", "serve", "serve, stubborn (serve, and stay after stdin closes), garbage (junk on stdout, then serve), junk (only junk), hang (never answer), badschema, exit")
+	mode := flag.String("mode", "serve", "serve, stubborn (serve, and stay after stdin closes), garbage (junk on stdout, then serve), jsonjunk (JSON that is not JSON-RPC on stdout, then serve, and the tool print_junk prints more), junk (only junk), hang (never answer), badschema, exit")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetOutput(os.Stderr)
@@ -40,6 +40,8 @@ func main() {
 		os.Exit(3)
 	case "garbage":
 		fmt.Println("mcptoy v0.1 starting (a banner on stdout, as some servers print)")
+	case "jsonjunk":
+		printJSONJunk()
 	}
 	s := mcp.NewServer(&mcp.Implementation{Name: "mcptoy", Version: "0.1.0"}, &mcp.ServerOptions{HasTools: true})
 	add(s, "add", "Adds two numbers.", `{"type":"object","properties":{"a":{"type":"number"},"b":{"type":"number"}},"required":["a","b"]}`,
@@ -95,6 +97,12 @@ func main() {
 			r.StructuredContent = map[string]any{"temperature": 21.5, "conditions": "sunny"}
 			return r, nil
 		})
+	if *mode == "jsonjunk" {
+		add(s, "print_junk", "Prints lines of JSON that is not JSON-RPC on stdout.", `{"type":"object"}`, func(context.Context, map[string]any) (*mcp.CallToolResult, error) {
+			printJSONJunk()
+			return text("printed"), nil
+		})
+	}
 	if *mode == "badschema" {
 		add(s, "broken", "Its schema has a type that does not exist.", `{"type":"object","properties":{"x":{"type":"strng"}}}`, nil)
 		add(s, "choice", "Its schema has alternatives.", `{"type":"object","properties":{"x":{"oneOf":[{"type":"string"},{"type":"integer"}]}}}`, nil)
@@ -105,6 +113,18 @@ func main() {
 	}
 	if *mode == "stubborn" {
 		select {} // outlives its stdin, as a careless server may
+	}
+}
+
+// jsonJunk is JSON, or nearly, that is not a JSON-RPC message.
+var jsonJunk = []string{`{"foo":1}`, `[1,2]`, `[]`, `{}`, `{"jsonrpc":"2.0"}`, `{"jsonrpc":"1.0","id":1,"result":{}}`,
+	`[{"jsonrpc":"2.0","method":"notifications/x"},7]`, `{"jsonrpc":"2.0","id":99,"result":{}} {"x":1}`, `{"jsonrpc":`}
+
+// printJSONJunk writes each line of jsonJunk to stdout in one write (a
+// pipe write this small is never interleaved with the SDK's own).
+func printJSONJunk() {
+	for _, l := range jsonJunk {
+		os.Stdout.WriteString(l + "\n")
 	}
 }
 
