@@ -235,7 +235,7 @@ func TestJSONThatIsNotJSONRPCIsJunk(t *testing.T) {
 	default:
 	}
 	wantLog(t, logs, "level=WARN", "not JSON-RPC on stdout", `line="{\"foo\":1}"`, "mcp=toy")
-	wantLog(t, logs, "not JSON-RPC on stdout", `line="[1,2]"`, "count=2")
+	wantLog(t, logs, "not JSON-RPC on stdout", "line=[1,2]", "why=\"batch member 1", "count=2")
 	if strings.Contains(logs.String(), "mcp server connection ended") {
 		t.Errorf("the connection ended:\n%s", logs)
 	}

@@ -121,11 +121,14 @@ var jsonJunk = []string{`{"foo":1}`, `[1,2]`, `[]`, `{}`, `{"jsonrpc":"2.0"}`, `
 	`[{"jsonrpc":"2.0","method":"notifications/x"},7]`, `{"jsonrpc":"2.0","id":99,"result":{}} {"x":1}`, `{"jsonrpc":`}
 
 // printJSONJunk writes each line of jsonJunk to stdout in one write (a
-// pipe write this small is never interleaved with the SDK's own).
+// pipe write this small is never interleaved with the SDK's own), and a
+// batch of one valid notification, which the go-sdk refuses on newer
+// protocols (it must be passed on alone).
 func printJSONJunk() {
 	for _, l := range jsonJunk {
 		os.Stdout.WriteString(l + "\n")
 	}
+	os.Stdout.WriteString(`[{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"a batch"}}]` + "\n")
 }
 
 func text(s string) *mcp.CallToolResult {
