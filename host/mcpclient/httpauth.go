@@ -8,20 +8,49 @@ import (
 
 // The HTTP transports' parts: configured headers and URLs kept out of errors.
 
-// headerRT adds the configured headers to every request.
+// headerRT adds the configured headers to the requests that go to the
+// configured server's origin, and to no other: http.Client follows a
+// redirect by calling the transport again, so headers added here would go
+// wherever the server redirects (net/http strips only those it was given).
+// No request carries a Referer: net/http sets one on a redirect, and it
+// holds the previous URL's query, where a token may ride.
 type headerRT struct {
 	base    http.RoundTripper
+	origin  *url.URL // the configured URL
 	headers map[string]string
 }
 
 func (t headerRT) RoundTrip(r *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
-		r = r.Clone(r.Context())
+	own := len(t.headers) > 0 && sameOrigin(r.URL, t.origin)
+	if !own && r.Header.Get("Referer") == "" {
+		return t.base.RoundTrip(r)
+	}
+	r = r.Clone(r.Context())
+	r.Header.Del("Referer")
+	if own {
 		for k, v := range t.headers {
 			r.Header.Set(k, v)
 		}
 	}
 	return t.base.RoundTrip(r)
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (a default port written or not).
+func sameOrigin(a, b *url.URL) bool {
+	if a == nil || b == nil || !strings.EqualFold(a.Scheme, b.Scheme) || !strings.EqualFold(a.Hostname(), b.Hostname()) {
+		return false
+	}
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		if strings.EqualFold(u.Scheme, "https") {
+			return "443"
+		}
+		return "80"
+	}
+	return port(a) == port(b)
 }
 
 // scrub replaces the configured URL, which may carry a token in its query

@@ -95,7 +95,7 @@ func TestHeadersNeverFollowARedirectToAnotherOrigin(t *testing.T) {
 	t.Run("another origin", func(t *testing.T) {
 		var atB, atA seen
 		b := httptest.NewServer(mcpHandler(&atB))
-		t.Cleanup(b.Close) // after the session's Kill (cleanups run last first)
+		t.Cleanup(b.Close)                                                    // after the session's Kill (cleanups run last first)
 		other := strings.Replace(b.URL, "127.0.0.1", "localhost", 1) + "/mcp" // another host, another port
 		a := httptest.NewServer(redirectTo(&atA, other))
 		t.Cleanup(a.Close) // after the session's Kill (cleanups run last first)

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -310,8 +311,12 @@ func (s *Session) connectHTTP(ctx context.Context, kind string) error {
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
+	origin, err := url.Parse(s.o.Server.URL)
+	if err != nil {
+		return fmt.Errorf("%s at %s: %w", kind, redactURL(s.o.Server.URL), s.scrub(err))
+	}
 	hc := *base
-	hc.Transport = headerRT{base: rt, headers: s.o.Server.Headers}
+	hc.Transport = headerRT{base: rt, origin: origin, headers: s.o.Server.Headers}
 	var t mcp.Transport
 	if kind == TransportSSE {
 		t = &mcp.SSEClientTransport{Endpoint: s.o.Server.URL, HTTPClient: &hc}
