@@ -30,7 +30,7 @@ import (
 const (
 	DefaultStartTimeout = 30 * time.Second
 	DefaultKillGrace    = 2 * time.Second
-	DefaultMaxLine      = 16 << 20
+	DefaultMaxMessage      = 16 << 20
 	listTimeout         = 30 * time.Second
 	maxPages            = 100
 )
@@ -91,7 +91,7 @@ func NewStarter(o Options) (supervise.Starter, error) {
 		o.KillGrace = DefaultKillGrace
 	}
 	if o.MaxLine <= 0 {
-		o.MaxLine = DefaultMaxLine
+		o.MaxLine = DefaultMaxMessage
 	}
 	if o.Version == "" {
 		o.Version = "dev"
