@@ -94,3 +94,15 @@ func TestHTTPResponseIsBounded(t *testing.T) {
 		})
 	}
 }
+
+// TestStdioLineIsBounded: the same bound holds for a line on a stdio
+// server's stdout, with the same words.
+func TestStdioLineIsBounded(t *testing.T) {
+	log, logs := newLog()
+	s := start(t, mcpclient.Options{Server: mcpclient.ServerConfig{Command: toy(t)}, Log: log, MaxMessage: 1 << 20})
+	if _, err := call(t, s, "big", `{"n":2000000}`); err == nil {
+		t.Fatal("a 2 MB result over a 1 MiB bound was accepted")
+	}
+	<-s.Done()
+	wantLog(t, logs, "level=ERROR", "mcp=toy", "the server sent a line on stdout over 1 MiB, the bound on one MCP message")
+}

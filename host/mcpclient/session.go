@@ -30,7 +30,7 @@ import (
 const (
 	DefaultStartTimeout = 30 * time.Second
 	DefaultKillGrace    = 2 * time.Second
-	DefaultMaxMessage      = 16 << 20
+	DefaultMaxMessage   = 16 << 20
 	listTimeout         = 30 * time.Second
 	maxPages            = 100
 )
@@ -56,13 +56,16 @@ type Options struct {
 	PingInterval time.Duration
 	// KillGrace is how long Kill waits after SIGTERM before SIGKILL.
 	KillGrace time.Duration
-	// MaxLine bounds one JSON-RPC message from a stdio server (16 MiB).
-	MaxLine int
+	// MaxMessage bounds one JSON-RPC message from the server: a line on a
+	// stdio server's stdout, an HTTP response body, one SSE event
+	// (DefaultMaxMessage).
+	MaxMessage int
 	// ProtocolVersion is the MCP version proposed at initialize; empty
 	// proposes the newest the go-sdk speaks (the server may pick an older one).
 	ProtocolVersion string
 	// HTTPClient is the base client for HTTP servers (http.DefaultTransport
-	// when nil); the configured headers are added to every request.
+	// when nil); the configured headers are added to every request to the
+	// server's origin.
 	HTTPClient *http.Client
 }
 
@@ -90,8 +93,8 @@ func NewStarter(o Options) (supervise.Starter, error) {
 	if o.KillGrace <= 0 {
 		o.KillGrace = DefaultKillGrace
 	}
-	if o.MaxLine <= 0 {
-		o.MaxLine = DefaultMaxMessage
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = DefaultMaxMessage
 	}
 	if o.Version == "" {
 		o.Version = "dev"
@@ -287,7 +290,7 @@ func (s *Session) refuse(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (s *Session) connectStdio(ctx context.Context) error {
-	p, err := startProcess(s.o.Name, s.o.Server, s.log, s.o.MaxLine)
+	p, err := startProcess(s.o.Name, s.o.Server, s.log, s.o.MaxMessage)
 	if err != nil {
 		return fmt.Errorf("mcp server %s: %w", s.o.Name, err)
 	}
@@ -316,12 +319,12 @@ func (s *Session) connectHTTP(ctx context.Context, kind string) error {
 		return fmt.Errorf("%s at %s: %w", kind, redactURL(s.o.Server.URL), s.scrub(err))
 	}
 	hc := *base
-	hc.Transport = headerRT{base: rt, origin: origin, headers: s.o.Server.Headers}
+	hc.Transport = guardRT{base: rt, origin: origin, headers: s.o.Server.Headers, maxBody: s.o.MaxMessage}
 	var t mcp.Transport
 	if kind == TransportSSE {
-		t = &mcp.SSEClientTransport{Endpoint: s.o.Server.URL, HTTPClient: &hc}
+		t = &mcp.SSEClientTransport{Endpoint: s.o.Server.URL, HTTPClient: &hc, MaxEventSize: s.o.MaxMessage}
 	} else {
-		t = &mcp.StreamableClientTransport{Endpoint: s.o.Server.URL, HTTPClient: &hc, MaxRetries: 2}
+		t = &mcp.StreamableClientTransport{Endpoint: s.o.Server.URL, HTTPClient: &hc, MaxRetries: 2, MaxEventSize: s.o.MaxMessage}
 	}
 	// The legacy SSE transport holds its event stream with the context given
 	// to Connect: give it one that outlives the start, ended by Kill, and

@@ -138,8 +138,9 @@ func (p *process) filterStdout(r io.Reader, w *io.PipeWriter, maxLine int) {
 		line = append(line, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
 			if len(line) > maxLine {
-				p.log.Error("the server wrote a line longer than the limit on stdout; closing the connection", "limit_bytes", maxLine)
-				w.CloseWithError(fmt.Errorf("a line on stdout is longer than %d bytes", maxLine))
+				err := tooLarge(maxLine, "a line on stdout")
+				p.log.Error("closing the connection", "err", err)
+				w.CloseWithError(err)
 				io.Copy(io.Discard, br) // let the process finish writing
 				return
 			}
