@@ -46,7 +46,7 @@ func TestAChildIsSeenUntilItIsReaped(t *testing.T) {
 	if !procs.Alive(pid) || procs.Gone(pid, 0) {
 		t.Fatal("a running child is not alive")
 	}
-	if m, err := procs.Memory(pid); err != nil || m.RSS <= 0 || m.Anon <= 0 || m.Anon > m.RSS {
+	if m, err := procs.Memory(pid); err != nil || m.RSS <= 0 || m.Anon <= 0 || m.Anon > m.RSS || m.Peak < m.RSS {
 		t.Fatalf("Memory = %+v, %v", m, err)
 	}
 
