@@ -136,7 +136,10 @@ type hostStatus struct {
 	MCP []struct {
 		Name    string
 		State   string
-		Session *struct{ PID int }
+		Session *struct {
+			PID      int
+			Relisted int
+		}
 	} `json:"mcp_servers"`
 }
 

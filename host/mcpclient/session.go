@@ -26,6 +26,10 @@ import (
 	"github.com/agenthost/agenthost/internal/quietlog"
 )
 
+// MinRelistInterval is the least time between two lists taken after
+// list_changed notifications; those that come sooner are folded into one.
+const MinRelistInterval = 250 * time.Millisecond
+
 // Defaults of Options.
 const (
 	DefaultStartTimeout = 30 * time.Second

@@ -9,11 +9,16 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agenthost/agenthost/proto/voice"
 )
+
+// MinChangeInterval is the least time between two signals of Changes (and
+// of each subscription); changes that come sooner are folded into one.
+const MinChangeInterval = 250 * time.Millisecond
 
 // RegistryOptions configures a Registry.
 type RegistryOptions struct {

@@ -2,7 +2,7 @@
 // the tests of host/mcpclient and the benchmark: a real server with a few
 // tools, and modes that misbehave in the ways real servers do.
 //
-//	mcptoy [-mode serve|garbage|jsonjunk|junk|hang|badschema|exit]
+//	mcptoy [-mode serve|garbage|jsonjunk|junk|hang|badschema|exit|relist|relist-changing]
 package main
 
 import (
@@ -21,7 +21,7 @@ import (
 func main() {
 	flag.Bool("pdeathsig-test", false, "does nothing; marks the process for a test that looks for it")
 	flag.Bool("kill-test", false, "does nothing; marks the process for a test that looks for it")
-	mode := flag.String("mode", "serve", "serve, stubborn (serve, and stay after stdin closes), garbage (junk on stdout, then serve), jsonjunk (JSON that is not JSON-RPC on stdout, then serve, and the tool print_junk prints more), junk (only junk), hang (never answer), badschema, exit")
+	mode := flag.String("mode", "serve", "serve, stubborn (serve, and stay after stdin closes), garbage (junk on stdout, then serve), jsonjunk (JSON that is not JSON-RPC on stdout, then serve, and the tool print_junk prints more), junk (only junk), hang (never answer), badschema, exit, relist (list_changed after every tools/list, the list unchanged), relist-changing (the same, the list changing until the tool freeze is called)")
 	flag.Parse()
 	log.SetFlags(0)
 	log.SetOutput(os.Stderr)
@@ -38,6 +38,9 @@ func main() {
 	case "exit":
 		log.Print("mcptoy: cannot open the database: no such file")
 		os.Exit(3)
+	case "relist", "relist-changing":
+		runRelist(*mode == "relist-changing")
+		return
 	case "garbage":
 		fmt.Println("mcptoy v0.1 starting (a banner on stdout, as some servers print)")
 	case "jsonjunk":
