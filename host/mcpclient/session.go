@@ -23,6 +23,7 @@ import (
 
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/supervise"
+	"github.com/agenthost/agenthost/internal/pace"
 	"github.com/agenthost/agenthost/internal/quietlog"
 )
 
@@ -131,6 +132,7 @@ type Session struct {
 	stop    context.CancelFunc
 	// connCancel ends an HTTP connection's context (see connectHTTP).
 	connCancel context.CancelFunc
+	relist     *pace.Pacer // wakes refresh, at most once per MinRelistInterval
 	kill       sync.Once
 	ended      sync.Once
 
@@ -195,6 +197,12 @@ func start(ctx context.Context, o Options, kind string, roots rootList) (*Sessio
 		done: make(chan struct{}), changed: make(chan struct{}, 1), wake: make(chan struct{}, 1), killing: make(chan struct{}),
 		pending: map[string]bool{},
 	}
+	s.relist = pace.New(MinRelistInterval, func() {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	})
 	s.status = Status{Name: o.Name, Transport: kind, URL: redactURL(o.Server.URL)}
 	s.client = s.newClient(roots)
 
@@ -376,6 +384,7 @@ func (s *Session) abort() {
 // making sure the process is gone too.
 func (s *Session) watch() {
 	err := s.cs.Wait()
+	s.relist.Stop()
 	if s.proc != nil {
 		s.proc.kill(s.o.KillGrace)
 	}
@@ -414,15 +423,14 @@ func (s *Session) end(err error) {
 	})
 }
 
-// poke asks the refresh loop to list again.
+// poke asks the refresh loop to list again: at once, or, when it listed
+// less than MinRelistInterval ago, once that has run out (a server that says
+// list_changed in a loop does not keep a core busy listing).
 func (s *Session) poke(what string) {
 	s.mu.Lock()
 	s.pending[what] = true
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.relist.Signal()
 }
 
 // refresh lists again after list_changed notifications, coalescing them.
@@ -509,6 +517,7 @@ func (s *Session) Kill() {
 	s.kill.Do(func() {
 		close(s.killing)
 		s.stop()
+		s.relist.Stop()
 		closed := make(chan struct{})
 		go func() {
 			s.cs.Close()
