@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/agenthost/agenthost/host/services"
 )
 
 // The HTTP transports' parts: the guard (headers only to the server's
@@ -83,18 +85,7 @@ func (b *boundedBody) Close() error { return b.rc.Close() }
 
 // tooLarge is the error of a message over the bound (Options.MaxMessage).
 func tooLarge(max int, what string) error {
-	return fmt.Errorf("the server sent %s over %s, the bound on one MCP message; it is refused (a misbehaving or compromised server?)", what, sizeText(max))
-}
-
-// sizeText writes a byte count as MiB or KiB when it is a whole number of them.
-func sizeText(n int) string {
-	switch {
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
+	return fmt.Errorf("the server sent %s over %s, the bound on one MCP message; it is refused (a misbehaving or compromised server?)", what, services.SizeText(max))
 }
 
 // sameOrigin reports whether a and b have the same scheme, host and port

@@ -42,9 +42,7 @@ func (p *Pacer) Signal() {
 		p.mu.Unlock()
 		return
 	}
-	p.last = time.Now()
-	p.mu.Unlock()
-	p.fire()
+	p.call()
 }
 
 // fold calls fire for the signals that waited.
@@ -55,6 +53,11 @@ func (p *Pacer) fold() {
 		p.mu.Unlock()
 		return
 	}
+	p.call()
+}
+
+// call notes the time and calls fire; p.mu is held, and released first.
+func (p *Pacer) call() {
 	p.last = time.Now()
 	p.mu.Unlock()
 	p.fire()
