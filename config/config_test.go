@@ -570,7 +570,7 @@ server:
 mcpServers:
   fs: {command: x, env: {GITHUB_TOKEN: ghp_s3cr3t}}
   web:
-    url: https://user:s3cr3t@mcp.example.com/mcp
+    url: https://user:s3cr3t@mcp.example.com/mcp?token=s3cr3t&v=2
     headers: {Authorization: Bearer s3cr3t}
     api_key: s3cr3t
 plugins:
@@ -582,7 +582,7 @@ plugins:
 	if strings.Contains(out, "s3cr3t") {
 		t.Fatalf("Redacted shows a secret:\n%s", out)
 	}
-	for _, want := range []string{`token: '****'`, "GITHUB_TOKEN: '****'", "Authorization: '****'", "user:%2A%2A%2A%2A@mcp.example.com", "city: Paris"} {
+	for _, want := range []string{`token: '****'`, "GITHUB_TOKEN: '****'", "Authorization: '****'", "user:%2A%2A%2A%2A@mcp.example.com", "/mcp?token=****&v=****", "city: Paris"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("Redacted lacks %q:\n%s", want, out)
 		}

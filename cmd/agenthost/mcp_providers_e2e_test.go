@@ -142,7 +142,10 @@ type mcpServerStatus struct {
 	Name     string
 	State    string
 	Restarts int
-	Session  *struct{ PID int }
+	Session  *struct {
+		PID      int
+		Relisted int
+	}
 }
 
 // TestBadMCPServersLeaveTheHostServing: a server whose program is not

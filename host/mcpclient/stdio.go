@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,9 +16,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/clip"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/agenthost/agenthost/internal/childenv"
+	"github.com/agenthost/agenthost/internal/clip"
 	"github.com/agenthost/agenthost/internal/linewriter"
 	"github.com/agenthost/agenthost/internal/proctree"
 )
@@ -141,8 +143,9 @@ func (p *process) filterStdout(r io.Reader, w *io.PipeWriter, maxLine int) {
 		line = append(line, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
 			if len(line) > maxLine {
-				p.log.Error("the server wrote a line longer than the limit on stdout; closing the connection", "limit_bytes", maxLine)
-				w.CloseWithError(fmt.Errorf("a line on stdout is longer than %d bytes", maxLine))
+				err := tooLarge(maxLine, "a line on stdout")
+				p.log.Error("closing the connection", "err", err)
+				w.CloseWithError(err)
 				io.Copy(io.Discard, br) // let the process finish writing
 				return
 			}
@@ -168,9 +171,12 @@ func (p *process) line(line []byte, w io.Writer) {
 	if len(t) == 0 {
 		return
 	}
-	if t[0] == '{' || t[0] == '[' {
-		if _, err := w.Write(append(t, '\n')); err != nil {
-			return // the connection is closed; drain
+	msgs, why := messages(t)
+	if why == "" {
+		for _, m := range msgs {
+			if _, err := w.Write(append(m, '\n')); err != nil {
+				return // the connection is closed; drain
+			}
 		}
 		return
 	}
@@ -183,8 +189,42 @@ func (p *process) line(line []byte, w io.Writer) {
 	p.mu.Unlock()
 	if n <= maxGarbageLogged || n%100 == 0 {
 		p.log.Warn("the server printed a line that is not JSON-RPC on stdout; ignored (an MCP stdio server must write only JSON-RPC there, and log to stderr)",
-			"line", clip.String(string(t), 200), "count", n)
+			"line", clip.String(string(t), 200), "why", why, "count", n)
 	}
+}
+
+// messages returns the JSON-RPC messages of a stdout line: the line itself,
+// or each member of a batch (passed on one by one: the go-sdk ends the
+// session at a batch on protocols from 2025-06-18 on). Anything the go-sdk
+// could not read as JSON-RPC, which would end the session, is junk: why
+// says what is wrong with it.
+func messages(line []byte) (msgs [][]byte, why string) {
+	if !json.Valid(line) { // also one value followed by more, which the go-sdk's decoder would not notice
+		return nil, "not one JSON value"
+	}
+	switch line[0] {
+	case '{':
+		if _, err := jsonrpc.DecodeMessage(line); err != nil {
+			return nil, clip.String(err.Error(), 200)
+		}
+		return [][]byte{line}, ""
+	case '[':
+		var batch []json.RawMessage
+		if err := json.Unmarshal(line, &batch); err != nil {
+			return nil, clip.String(err.Error(), 200)
+		}
+		if len(batch) == 0 {
+			return nil, "an empty batch"
+		}
+		for i, m := range batch {
+			if _, err := jsonrpc.DecodeMessage(m); err != nil {
+				return nil, fmt.Sprintf("batch member %d: %s", i+1, clip.String(err.Error(), 200))
+			}
+			msgs = append(msgs, m)
+		}
+		return msgs, ""
+	}
+	return nil, "not a JSON-RPC message (an object) nor a batch (an array)"
 }
 
 // explain adds what the process did to a start error: its exit, the junk

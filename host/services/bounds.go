@@ -43,7 +43,7 @@ func (b bounds) cut(id string, s *Service) string {
 	}
 	s.Description = clip.String(s.Description, b.description-len("…"))
 	return fmt.Sprintf("service %s of %s: its description of %d bytes is cut to services.max_description (%s)",
-		quoteShort(s.Name), id, n, sizeString(b.description))
+		quoteShort(s.Name), id, n, SizeText(b.description))
 }
 
 // registerOverhead is the size of an empty register payload.
@@ -79,7 +79,7 @@ func (b bounds) fit(cands []Entry) (kept []Entry, leftOut []string, why map[stri
 		}
 		msg := fmt.Sprintf("service %s of %s is left out of the register: it does not fit services.max_register (%s; services are kept "+
 			"in rank order: built-ins, plugins, MCP servers as configured, each provider's by name); raise the bound or leave other services out "+
-			"(services.deny, an MCP server's excluded_tools)", quoteShort(e.Name), e.Provider.ID(), sizeString(b.register))
+			"(services.deny, an MCP server's excluded_tools)", quoteShort(e.Name), e.Provider.ID(), SizeText(b.register))
 		leftOut = append(leftOut, msg)
 		why[e.Name] = msg
 	}

@@ -9,13 +9,18 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/agenthost/agenthost/internal/clip"
-
+	"github.com/agenthost/agenthost/internal/pace"
 	"github.com/agenthost/agenthost/proto/voice"
 )
+
+// MinChangeInterval is the least time between two signals of Changes (and
+// of each subscription); changes that come sooner are folded into one.
+const MinChangeInterval = 250 * time.Millisecond
 
 // RegistryOptions configures a Registry.
 type RegistryOptions struct {
@@ -37,6 +42,10 @@ type RegistryOptions struct {
 	// Log receives overrides (info) and clashes (error); the caller adds
 	// its own attributes (component=…). Nil discards.
 	Log *slog.Logger
+	// MinChangeInterval paces the change signals (0: MinChangeInterval;
+	// negative: none, every change is signalled at once, for tests of what
+	// counts as a change).
+	MinChangeInterval time.Duration
 }
 
 // Entry is one registered service: its name as the server sees it (prefix
@@ -71,6 +80,7 @@ type Registry struct {
 	policy   Policy
 	log      *slog.Logger
 	changes  chan struct{}
+	pace     *pace.Pacer // of signal
 
 	subMu sync.Mutex
 	subs  map[*chan struct{}]struct{} // Subscribe's channels
@@ -126,6 +136,10 @@ func NewRegistry(opts RegistryOptions) *Registry {
 		changes:  make(chan struct{}, 1),
 		members:  make(map[string]*member),
 	}
+	if opts.MinChangeInterval == 0 {
+		opts.MinChangeInterval = MinChangeInterval
+	}
+	r.pace = pace.New(max(opts.MinChangeInterval, 0), r.signal)
 	for k, v := range opts.Prefixes {
 		r.prefixes[k] = v
 	}
@@ -315,7 +329,7 @@ func (r *Registry) publish() {
 		r.log.Warn(msg)
 	}
 	if out := newKeys(prev.leftWhy, next.leftWhy); len(out) > 0 {
-		r.log.Error("services left out of the register: it would pass services.max_register", "limit", sizeString(r.bounds.register),
+		r.log.Error("services left out of the register: it would pass services.max_register", "limit", SizeText(r.bounds.register),
 			"count", len(out), "services", clip.String(strings.Join(out, ","), 4000), "rule", "kept in rank order (built-ins, plugins, MCP servers as configured), each provider's by name; see agenthost status")
 	}
 	if back := newKeys(next.leftWhy, prev.leftWhy); len(back) > 0 {
@@ -323,12 +337,17 @@ func (r *Registry) publish() {
 	}
 	r.snap.Store(next)
 	if !bytes.Equal(prev.canonical, next.canonical) {
-		select {
-		case r.changes <- struct{}{}:
-		default:
-		}
-		r.notify()
+		r.pace.Signal() // then signal, at most once per MinChangeInterval
 	}
+}
+
+// signal tells Changes and every subscriber, without blocking.
+func (r *Registry) signal() {
+	select {
+	case r.changes <- struct{}{}:
+	default:
+	}
+	r.notify()
 }
 
 // build merges members, in rank order, into a snapshot.
@@ -478,6 +497,9 @@ func (r *Registry) Canonical() []byte {
 // whenever the merged set's canonical JSON changes. Signals coalesce: a
 // receiver that was away finds one signal and reads the current set with
 // Register. A Put or Remove that leaves the set identical signals nothing.
+// Signals come at most once per MinChangeInterval: changes that follow one
+// sooner are signalled together when it has run out, so the last is never
+// missed (a provider whose set flaps cannot turn into a flood of registers).
 func (r *Registry) Changes() <-chan struct{} {
 	return r.changes
 }

@@ -213,7 +213,7 @@ func signalled(r *services.Registry) bool {
 }
 
 func TestChanges(t *testing.T) {
-	r := services.NewRegistry(services.RegistryOptions{})
+	r := services.NewRegistry(services.RegistryOptions{MinChangeInterval: -1}) // what counts as a change; pacing: TestChangesArePaced
 	if signalled(r) {
 		t.Fatal("new registry signalled")
 	}
@@ -355,7 +355,7 @@ func TestServiceTimeoutKeptInEntry(t *testing.T) {
 // changes, Changes keeps working beside them, an unchanged set signals
 // nothing, and a cancelled subscription gets no more.
 func TestSubscribe(t *testing.T) {
-	r := services.NewRegistry(services.RegistryOptions{})
+	r := services.NewRegistry(services.RegistryOptions{MinChangeInterval: -1})
 	a, cancelA := r.Subscribe()
 	b, cancelB := r.Subscribe()
 	defer cancelB()

@@ -173,6 +173,7 @@ func In(dir string) []Proc {
 type Mem struct {
 	RSS  int64 // VmRSS: all resident pages
 	Anon int64 // RssAnon: the heap, stacks and other anonymous pages
+	Peak int64 // VmHWM: the most VmRSS has been
 }
 
 // Memory reads a process's resident memory from /proc/<pid>/status.
@@ -193,6 +194,8 @@ func Memory(pid int) (Mem, error) {
 			m.RSS = kb << 10
 		case "RssAnon:":
 			m.Anon = kb << 10
+		case "VmHWM:":
+			m.Peak = kb << 10
 		}
 	}
 	return m, nil

@@ -49,7 +49,7 @@ func TestAChildIsSeenUntilItIsReaped(t *testing.T) {
 	if found := procs.Find(exe, " 30"); len(found) != 1 || found[0].PID != pid {
 		t.Fatalf("Find(%s, 30) = %+v, want only pid %d", exe, found, pid)
 	}
-	if m, err := procs.Memory(pid); err != nil || m.RSS <= 0 || m.Anon <= 0 || m.Anon > m.RSS {
+	if m, err := procs.Memory(pid); err != nil || m.RSS <= 0 || m.Anon <= 0 || m.Anon > m.RSS || m.Peak < m.RSS {
 		t.Fatalf("Memory = %+v, %v", m, err)
 	}
 

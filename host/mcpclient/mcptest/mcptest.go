@@ -1,7 +1,8 @@
 // Package mcptest finds, and installs when missing, the third-party MCP
 // programs the tests run against (scripts/install-mcp-test-deps.sh:
-// @modelcontextprotocol/server-everything and the MCP Inspector), and starts
-// server-everything in its HTTP modes on a free loopback port. For tests only.
+// @modelcontextprotocol/server-everything and the MCP Inspector), starts
+// server-everything in its HTTP modes on a free loopback port, and starts
+// hostile HTTP servers (Huge). For tests only.
 package mcptest
 
 import (
