@@ -109,7 +109,16 @@ func TestStatAndEnviron(t *testing.T) {
 	if err != nil || self.Start > p.Start {
 		t.Fatalf("this process (%+v, %v) started after its child (%d)", self, err, p.Start)
 	}
-	env, err := procs.Environ(pid)
+	// The parent may learn that exec succeeded (its close-on-exec pipe
+	// closes) before the kernel has set up the new image's environment:
+	// until then environ reads empty.
+	var env []byte
+	for range 1000 {
+		if env, err = procs.Environ(pid); err != nil || len(env) > 0 {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
 	if err != nil || string(env) != "PROCS_TEST=marked\x00" {
 		t.Fatalf("Environ = %q, %v", env, err)
 	}
