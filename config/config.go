@@ -214,7 +214,7 @@ type Conversation struct {
 }
 
 // HookEvents are the event names accepted as keys of conversation.hooks.
-var HookEvents = []string{"text", "emoji", "speak", "listen_start", "listen_stop", "turn_end"}
+var HookEvents = []string{"text", "emoji", "speak", "listen_start", "listen_stop", "turn_end", "turn_failed", "link_down", "link_up"}
 
 // GPIO names a push-to-talk button line. Chip "" or Line -1 means none.
 type GPIO struct {
