@@ -325,7 +325,7 @@ func (lh *linkHandler) Down(conn int, err error) {
 	}
 	h.mu.Unlock()
 	if h.conv != nil {
-		h.conv.LinkDown()
+		h.conv.LinkDown(err)
 	}
 }
 
@@ -381,6 +381,7 @@ func (h *Host) mcp(conn int, f voice.Frame) {
 type Status struct {
 	Connected bool        `json:"connected"`
 	Conn      int         `json:"connection"`
+	Link      link.State  `json:"link"`
 	Registers int         `json:"registers_sent"`
 	Services  []string    `json:"services"`
 	Conflicts []string    `json:"conflicts,omitempty"`
@@ -415,7 +416,7 @@ func processNow() Process {
 func (h *Host) Status() Status {
 	up, conn := h.link.Up()
 	h.mu.Lock()
-	s := Status{Connected: up, Conn: conn, Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), Process: processNow()}
+	s := Status{Connected: up, Conn: conn, Link: h.link.State(), Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), Process: processNow()}
 	h.mu.Unlock()
 	for _, e := range h.reg.Entries() {
 		s.Services = append(s.Services, e.Name)
