@@ -69,9 +69,9 @@ type Server struct {
 // Liveness bounds how long a link whose server stopped answering goes
 // unnoticed (a path that died without a FIN: a Wi-Fi roam, a NAT reset).
 type Liveness struct {
-	// AnswerTimeout: when a turn starts, while its reply is awaited and
-	// after a keepalive PING, the server must answer (a PONG or any frame)
-	// within this long, or the connection is dropped and made again.
+	// AnswerTimeout: the ##PING sent when a turn starts, while its reply is
+	// awaited and after keepalive must be answered (##INFO:PONG) within
+	// this long, or the connection is dropped and made again.
 	AnswerTimeout Duration `yaml:"answer_timeout"`
 	// TCPUserTimeout: data the server's TCP leaves unacknowledged this long
 	// fails the connection (TCP_USER_TIMEOUT); 0 = the system's default.

@@ -190,3 +190,26 @@ func TestTheBuiltinEarcon(t *testing.T) {
 		t.Error("the earcon does not start and end at zero (it would click)")
 	}
 }
+
+// TestVADAsksWhenListeningStartsAndWatchesTheReply: each LISTEN cycle
+// sends one PING (listening may last long), and the turn is watched from
+// the server's LISTEN stop until its reply ends.
+func TestVADAsksWhenListeningStartsAndWatchesTheReply(t *testing.T) {
+	att := &attention{}
+	r := newRig(t, Options{Mode: "vad", Attend: att.attend})
+	r.c.LinkUp()
+	eventually(t, "LISTEN start", func() bool { return len(r.out.all()) >= 1 })
+	if whys, held := att.state(); !slices.Equal(whys, []string{"listening started"}) || held != 0 {
+		t.Fatalf("listening: %q, %d held", whys, held)
+	}
+	a := r.out.all()[0].Task
+	r.c.Frame(voice.ListenFrame(a, voice.ListenStop, "vad"))
+	if whys, held := att.state(); len(whys) != 2 || whys[1] != "the turn ended" || held != 1 {
+		t.Fatalf("awaiting the reply: %q, %d held", whys, held)
+	}
+	r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: a, Seq: 1})
+	eventually(t, "the next cycle's PING, the reply's attention given back", func() bool {
+		whys, held := att.state()
+		return len(whys) == 3 && whys[2] == "listening started" && held == 0
+	})
+}

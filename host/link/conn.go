@@ -169,11 +169,10 @@ func (c *conn) writeNow(f voice.Frame) error {
 	return nil
 }
 
-// touchRead notes that the server spoke, which answers any PING.
+// touchRead notes that the server spoke.
 func (c *conn) touchRead() {
 	c.mu.Lock()
 	c.lastRead = time.Now()
-	c.answeredLocked()
 	c.mu.Unlock()
 }
 

@@ -419,6 +419,9 @@ func (l *Link) status(c *conn, f voice.Frame, authAt time.Time) error {
 	case voice.StatusKindPong:
 		l.log.Debug("PONG", "conn", c.id)
 		l.pongSeen.Store(true)
+		c.mu.Lock()
+		c.answeredLocked()
+		c.mu.Unlock()
 	case voice.StatusKindPing:
 		c.send(voice.StatusFrame(voice.StatusPong))
 	case voice.StatusKindDisconnectAck:

@@ -14,9 +14,9 @@ import (
 // forwarding). The host asks, with a ##PING whose answer is due within
 // server.liveness.answer_timeout, when it matters: right after connecting,
 // when a turn starts, while a reply is awaited and the server is silent,
-// and after keepalive of silence. Any frame read counts as the answer. A
-// missing answer ends the connection with a NoAnswerError; Run then makes a
-// new one.
+// and after keepalive of silence. Only the PONG answers: another frame may
+// have been on its way before the path died. A missing answer ends the
+// connection with a NoAnswerError; Run then makes a new one.
 
 // NoAnswerError ends a connection whose server did not answer a PING in time.
 type NoAnswerError struct {
@@ -78,7 +78,7 @@ func (c *conn) ask(why string, w chan error) {
 	c.kick()
 }
 
-// answeredLocked settles a pending PING: the server spoke; c.mu held.
+// answeredLocked settles a pending PING: the PONG came; c.mu held.
 func (c *conn) answeredLocked() {
 	c.live.answered = true
 	if !c.live.pending {
@@ -191,7 +191,7 @@ type Attention struct {
 // Attend makes sure the server is there, because a turn starts or awaits
 // its reply: a ##PING now, and, until Release, another whenever the server
 // has been silent for server.liveness.answer_timeout. Each PING must be
-// answered (a PONG or any frame) within answer_timeout, or the connection
+// answered (a PONG) within answer_timeout, or the connection
 // is dropped (a NoAnswerError) and made again. why names the occasion in
 // that error.
 func (l *Link) Attend(why string) *Attention {
