@@ -5,7 +5,9 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -197,5 +199,29 @@ func TestAServerThatNeverAnswersPingsIsNotDropped(t *testing.T) {
 	}
 	if len(rec.downs) != 0 {
 		t.Fatalf("downs %v", rec.downs)
+	}
+}
+
+// deadPath is a fake connection whose reads fail as the kernel fails them
+// when TCP gives up on a dead path (ETIMEDOUT after tcp_user_timeout or
+// the keepalive probes), which a test cannot provoke without a network
+// namespace.
+type deadPath struct{ net.Conn }
+
+func (deadPath) Read([]byte) (int, error) {
+	return 0, &net.OpError{Op: "read", Net: "tcp", Err: os.NewSyscallError("read", syscall.ETIMEDOUT)}
+}
+func (deadPath) SetReadDeadline(time.Time) error { return nil }
+
+// TestADeadPathIsNamedAsSuch: TCP giving up is not reported as the read
+// deadline ("sent nothing for 6m0s"), but as a dead path, with the settings
+// that found it.
+func TestADeadPathIsNamedAsSuch(t *testing.T) {
+	s := resolve(Options{Server: server("127.0.0.1:1", nil)})
+	l := New(Options{Server: server("127.0.0.1:1", nil)}, newRecorder())
+	c := newConn(1, deadPath{}, s, slog.New(slog.DiscardHandler))
+	err := l.readLoop(c, time.Now().Add(-time.Hour))
+	if err == nil || strings.Contains(err.Error(), "sent nothing for") || !strings.Contains(err.Error(), "server.liveness.tcp_user_timeout") || Reason(err) != ReasonTimeout {
+		t.Fatalf("readLoop: %v (reason %s)", err, Reason(err))
 	}
 }
