@@ -12,10 +12,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/agenthost/agenthost/config"
@@ -390,8 +392,10 @@ func (l *Link) readLoop(c *conn, authAt time.Time) error {
 			if !c.closing.Load() && time.Since(authAt) < c.o.authTimeout && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF)) {
 				return l.authFailed(c, "the server closed the connection right after AUTH")
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if errors.Is(err, syscall.ETIMEDOUT) {
+				return fmt.Errorf("the path to the server is dead: TCP had no acknowledgement in time (server.liveness.tcp_user_timeout, tcp_keepalive): %w", err)
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return fmt.Errorf("the server sent nothing for %s, not even a PONG: %w", grace, err)
 			}
 			return err
