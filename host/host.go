@@ -416,8 +416,9 @@ func processNow() Process {
 func (h *Host) Status() Status {
 	up, conn := h.link.Up()
 	h.mu.Lock()
-	s := Status{Connected: up, Conn: conn, Link: h.link.State(), Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), Process: processNow()}
+	s := Status{Connected: up, Conn: conn, Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), Process: processNow()}
 	h.mu.Unlock()
+	s.Link = h.link.State()
 	for _, e := range h.reg.Entries() {
 		s.Services = append(s.Services, e.Name)
 	}
