@@ -67,8 +67,24 @@ type Server struct {
 	AuthTimeout Duration `yaml:"auth_timeout"`
 	// Keepalive: send ##PING when nothing was sent for this long.
 	Keepalive Duration `yaml:"keepalive"`
+	Liveness  Liveness `yaml:"liveness"`
 	Reconnect Backoff  `yaml:"reconnect"`
 	MaxFrame  Size     `yaml:"max_frame"`
+}
+
+// Liveness bounds how long a link whose server stopped answering goes
+// unnoticed (a path that died without a FIN: a Wi-Fi roam, a NAT reset).
+type Liveness struct {
+	// AnswerTimeout: the ##PING sent when a turn starts, while its reply is
+	// awaited and after keepalive must be answered (##INFO:PONG) within
+	// this long, or the connection is dropped and made again.
+	AnswerTimeout Duration `yaml:"answer_timeout"`
+	// TCPUserTimeout: data the server's TCP leaves unacknowledged this long
+	// fails the connection (TCP_USER_TIMEOUT); 0 = the system's default.
+	TCPUserTimeout Duration `yaml:"tcp_user_timeout"`
+	// TCPKeepalive: an idle connection is probed by TCP after this long,
+	// then every third of it, three times; 0 = no TCP keepalive.
+	TCPKeepalive Duration `yaml:"tcp_keepalive"`
 }
 
 // Params are the AUTH parameters (voice protocol §6.1). Extra holds any other
@@ -226,7 +242,7 @@ type Conversation struct {
 }
 
 // HookEvents are the event names accepted as keys of conversation.hooks.
-var HookEvents = []string{"text", "emoji", "speak", "listen_start", "listen_stop", "turn_end"}
+var HookEvents = []string{"text", "emoji", "speak", "listen_start", "listen_stop", "turn_end", "turn_failed", "link_down", "link_up"}
 
 // GPIO names a push-to-talk button line. Chip "" or Line -1 means none.
 type GPIO struct {
@@ -234,11 +250,17 @@ type GPIO struct {
 	Line int    `yaml:"line"`
 }
 
-// Earcons are sound files played when listening starts and ends ("" = none).
+// Earcons are sound files played when listening starts and ends ("" =
+// none), and when a turn fails because the server cannot be reached or
+// does not answer it (EarconBuiltin = a generated sound).
 type Earcons struct {
 	ListenStart string `yaml:"listen_start"`
 	ListenEnd   string `yaml:"listen_end"`
+	Unreachable string `yaml:"unreachable"`
 }
+
+// EarconBuiltin as an earcon's file names the host's own generated sound.
+const EarconBuiltin = "builtin"
 
 // Metrics configures the Prometheus endpoint.
 type Metrics struct {
@@ -340,6 +362,7 @@ func Default() *Config {
 			DialTimeout: Duration(5e9),
 			AuthTimeout: Duration(3e9),
 			Keepalive:   Duration(4 * 60e9),
+			Liveness:    Liveness{AnswerTimeout: Duration(5e9), TCPUserTimeout: Duration(10e9), TCPKeepalive: Duration(15e9)},
 			Reconnect:   Backoff{Base: Duration(500e6), Cap: Duration(30e9)},
 			MaxFrame:    1 << 20,
 		},
@@ -379,6 +402,7 @@ func Default() *Config {
 			ReplyTimeout:  Duration(30e9),
 			PushToTalkKey: true,
 			GPIO:          GPIO{Line: -1},
+			Earcons:       Earcons{Unreachable: EarconBuiltin},
 			Hooks:         map[string]string{},
 		},
 		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{

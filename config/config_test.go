@@ -996,3 +996,32 @@ func TestTokenFromAMissingCredentialIsNone(t *testing.T) {
 		t.Fatal("a missing token file that is not a credential must be an error")
 	}
 }
+
+// TestLivenessBounds: server.liveness takes sensible bounds and says which
+// one is wrong and what to write.
+func TestLivenessBounds(t *testing.T) {
+	for _, tc := range []struct {
+		set  map[string]any
+		want string // "" = accepted
+	}{
+		{map[string]any{"server.liveness.answer_timeout": "2s", "server.liveness.tcp_user_timeout": "0s", "server.liveness.tcp_keepalive": "0s"}, ""},
+		{map[string]any{"server.liveness.answer_timeout": "0s"}, "server.liveness.answer_timeout"},
+		{map[string]any{"server.liveness.answer_timeout": "5m"}, "not shorter than server.keepalive"},
+		{map[string]any{"server.liveness.tcp_user_timeout": "-1s"}, "server.liveness.tcp_user_timeout"},
+		{map[string]any{"server.liveness.tcp_user_timeout": "2h"}, "server.liveness.tcp_user_timeout"},
+		{map[string]any{"server.liveness.tcp_keepalive": "1s"}, "from 3s to 1h"},
+	} {
+		c, err := Load("", tc.set)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.set, err)
+		case tc.want == "" && c.Server.Liveness.AnswerTimeout.D() != 2*time.Second:
+			t.Errorf("%v: %+v", tc.set, c.Server.Liveness)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: want an error naming %q, got %v", tc.set, tc.want, err)
+		}
+	}
+	if d := Default(); d.Server.Liveness.AnswerTimeout.D() > 5*time.Second || d.Conversation.Earcons.Unreachable != EarconBuiltin {
+		t.Errorf("defaults: %+v, earcon %q", d.Server.Liveness, d.Conversation.Earcons.Unreachable)
+	}
+}

@@ -52,6 +52,21 @@ func (l *loader) backoff(key string, b Backoff) {
 	}
 }
 
+// liveness checks server.liveness against itself and server.keepalive.
+func (l *loader) liveness(s Server) {
+	lv := s.Liveness
+	l.positive("server.liveness.answer_timeout", lv.AnswerTimeout)
+	if lv.AnswerTimeout > 0 && s.Keepalive > 0 && lv.AnswerTimeout >= s.Keepalive {
+		l.errorf(path("server.liveness.answer_timeout"), "%s is not shorter than server.keepalive (%s); a few seconds is right, like 5s", lv.AnswerTimeout, s.Keepalive)
+	}
+	if lv.TCPUserTimeout < 0 || lv.TCPUserTimeout.D() > time.Hour {
+		l.errorf(path("server.liveness.tcp_user_timeout"), "%s is not from 0 (the system's default) to 1h; a few seconds more than answer_timeout is right, like 10s", lv.TCPUserTimeout)
+	}
+	if lv.TCPKeepalive < 0 || (lv.TCPKeepalive > 0 && lv.TCPKeepalive.D() < 3*time.Second) || lv.TCPKeepalive.D() > time.Hour {
+		l.errorf(path("server.liveness.tcp_keepalive"), "%s is not 0 (off) or from 3s to 1h (probes go a third of it apart, in whole seconds); like 15s", lv.TCPKeepalive)
+	}
+}
+
 func (l *loader) hostPort(key, v string) {
 	host, port, err := net.SplitHostPort(v)
 	if err != nil || host == "" {
@@ -134,6 +149,7 @@ func (l *loader) validate(c *Config) {
 	if s.Keepalive.D() >= MaxKeepalive {
 		l.warnf(path("server.keepalive"), "%s is not below 5m; the server may close an idle link before the PING; use 4m", s.Keepalive)
 	}
+	l.liveness(s)
 	l.backoff("server.reconnect", s.Reconnect)
 	if s.MaxFrame <= 0 {
 		l.errorf(path("server.max_frame"), "must be more than 0; write it like 1MiB")

@@ -24,6 +24,11 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 		JitterLead: h.cfg.Conversation.JitterLead.D(), ReplyTimeout: h.cfg.Conversation.ReplyTimeout.D(), InputOpus: p.InputAudioFormat == "opus", OutputOpus: p.Format == "opus",
 		Hooks: h.cfg.Conversation.Hooks, Log: h.log,
 		EarconStart: h.cfg.Conversation.Earcons.ListenStart, EarconEnd: h.cfg.Conversation.Earcons.ListenEnd,
+		EarconUnreachable: h.cfg.Conversation.Earcons.Unreachable,
+		Attend: func(why string) (<-chan error, func()) {
+			a := h.link.Attend(why)
+			return a.Answer(), a.Release
+		},
 	}
 	o.OpenSource, o.OpenSink = devices(a, h.log)
 	c, err := conversation.New(o, h.link)

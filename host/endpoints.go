@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -62,8 +63,8 @@ func (h *Host) ControlServer() *control.Server {
 		}
 		return map[string]string{"task": task}, err
 	})
-	control.HandleJSON(s, "POST /v1/say", func(_ context.Context, in SayRequest) (any, error) {
-		task, err := h.SayText(in.Text)
+	control.HandleJSON(s, "POST /v1/say", func(ctx context.Context, in SayRequest) (any, error) {
+		task, err := h.SayText(ctx, in.Text)
 		return map[string]string{"task": task}, err
 	})
 	return s
@@ -86,23 +87,33 @@ func localBudget(s config.Services) services.BudgetLimits {
 	return services.BudgetLimits{Name: "the control socket's clients", Max: s.MaxInFlight, MaxSetting: "services.max_in_flight"}
 }
 
-// SayText starts a text turn: TEXT then END_FRAME on a new task.
-func (h *Host) SayText(text string) (string, error) {
+// SayText starts a text turn: TEXT then END_FRAME on a new task. It
+// returns once the server answered the PING sent with the turn, or with an
+// error when it did not within server.liveness.answer_timeout (the link is
+// then made again, and the owner told).
+func (h *Host) SayText(ctx context.Context, text string) (string, error) {
 	text = strings.NewReplacer(voice.EndMarker, "", voice.StartMarker, "").Replace(strings.TrimSpace(text))
 	if text == "" {
 		return "", errors.New("nothing to say: the text is empty")
 	}
-	task := voice.NewTaskID()
-	if h.conv != nil {
-		h.conv.ExpectReply(task)
+	if h.conv == nil {
+		return "", errors.New("no conversation: the daemon runs without one")
 	}
-	if err := h.link.Send(voice.Frame{Type: voice.TypeText, Task: task, Payload: []byte(text)}); err != nil {
-		return "", err
-	}
-	if err := h.link.Send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 1}); err != nil {
+	task, answer, err := h.conv.Say(text)
+	if err != nil {
 		return "", err
 	}
 	h.log.Info("text turn sent", "task", task)
 	h.log.Debug("text turn", "task", task, "text", text)
+	if answer != nil {
+		select {
+		case err = <-answer:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		return task, fmt.Errorf("the turn on task %s failed: %w", task, err)
+	}
 	return task, nil
 }

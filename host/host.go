@@ -337,7 +337,7 @@ func (lh *linkHandler) Down(conn int, err error) {
 	}
 	h.mu.Unlock()
 	if h.conv != nil {
-		h.conv.LinkDown()
+		h.conv.LinkDown(err)
 	}
 }
 
@@ -393,6 +393,7 @@ func (h *Host) mcp(conn int, f voice.Frame) {
 type Status struct {
 	Connected bool        `json:"connected"`
 	Conn      int         `json:"connection"`
+	Link      link.State  `json:"link"`
 	Registers int         `json:"registers_sent"`
 	Services  []string    `json:"services"`
 	Conflicts []string    `json:"conflicts,omitempty"`
@@ -430,6 +431,7 @@ func (h *Host) Status() Status {
 	h.mu.Lock()
 	s := Status{Connected: up, Conn: conn, Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), LeftOut: h.reg.LeftOut(), Process: processNow()}
 	h.mu.Unlock()
+	s.Link = h.link.State()
 	for _, e := range h.reg.Entries() {
 		s.Services = append(s.Services, e.Name)
 	}

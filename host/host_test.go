@@ -113,15 +113,19 @@ func ctxT(t *testing.T) context.Context {
 func TestSayTextRefusesEmptyAndStripsMarkers(t *testing.T) {
 	cfg := config.Default()
 	cfg.Plugins.RuntimeDir = filepath.Join(t.TempDir(), "run")
+	cfg.Audio.Backend = "none"
 	h, err := New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.SayText("  "); err == nil || !strings.Contains(err.Error(), "empty") {
+	if _, err := h.SayText(ctxT(t), "  "); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Fatal(err)
 	}
-	if _, err := h.SayText("hi"); err == nil {
-		t.Fatal("a text turn without a connection succeeded")
+	if _, err := h.Conversation(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.SayText(ctxT(t), "hi"); err == nil || !strings.Contains(err.Error(), "not connected") {
+		t.Fatalf("a text turn without a connection: %v", err)
 	}
 	if id := voice.NewTaskID(); len(id) != voice.TaskLen {
 		t.Fatalf("task id %q", id)

@@ -97,6 +97,9 @@ func (c *session) run() error {
 			return err
 		}
 		c.record(f)
+		if c.out.isSilent() {
+			continue // a black hole reads, and does nothing more
+		}
 		if n := c.s.opts.Faults.DropAfter; n > 0 && c.received >= n {
 			return fmt.Errorf("fault injection: dropped after %d frames", n)
 		}
@@ -171,6 +174,12 @@ func (c *session) checkToken(tok string) error {
 }
 
 func (c *session) handle(ctx context.Context, f voice.Frame) error {
+	if c.s.opts.Faults.IgnoreTurns {
+		switch f.Type {
+		case voice.TypeText, voice.TypeAudio, voice.TypeEnd, voice.TypeSpeak, voice.TypeListen:
+			return nil
+		}
+	}
 	switch f.Type {
 	case voice.TypeStatus:
 		switch voice.ClassifyStatus(f.Payload) {
