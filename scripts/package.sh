@@ -65,6 +65,7 @@ export CHANGELOG_DATE; CHANGELOG_DATE=$(date -R -d "@$(git log -1 --format=%ct)"
 export NFPM="$nfpm_dir/nfpm"
 export OUT=${OUT:-dist}
 mkdir -p "$OUT"
+out_abs=$(realpath "$OUT")
 here=$(host_suite)
 for t in "${targets[@]}"; do   # a root of another suite needs root
   if [ "${t%/*}" != "$here" ] && [ "$(id -u)" -ne 0 ]; then exec sudo -E "$0" "$@"; fi
@@ -109,7 +110,7 @@ for suite in "${SUITES[@]}"; do
     root=$(build_root "$suite" "${ok[@]}")
     goroot=$(go env GOROOT) gocache=$(go env GOCACHE) gomodcache=$(go env GOMODCACHE)
     mkdir -p "$gocache"
-    root_run "$root" -b "$repo" -b "$goroot" -b "$gocache" -b "$gomodcache" -b "$nfpm_dir" -w "$repo" -- \
+    root_run "$root" -b "$repo" -b "$goroot" -b "$gocache" -b "$gomodcache" -b "$nfpm_dir" -b "$out_abs" -w "$repo" -- \
       PATH="$goroot/bin:/usr/sbin:/usr/bin:/sbin:/bin" GOCACHE="$gocache" GOMODCACHE="$gomodcache" GOPROXY=off GOTOOLCHAIN=local \
       GOFLAGS=-buildvcs=false GOTELEMETRY=off VERSION="$VERSION" CHANGELOG_DATE="$CHANGELOG_DATE" OUT="$OUT" NFPM="$NFPM" \
       bash scripts/package-build.sh "$suite" "${ok[@]}" > "$list"

@@ -39,14 +39,26 @@ mirror_trouble() {
   grep -E 'File has unexpected size|Hash Sum mismatch|Mirror sync in progress|Packages.*(was corrupt|404)|Couldn.t download .*Packages' "$1" || true
 }
 
-# root_make NAME SUITE ARCH VARIANT INCLUDE: prints the path of the cached
-# root, making it when missing. INCLUDE is mmdebstrap's comma-separated list.
+# root_make NAME SUITE ARCH VARIANT INCLUDE [lists]: prints the path of the
+# cached root, making it when missing. INCLUDE is mmdebstrap's comma-separated
+# list. With "lists" the root keeps apt's package lists and their binary cache
+# (built once, inside), so that `apt-get install` in it needs no `apt-get
+# update` first: under qemu that update costs minutes, natively seconds. Such
+# lists older than ROOTS_LISTS_DAYS (default 3) are refreshed in the cache.
 root_make() {
-  local name=$1 suite=$2 arch=$3 variant=$4 include=$5
-  local key dir log s
-  key=$(printf '%s|' "$suite" "$arch" "$variant" "$include" "$DEBIAN_MIRROR" v1 | sha256sum | cut -c1-12)
+  local name=$1 suite=$2 arch=$3 variant=$4 include=$5 lists=${6:-}
+  local key dir log s skip=()
+  key=$(printf '%s|' "$suite" "$arch" "$variant" "$include" "$DEBIAN_MIRROR" "$lists" v1 | sha256sum | cut -c1-12)
   dir="$ROOTS_CACHE/$name-$key"
-  if [ -e "$dir/.complete" ]; then echo "$dir"; return 0; fi
+  [ -n "$lists" ] && skip=(--skip=cleanup/apt/lists)
+  if [ -e "$dir/.complete" ]; then
+    if [ -n "$lists" ] && [ -z "$(find "$dir/.complete" -mtime -"${ROOTS_LISTS_DAYS:-3}")" ]; then
+      echo "roots: refreshing the package lists of $name (older than ${ROOTS_LISTS_DAYS:-3} days)" >&2
+      root_lists "$dir" > "$dir.refresh.log" 2>&1 || { tail -n 20 "$dir.refresh.log" >&2; return 1; }
+      touch "$dir/.complete"
+    fi
+    echo "$dir"; return 0
+  fi
   mkdir -p "$ROOTS_CACHE"
   for old in "$ROOTS_CACHE/$name"-*; do   # the same root made from another list
     case $old in "$dir"|"$dir".*) ;; *) [ -d "$old" ] && rm -rf "$old" ;; esac
@@ -54,7 +66,7 @@ root_make() {
   rm -rf "$dir.tmp"
   log="$dir.log"; s=$SECONDS
   echo "roots: making $name ($suite $arch, mmdebstrap --variant=$variant${include:+ --include=$include}); log: $log" >&2
-  if ! mmdebstrap --variant="$variant" --architectures="$arch" ${include:+--include="$include"} \
+  if ! mmdebstrap --variant="$variant" --architectures="$arch" ${include:+--include="$include"} "${skip[@]}" \
       "$suite" "$dir.tmp" "deb $DEBIAN_MIRROR $suite main" "deb $DEBIAN_MIRROR $suite-updates main" > "$log" 2>&1; then
     rm -rf "$dir.tmp"
     local why; why=$(mirror_trouble "$log")
@@ -67,9 +79,17 @@ root_make() {
     echo "roots: mmdebstrap failed for $name (log above: $log)" >&2
     return 1
   fi
+  if [ -n "$lists" ]; then
+    root_run "$dir.tmp" -- apt-cache gencaches >> "$log" 2>&1 || { tail -n 20 "$log" >&2; return 1; }
+  fi
   touch "$dir.tmp/.complete"; mv "$dir.tmp" "$dir"
   echo "roots: $name made in $((SECONDS - s)) s" >&2
   echo "$dir"
+}
+
+# root_lists ROOT: apt-get update and the binary cache, inside ROOT.
+root_lists() {
+  root_run "$1" -- sh -ec 'apt-get update -q; apt-cache gencaches'
 }
 
 # root_run ROOT [-b PATH]... [-w PATH] -- COMMAND...: runs COMMAND (after
@@ -87,6 +107,11 @@ root_run() {
     mount -t proc proc "$R/proc"
     mount --rbind /dev "$R/dev"
     mount -t tmpfs tmpfs "$R/tmp"
+    # apt inside resolves the mirror with the machine'"'"'s resolver (never through a symlink).
+    if [ ! -L "$R/etc/resolv.conf" ]; then
+      [ -e "$R/etc/resolv.conf" ] || : > "$R/etc/resolv.conf"
+      mount --bind /etc/resolv.conf "$R/etc/resolv.conf"
+    fi
     for ((i = 0; i < n; i++)); do mkdir -p "$R$1"; mount --bind "$1" "$R$1"; shift; done
     cd "$R$wd"
     exec chroot "$R" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
