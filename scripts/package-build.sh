@@ -26,6 +26,12 @@ suite=$1; shift
 # ~debNNu1: see scripts/package.sh for why.
 deb_version="$VERSION-1~deb$(suite_number "$suite")u1"
 mkdir -p "$OUT"
+# The system unit: /lib/systemd/system as bookworm's debhelper puts it;
+# trixie finished the /usr merge, and its lintian refuses /lib
+# (aliased-location). dpkg keeps the file when an upgrade moves it between
+# the two names of one folder within the package (TestSystem on trixie
+# upgrades from a package with the bookworm layout).
+case $suite in bookworm) unit_dir=/lib/systemd/system ;; *) unit_dir=/usr/lib/systemd/system ;; esac
 
 # The plugins to bundle: every folder under plugins/ whose package is main.
 plugins=()
@@ -70,7 +76,7 @@ for arch in "$@"; do
   sed -e "s/@VERSION@/$deb_version/" -e "s/@SUITE@/$suite/" -e "s/@DATE@/$CHANGELOG_DATE/" packaging/changelog \
     | gzip -9n > "$stage/changelog.Debian.gz"
 
-  DEB_ARCH=$arch DEB_VERSION=$deb_version STAGE="$repo/$stage" REPO="$repo" \
+  DEB_ARCH=$arch DEB_VERSION=$deb_version STAGE="$repo/$stage" REPO="$repo" UNIT_DIR=$unit_dir \
   DEPENDS_YAML=$(printf '%s\n' "$depends" | sed 's/^/  - /') \
     perl -pe 's/\$\{(\w+)\}/exists $ENV{$1} ? $ENV{$1} : die "nfpm.yaml: \${$1} is not set\n"/ge' packaging/nfpm.yaml > "$stage/nfpm.yaml"
   deb="$OUT/agenthost_${deb_version}_${arch}.deb"

@@ -191,6 +191,13 @@ for suite in "${SUITES[@]}"; do
   n=$(suite_number "$suite")
   prev="$work/prev-$suite"; dpkg-deb -R "$d" "$prev"
   sed -i "s/^Version: .*/Version: 0.0.0~previous-1~deb${n}u1/" "$prev/DEBIAN/control"
+  if [ -e "$prev/usr/lib/systemd/system/agenthost.service" ]; then
+    # trixie: the previous version has bookworm's layout (/lib/systemd/system), so the
+    # upgrade moves the unit between the two names of one folder, as bookworm→trixie does.
+    mkdir -p "$prev/lib/systemd/system"; mv "$prev/usr/lib/systemd/system/agenthost.service" "$prev/lib/systemd/system/"
+    rmdir "$prev/usr/lib/systemd/system"
+    sed -i 's| usr/lib/systemd/system/agenthost.service$| lib/systemd/system/agenthost.service|' "$prev/DEBIAN/md5sums"
+  fi
   dpkg-deb -b --root-owner-group "$prev" "$work/agenthost_0.0.0~previous-1~deb${n}u1_amd64.deb" >/dev/null
   cp "$work/agenthost_0.0.0~previous-1~deb${n}u1_amd64.deb" "$srv/agenthost_previous_amd64.deb"
   # scripts/install.sh with what it needs, and the binaries it takes (--from).
