@@ -39,6 +39,20 @@ mirror_trouble() {
   grep -E 'File has unexpected size|Hash Sum mismatch|Mirror sync in progress|Packages.*(was corrupt|404)|Couldn.t download .*Packages' "$1" || true
 }
 
+# safe_rm DIR: removes DIR unless something is mounted below it (a root
+# whose maker was killed mid-way may still have the machine's /dev/shm there).
+safe_rm() {
+  local d m
+  d=$(realpath -m "$1")
+  [ -e "$d" ] || return 0
+  m=$(awk -v d="$d/" 'index($2"/", d) == 1 {print $2}' /proc/self/mounts)
+  if [ -n "$m" ]; then
+    echo "roots: not removing $d: mounted below it: $(echo $m)" >&2
+    return 1
+  fi
+  rm -rf "$d"
+}
+
 # root_make NAME SUITE ARCH VARIANT INCLUDE [lists]: prints the path of the
 # cached root, making it when missing. INCLUDE is mmdebstrap's comma-separated
 # list. With "lists" the root keeps apt's package lists and their binary cache
@@ -61,14 +75,16 @@ root_make() {
   fi
   mkdir -p "$ROOTS_CACHE"
   for old in "$ROOTS_CACHE/$name"-*; do   # the same root made from another list
-    case $old in "$dir"|"$dir".*) ;; *) [ -d "$old" ] && rm -rf "$old" ;; esac
+    case $old in "$dir"|"$dir".*) ;; *) [ -d "$old" ] && { safe_rm "$old" || return 1; } ;; esac
   done
-  rm -rf "$dir.tmp"
+  safe_rm "$dir.tmp" || return 1
   log="$dir.log"; s=$SECONDS
   echo "roots: making $name ($suite $arch, mmdebstrap --variant=$variant${include:+ --include=$include}); log: $log" >&2
-  if ! mmdebstrap --variant="$variant" --architectures="$arch" ${include:+--include="$include"} "${skip[@]}" \
+  # In a mount namespace of its own: the mounts it makes in the new root go
+  # with it, however it ends.
+  if ! unshare -m --propagation private -- mmdebstrap --variant="$variant" --architectures="$arch" ${include:+--include="$include"} "${skip[@]}" \
       "$suite" "$dir.tmp" "deb $DEBIAN_MIRROR $suite main" "deb $DEBIAN_MIRROR $suite-updates main" > "$log" 2>&1; then
-    rm -rf "$dir.tmp"
+    safe_rm "$dir.tmp" || true
     local why; why=$(mirror_trouble "$log")
     if [ -n "$why" ]; then
       echo "roots: $name: BLOCKED by the mirror (its index does not match its Release file):" >&2

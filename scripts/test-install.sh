@@ -65,7 +65,7 @@ for deb in "${debs[@]}"; do
   case $version in *~deb12u*) suite=bookworm ;; *~deb13u*) suite=trixie ;; *) echo "test-install: $deb: no ~debNN suffix in $version" >&2; exit 2 ;; esac
   target=$suite/$arch; order+=("$target"); s=$SECONDS
   echo "== $target: $(basename "$deb")"
-  if root=$(root_make "install-$suite-$arch" "$suite" "$arch" apt "systemd,procps"); then :; else
+  if root=$(root_make "install-$suite-$arch" "$suite" "$arch" apt "systemd,procps" lists); then :; else
     rc=$?
     if ((rc == 3)) && [ "${ALLOW_BLOCKED:-}" = 1 ]; then result[$target]="BLOCKED by the mirror (see above)"; continue; fi
     result[$target]="FAIL (no root)"; exit 1

@@ -69,6 +69,8 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+safe_rm "${XDG_CACHE_HOME:-$HOME/.cache}/agenthost/system-root" || true   # the debootstrap root of earlier versions
+
 section "packages (scripts/package.sh: six, each built once for the whole run)"
 s=$SECONDS
 ALLOW_BLOCKED=$allow_blocked scripts/package.sh 2> >(tee "$work/package.log" >&2) > "$work/debs"

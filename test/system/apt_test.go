@@ -59,6 +59,13 @@ func TestAptRepository(t *testing.T) {
 		}
 		t.Logf("scripts/repo.sh: %s", strings.TrimSpace(string(out)))
 	}
+	for _, home := range []string{gnupg, filepath.Join(tmp, "gnupg-other")} {
+		defer func() { // gpg leaves an agent running per GNUPGHOME
+			kill := exec.Command("gpgconf", "--kill", "all")
+			kill.Env = append(os.Environ(), "GNUPGHOME="+home)
+			kill.Run()
+		}()
+	}
 	publish(gnupg, pub, prev)
 
 	// Serve the folder, as any web server would; /unsigned and /otherkey are the bad copies.
