@@ -150,7 +150,7 @@ root_add_arch() {
       sh "${pkgs[@]}" > "$log" 2>&1; then
     local why; why=$(mirror_trouble "$log")
     # Leave the root as it was: without the architecture, and with lists that apt can read.
-    root_run "$root" -- sh -c 'dpkg --remove-architecture "$1" && apt-get update -q' sh "$arch" >/dev/null 2>&1 || true
+    root_run "$root" -- dpkg --remove-architecture "$arch" >/dev/null 2>&1 || true
     if [ -n "$why" ]; then
       echo "roots: $arch in $(basename "$root"): BLOCKED by the mirror (its index does not match its Release file):" >&2
       echo "$why" | sort -u | sed 's/^/  /' >&2

@@ -44,8 +44,11 @@ func TestAptRepository(t *testing.T) {
 	}
 	defer srv.Close()
 
-	// A clean start: no agenthost from an earlier test in this boot.
+	// A clean start: no agenthost from an earlier test in this boot (and no
+	// /etc/agenthost: install.sh --uninstall keeps it, and dpkg would then ask
+	// about a conffile it did not install).
 	b.run("", "dpkg", "--purge", "agenthost")
+	b.run("", "rm", "-rf", "/etc/agenthost")
 
 	tmp := t.TempDir()
 	gnupg, pub := filepath.Join(tmp, "gnupg"), filepath.Join(tmp, "repo")

@@ -69,6 +69,7 @@ func TestDesktop(t *testing.T) {
 	defer srv.Close()
 
 	b.run("", "dpkg", "--purge", "agenthost")
+	b.run("", "rm", "-rf", "/etc/agenthost") // left by install.sh --uninstall in TestSystem
 	if _, err := b.run("", "id", "pi"); err != nil {
 		b.must("useradd", "-m", "pi")
 	}
