@@ -89,6 +89,10 @@ HOLD
   unshare_pid=$!
   for _ in $(seq 100); do holder_pid=$(pgrep -P "$unshare_pid" || true); [ -n "$holder_pid" ] && break; sleep 0.1; done
   [ -n "$holder_pid" ] || { cat "$w/holder.log" >&2; exit 1; }
+  # Only once the holder is chrooted does nsenter -r enter the root (before
+  # that, its root is the machine's).
+  for _ in $(seq 300); do [ "$(readlink "/proc/$holder_pid/root")" = "$w/root" ] && break; sleep 0.1; done
+  [ "$(readlink "/proc/$holder_pid/root")" = "$w/root" ] || { echo "test-install: the holder did not enter $w/root" >&2; cat "$w/holder.log" >&2; exit 1; }
   if INSTALL_TEST_PID=$holder_pid INSTALL_TEST_ROOT="$w/root" INSTALL_TEST_TARGET="$target" \
      INSTALL_TEST_DEB="/srv/agenthost-test/$(basename "$deb")" \
      "$work/system.test" -test.run '^TestInstalledPackage$' -test.v -test.count=1 -test.timeout 20m 2>&1 | tee "$w/go-test.log"
