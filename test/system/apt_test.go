@@ -207,6 +207,10 @@ func TestAptRepository(t *testing.T) {
 		zw.Close()
 		os.WriteFile(filepath.Join(bin, "Packages.gz"), gz.Bytes(), 0o644)
 		os.Remove(filepath.Join(bin, "Packages.xz"))
+		// A speaker that has the signed index already keeps it (the InRelease is
+		// unchanged: "Hit"); one that fetches it now, as a new speaker does, must
+		// refuse the tampered file.
+		b.sh("rm -f /var/lib/apt/lists/127.0.0.1_*")
 		refused(t, "a tampered Packages", "Hash Sum mismatch", "unexpected size", "Hashes of expected file")
 	})
 
