@@ -210,7 +210,7 @@ func TestAptRepository(t *testing.T) {
 		// A speaker that has the signed index already keeps it (the InRelease is
 		// unchanged: "Hit"); one that fetches it now, as a new speaker does, must
 		// refuse the tampered file.
-		b.sh("rm -f /var/lib/apt/lists/127.0.0.1_*")
+		b.sh("rm -f /var/lib/apt/lists/127.0.0.1*") // 127.0.0.1:PORT_repo_dists_… (the port escaped)
 		refused(t, "a tampered Packages", "Hash Sum mismatch", "unexpected size", "Hashes of expected file")
 	})
 
