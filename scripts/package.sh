@@ -5,7 +5,11 @@
 #   scripts/package.sh                          # all six
 #   scripts/package.sh trixie/armhf bookworm    # some: SUITE/ARCH, SUITE or ARCH
 # Env: PACKAGE_VERSION (default: 0.0.0+git<commit time>.<hash>), OUT (default dist).
-# Prints the path of each .deb, one a line, in the order asked for.
+# Prints the path of each .deb, one a line, in the order asked for. A target
+# that needs an index the Debian mirror serves broken (its size or hash does
+# not match the Release file: a mirror in mid-sync) is reported BLOCKED with
+# apt's error and the rest is built; the exit status is then 3, or 0 with
+# ALLOW_BLOCKED=1 (scripts/test-system.sh). Every run tries again.
 #
 # Versions: <upstream>-1~deb12u1 on bookworm and <upstream>-1~deb13u1 on
 # trixie, Debian's suffix for one source rebuilt for several releases: the
