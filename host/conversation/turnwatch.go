@@ -130,6 +130,7 @@ func (c *Conversation) replyTimedOut(gen int, task string) {
 // and the turn_failed hook. reason is in words, with no content of the turn.
 func (c *Conversation) turnFailed(task, reason string) {
 	c.log.Warn("the turn failed", "task", task, "reason", reason)
+	c.play.release(task)
 	c.play.cue(c.earconUnreachable)
 	c.hook.run("turn_failed", map[string]string{"TASK": task, "REASON": reason})
 }
