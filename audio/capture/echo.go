@@ -2,6 +2,7 @@ package capture
 
 import (
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 )
@@ -20,6 +21,8 @@ type EchoOptions struct {
 	// Residual suppresses the echo the filter leaves (speexdsp's residual
 	// echo suppressor): on by default; NoResidual turns it off.
 	NoResidual bool
+	// Log, if set, hears when the delay search moves the filter.
+	Log *slog.Logger
 }
 
 // Bounds of the canceller's settings.
@@ -66,10 +69,12 @@ type Echo struct {
 	out   []int16
 	shift int // applied delay, frames
 
-	warm    int // frames with sound played since the filter (re)started
-	lastFar int // the last frame with sound played
+	warm    int   // frames with sound played since the filter (re)started
+	lastFar int   // the last frame with sound played
+	breaks  int64 // the reference's breaks seen
 
 	delay atomic.Int64 // the applied delay, for Delay
+	moves atomic.Int64 // times the filter's window moved, for Moves
 }
 
 // NewEcho returns a canceller that reads what was played from ref (nil
@@ -120,6 +125,12 @@ func (e *Echo) Name() string { return "echo" }
 func (e *Echo) Process(f *Frame) {
 	if e.ref != nil {
 		e.ref.Read(e.far, f.At)
+		if b := e.ref.Breaks(); b != e.breaks {
+			// The speaker ran dry and restarted a little off: the filter
+			// adapts to it without starting over; hold the output down
+			// meanwhile, as at the start.
+			e.breaks, e.warm = b, 0
+		}
 	}
 	e.Cancel(f.PCM, e.far)
 }
@@ -142,6 +153,10 @@ func (e *Echo) Cancel(mic, far []int16) {
 				e.shift = lag
 				e.aec.reset()
 				e.warm = 0
+				e.moves.Add(1)
+				if e.o.Log != nil {
+					e.o.Log.Debug("echo path delay found; the canceller learns the room again", "component", "capture", "delay", time.Duration(lag)*FrameDuration)
+				}
 			}
 		}
 	}
@@ -191,6 +206,10 @@ func (e *Echo) window() int { return max(0, e.shift-delayMargin) }
 
 // Delay is the bulk delay the search found (0 until it has found one).
 func (e *Echo) Delay() time.Duration { return time.Duration(e.delay.Load()) }
+
+// Moves counts how often the delay search moved the filter's window
+// (each time, the filter starts learning again).
+func (e *Echo) Moves() int64 { return e.moves.Load() }
 
 // Close implements Stage.
 func (e *Echo) Close() error {

@@ -48,7 +48,8 @@ func TestLiveRoomThroughTheChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer chain.Close()
-	sink := TapSink(l.Sink(), ref)
+	sink := TapSink(l.Sink(), ref, rate, 20*time.Millisecond)
+	defer sink.Close()
 	go func() {
 		for i := 0; i < len(far); i += 960 {
 			if _, err := sink.Write(far[i:min(len(far), i+960)]); err != nil {
