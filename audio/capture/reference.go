@@ -1,6 +1,7 @@
 package capture
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,8 +54,7 @@ func (r *Reference) pos(t time.Time) int64 {
 	if r.epoch.IsZero() {
 		r.epoch = t
 	}
-	d := t.Sub(r.epoch)
-	return (int64(d)*int64(r.rate) + int64(time.Second)/2) / int64(time.Second)
+	return int64(math.Round(t.Sub(r.epoch).Seconds() * float64(r.rate)))
 }
 
 func (r *Reference) slot(p int64) int {
