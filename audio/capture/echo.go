@@ -21,6 +21,9 @@ type EchoOptions struct {
 	// Residual suppresses the echo the filter leaves (speexdsp's residual
 	// echo suppressor): on by default; NoResidual turns it off.
 	NoResidual bool
+	// NoHold turns off holding the output down while the filter learns
+	// (after a start, a move or an underrun): to measure the filter alone.
+	NoHold bool
 	// Log, if set, hears when the delay search moves the filter.
 	Log *slog.Logger
 }
@@ -171,7 +174,7 @@ func (e *Echo) Cancel(mic, far []int16) {
 		e.lastFar = e.t
 		e.warm++
 	}
-	if e.warm < warmFrames && e.t-e.lastFar <= e.slots+warmTail {
+	if !e.o.NoHold && e.warm < warmFrames && e.t-e.lastFar <= e.slots+warmTail {
 		// The filter is still learning the room: while its echo may be
 		// in the microphone, hold the output down rather than pass it.
 		for i, v := range e.out {
