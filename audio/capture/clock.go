@@ -23,6 +23,7 @@ type clock struct {
 	win    time.Time // the earliest bound in this window
 	winN   int
 	n      int // bounds taken
+	jumps  int // times a settled anchor moved (the stream's timeline jumped)
 }
 
 const (
@@ -46,6 +47,9 @@ func (c *clock) bound(edge time.Time, n int) time.Time {
 		slack = clockJump
 	}
 	if c.anchor.IsZero() || cand.Before(c.anchor.Add(-slack)) {
+		if c.n > clockSettle {
+			c.jumps++
+		}
 		c.anchor = cand
 	}
 	if c.winN == 0 || cand.Before(c.win) {
@@ -53,6 +57,7 @@ func (c *clock) bound(edge time.Time, n int) time.Time {
 	}
 	if c.winN++; c.winN >= clockWindow {
 		if c.win.Sub(c.anchor) > clockJump {
+			c.jumps++
 			c.anchor = c.win
 		}
 		c.winN = 0

@@ -91,7 +91,11 @@ func (r *Reference) played(p []int16, lat time.Duration, now time.Time) {
 		r.run.restart() // the speaker ran dry: a new run
 		r.inRun, r.runN = true, 0
 	}
+	jumps := r.run.jumps
 	r.run.bound(now.Add(lat), len(p))
+	if r.run.jumps != jumps {
+		r.breaks.Add(1) // a settled run moved: as good as a new one
+	}
 	base := r.pos(r.run.anchor)
 	if r.runN > 0 && base != r.base {
 		r.move(base)
@@ -133,7 +137,8 @@ func (r *Reference) move(base int64) {
 }
 
 // Breaks counts the times the speaker ran dry after it had been fed (an
-// underrun: the process was late to write). The new run is placed only as
+// underrun: the process was late to write), or its settled timeline
+// moved. The new run is placed only as
 // well as the device's latency bounds allow, a fraction of a millisecond
 // off, which an adaptive filter must learn again.
 func (r *Reference) Breaks() int64 { return r.breaks.Load() }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -70,7 +71,7 @@ func TestEchoRoomBargeIns(t *testing.T) {
 			if tc.interrupt {
 				sets = append(sets, "audio.echo_room.interrupt="+stopPath, "audio.echo_room.interrupt_after=800ms")
 			}
-			startHost(t, sim, sets...)
+			host := startHost(t, sim, sets...)
 			waitFor(t, sim, "the host to listen", func() bool { return len(listens(sim, voice.ListenStart, 0)) > 0 })
 
 			interrupted := 0
@@ -90,23 +91,41 @@ func TestEchoRoomBargeIns(t *testing.T) {
 				if err != nil {
 					t.Fatalf("reply %d neither ended nor was interrupted: %v", i+1, err)
 				}
+				if os.Getenv("AEC_E2E_LOG") != "" {
+					t.Logf("reply %d (%s): ended %v, detections %d → %d", i+1, task, ended, before, len(detections(sim)))
+				}
 				if !ended {
 					interrupted++
 					if !tc.cancel {
 						break // it goes on interrupting itself
 					}
-					// The "okay" to the barge-in plays before the next reply.
-					turn := detections(sim)[before]
-					waitFor(t, sim, "the answer to the barge-in", func() bool { return replyEnded(sim, turn) })
 				}
-				// Let the room fall quiet (the speaker's buffer, the
-				// reverberation, the simulator's VAD hang) so that the next
-				// reply starts a new run of playback.
-				time.Sleep(time.Second)
+				// Every turn the VAD heard has been answered ("okay") and the
+				// room is quiet again (the speaker's buffer, the reverberation,
+				// the VAD's hang) before the next reply, so that its "stop"
+				// starts a turn of its own.
+				for {
+					heard := detections(sim)
+					waitFor(t, sim, "the answers to the barge-ins", func() bool {
+						for _, turn := range heard {
+							if !replyEnded(sim, turn) {
+								return false
+							}
+						}
+						return true
+					})
+					time.Sleep(time.Second)
+					if len(detections(sim)) == len(heard) {
+						break
+					}
+				}
 			}
 			bargeIns := len(detections(sim))
 			t.Logf("%d replies: %d interrupted, %d barge-ins in all", tc.replies, interrupted, bargeIns)
 			tc.check(t, interrupted, bargeIns)
+			if os.Getenv("AEC_E2E_LOG") != "" {
+				t.Logf("host log:\n%s", host.log)
+			}
 		})
 	}
 }
