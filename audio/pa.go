@@ -158,6 +158,20 @@ func cbool(b bool) C.int {
 	return 0
 }
 
+// latency is what PortAudio reports for the open stream: how old the
+// newest sample read is, or how long a sample written to a full buffer
+// waits before it is heard.
+func (h *paHandle) latency(input bool) time.Duration {
+	info := C.Pa_GetStreamInfo(h.s)
+	if info == nil {
+		return 0
+	}
+	if input {
+		return seconds(info.inputLatency)
+	}
+	return seconds(info.outputLatency)
+}
+
 func (h *paHandle) start() error { return paErr(C.Pa_StartStream(h.s)) }
 func (h *paHandle) stop() error  { return paErr(C.Pa_StopStream(h.s)) }
 func (h *paHandle) abort() error { return paErr(C.Pa_AbortStream(h.s)) }

@@ -145,3 +145,17 @@ func (s *pacedSink) Close() error {
 	s.cancel()
 	return s.sink.Close()
 }
+
+// latencyOf is x's Latency (see Latencer in package audio/capture), or 0.
+func latencyOf(x any) time.Duration {
+	if l, ok := x.(interface{ Latency() time.Duration }); ok {
+		return l.Latency()
+	}
+	return 0
+}
+
+// Latency is the wrapped source's.
+func (s *pacedSource) Latency() time.Duration { return latencyOf(s.src) }
+
+// Latency is the wrapped sink's.
+func (s *pacedSink) Latency() time.Duration { return latencyOf(s.sink) }

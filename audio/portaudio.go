@@ -218,7 +218,9 @@ type paStream struct {
 }
 
 func (p *paStream) format() Format { return p.fmt }
-func (p *paStream) device() Device { return p.dev }
+
+func (p *paStream) latency() time.Duration { return p.h.latency(p.input) }
+func (p *paStream) device() Device         { return p.dev }
 
 func (p *paStream) read() ([]int16, error) {
 	return p.buf, p.h.read(p.buf)

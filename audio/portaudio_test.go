@@ -81,6 +81,9 @@ func TestCaptureSpeechBitExact(t *testing.T) {
 	if f := src.DeviceFormat(); f != (Format{16000, 1}) {
 		t.Errorf("device opened at %v, want 16000 Hz mono (the wire format)", f)
 	}
+	if l := src.Latency(); l <= 0 || l > 5*time.Second {
+		t.Errorf("the capture device reports a latency of %v (the echo canceller aligns by it)", l)
+	}
 	got := make([]int16, len(want))
 	// Odd read sizes, so that buffering across device buffers is exercised.
 	for n := 0; n < len(got); {
@@ -188,6 +191,9 @@ func TestPlaybackTone(t *testing.T) {
 		sink, err := OpenPortAudioSink(t.Context(), o)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if l := sink.Latency(); l <= 0 || l > 5*time.Second {
+			t.Errorf("the playback device reports a latency of %v (the echo canceller aligns by it)", l)
 		}
 		for i := 0; i < len(tone); i += 960 {
 			if _, err := sink.Write(tone[i:min(len(tone), i+960)]); err != nil {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // PortAudioSource captures from a PortAudio input device and delivers mono
@@ -35,6 +36,26 @@ type PortAudioSource struct {
 type openDevice struct {
 	dev Device
 	fmt Format
+	lat time.Duration
+}
+
+// deviceLatency is what a device stream reports as its latency (0 when it
+// reports none, as test fakes).
+func deviceLatency(d any) time.Duration {
+	if l, ok := d.(interface{ latency() time.Duration }); ok {
+		return l.latency()
+	}
+	return 0
+}
+
+// Latency is what PortAudio reports for the open device: how old the
+// newest sample a Read returns is (0 while reopening). The echo canceller
+// aligns what was played with what is heard by it.
+func (s *PortAudioSource) Latency() time.Duration {
+	if d := s.cur.Load(); d != nil {
+		return d.lat
+	}
+	return 0
 }
 
 // OpenPortAudioSource opens the capture device o selects, at a rate and
@@ -70,7 +91,7 @@ func (s *PortAudioSource) connect() error {
 		return fmt.Errorf("audio: input device %s: %w", dev.device().Name, err)
 	}
 	s.dev, s.conv = dev, conv
-	s.cur.Store(&openDevice{dev.device(), dev.format()})
+	s.cur.Store(&openDevice{dev.device(), dev.format(), deviceLatency(dev)})
 	s.log.Debug("capture device open", "device", dev.device().Name, "device_format", dev.format().String(), "rate", s.o.Rate)
 	return nil
 }
@@ -231,7 +252,7 @@ func (s *PortAudioSink) connect() error {
 		return fmt.Errorf("audio: output device %s: %w", dev.device().Name, err)
 	}
 	s.dev, s.conv = dev, conv
-	s.cur.Store(&openDevice{dev.device(), dev.format()})
+	s.cur.Store(&openDevice{dev.device(), dev.format(), deviceLatency(dev)})
 	s.log.Debug("playback device open", "device", dev.device().Name, "device_format", dev.format().String(), "rate", s.o.Rate)
 	return nil
 }
@@ -265,6 +286,16 @@ func (s *PortAudioSink) DeviceFormat() Format {
 		return d.fmt
 	}
 	return Format{}
+}
+
+// Latency is what PortAudio reports for the open device: how long a
+// sample written into a full buffer waits before it is heard (0 while
+// reopening).
+func (s *PortAudioSink) Latency() time.Duration {
+	if d := s.cur.Load(); d != nil {
+		return d.lat
+	}
+	return 0
 }
 
 // Underflows counts writes that found the device starved (a gap was heard).

@@ -221,6 +221,44 @@ type Audio struct {
 	// not a clock (headless ALSA, files).
 	Pace  bool    `yaml:"pace"`
 	Retry Backoff `yaml:"retry"`
+	// Capture is the microphone's processing (package audio/capture).
+	Capture Capture `yaml:"capture"`
+	// EchoRoom is the simulated room of the echo_room backend.
+	EchoRoom EchoRoom `yaml:"echo_room"`
+}
+
+// Capture configures the stages the microphone passes through: echo
+// cancellation (against what the speaker plays), noise suppression, gain.
+// Each is off unless set.
+type Capture struct {
+	EchoCancel bool `yaml:"echo_cancel"`
+	// EchoTail is the echo path the canceller's filter models beyond the
+	// bulk delay; EchoDelaySearch how far beyond the devices' reported
+	// latency it looks for that delay (0: no search).
+	EchoTail         Duration `yaml:"echo_tail"`
+	EchoDelaySearch  Duration `yaml:"echo_delay_search"`
+	NoiseSuppression bool     `yaml:"noise_suppression"`
+	// NoiseLevel is the most noise suppression takes off, in dB (negative).
+	NoiseLevel int `yaml:"noise_level"`
+	// Gain is a fixed gain in dB after the other stages (0: none).
+	Gain float64 `yaml:"gain"`
+}
+
+// EchoRoom is a simulated room (package audio/echoroom): what the host
+// plays comes back into its microphone, with near-end speech from files.
+type EchoRoom struct {
+	Delay  Duration `yaml:"delay"`
+	Gain   float64  `yaml:"gain"` // dB
+	Reverb Duration `yaml:"reverb"`
+	Clip   float64  `yaml:"clip"`  // soft-clipping level, a fraction of full scale; 0 is off
+	Noise  float64  `yaml:"noise"` // dBFS; 0 is none
+	// Speech (WAV or raw 16-bit) is said at SpeechAt, then every SpeechEvery.
+	Speech      string   `yaml:"speech"`
+	SpeechAt    Duration `yaml:"speech_at"`
+	SpeechEvery Duration `yaml:"speech_every"`
+	// Interrupt is said InterruptAfter into every reply the speaker plays.
+	Interrupt      string   `yaml:"interrupt"`
+	InterruptAfter Duration `yaml:"interrupt_after"`
 }
 
 // Conversation configures turn-taking.
@@ -395,7 +433,9 @@ func Default() *Config {
 		Audio: Audio{
 			Backend: "portaudio", Input: "default", Output: "default",
 			Rate: 16000, Frame: Duration(60e6),
-			Retry: Backoff{Base: Duration(1e9), Cap: Duration(30e9)},
+			Retry:    Backoff{Base: Duration(1e9), Cap: Duration(30e9)},
+			Capture:  Capture{EchoTail: Duration(100e6), EchoDelaySearch: Duration(400e6), NoiseLevel: -20},
+			EchoRoom: EchoRoom{Delay: Duration(60e6), Gain: -10, Reverb: Duration(150e6), Noise: -65, SpeechAt: Duration(1e9), InterruptAfter: Duration(1e9)},
 		},
 		Conversation: Conversation{
 			JitterLead:    Duration(120e6),

@@ -201,7 +201,7 @@ func TestBadFile(t *testing.T) {
 		{"param value", "server:\n  params:\n    lang: \"x##y\"\n", []string{":3: server.params.lang:", `"##"`}},
 		{"level", "log:\n  level: verbose\n", []string{":2: log.level:", `"verbose" is not one of debug, info, warn, error`}},
 		{"log format", "log:\n  format: xml\n", []string{`log.format: "xml" is not one of text, json`}},
-		{"backend", "audio:\n  backend: alsa\n", []string{`audio.backend: "alsa" is not one of portaudio, file, none`}},
+		{"backend", "audio:\n  backend: alsa\n", []string{`audio.backend: "alsa" is not one of portaudio, file, echo_room, none`}},
 		{"file backend", "audio:\n  backend: file\n", []string{"audio.backend: the file backend needs audio.input_file"}},
 		{"zero duration", "server:\n  dial_timeout: 0s\n", []string{":2: server.dial_timeout: 0s must be more than 0"}},
 		{"negative duration", "audio:\n  frame: -60ms\n", []string{"audio.frame: -60ms must be more than 0"}},
@@ -927,11 +927,11 @@ mcp:
 func TestObsoleteVAD(t *testing.T) {
 	clearEnv(t)
 	// An old file with conversation.vad still loads, with a warning.
-	c := mustLoad(t, writeConfig(t, "conversation:\n  aec: true\n  vad:\n    threshold: 500\n    hang: 700ms\n"), nil)
+	c := mustLoad(t, writeConfig(t, "audio:\n  capture:\n    echo_cancel: true\nconversation:\n  aec: true\n  vad:\n    threshold: 500\n    hang: 700ms\n"), nil)
 	if !c.Conversation.AEC {
 		t.Errorf("the rest of conversation was lost")
 	}
-	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], ":3: conversation.vad: obsolete and ignored") {
+	if len(c.Warnings) != 1 || !strings.Contains(c.Warnings[0], ":6: conversation.vad: obsolete and ignored") {
 		t.Errorf("warnings = %q", c.Warnings)
 	}
 	// Anything else under it is not checked (it is dropped as a whole).

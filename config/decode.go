@@ -120,6 +120,18 @@ func toInt(v any) (int64, bool) {
 	return 0, false
 }
 
+func toFloat(v any) (float64, bool) {
+	switch x := v.(type) {
+	case float64:
+		return x, !math.IsNaN(x) && !math.IsInf(x, 0)
+	case string:
+		f, err := strconv.ParseFloat(strings.TrimSpace(x), 64)
+		return f, err == nil && !math.IsNaN(f) && !math.IsInf(f, 0)
+	}
+	n, ok := toInt(v)
+	return float64(n), ok
+}
+
 // decode stores raw (from the merged koanf tree) into v, reporting every
 // type mismatch and unknown key at path p.
 func (l *loader) decode(raw any, v reflect.Value, p []string, secret bool) {
@@ -214,6 +226,13 @@ func (l *loader) decode(raw any, v reflect.Value, p []string, secret bool) {
 			return
 		}
 		v.SetInt(n)
+	case reflect.Float64:
+		f, ok := toFloat(raw)
+		if !ok {
+			l.errorf(p, "%s is not a number; write it like -10 or 0.5", describe(raw, secret))
+			return
+		}
+		v.SetFloat(f)
 	case reflect.Slice: // []string
 		var items []string
 		switch x := raw.(type) {

@@ -3,6 +3,7 @@ package config
 import (
 	"encoding/hex"
 	"maps"
+	"math"
 	"net"
 	"net/url"
 	gopath "path"
@@ -20,7 +21,7 @@ var (
 	EmojiModes    = []string{"false", "true", "dimi", "dimi2", "jfb"}
 	LogLevels     = []string{"debug", "info", "warn", "error"}
 	LogFormats    = []string{"text", "json"}
-	AudioBackends = []string{"portaudio", "file", "none"}
+	AudioBackends = []string{"portaudio", "file", "echo_room", "none"}
 )
 
 // MaxKeepalive is the longest idle time the voice server tolerates; a
@@ -233,6 +234,7 @@ func (l *loader) validate(c *Config) {
 	l.positive("audio.frame", a.Frame)
 	l.opus(s.Params, a)
 	l.backoff("audio.retry", a.Retry)
+	l.capture(a, c.Conversation)
 
 	cv := c.Conversation
 	if cv.JitterLead < 0 {
@@ -333,4 +335,52 @@ func contains(list []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// capture checks audio.capture and audio.echo_room (the bounds are those
+// of packages audio/capture and audio/echoroom).
+func (l *loader) capture(a Audio, cv Conversation) {
+	cp := a.Capture
+	if cp.EchoTail < Duration(20*time.Millisecond) || cp.EchoTail > Duration(500*time.Millisecond) {
+		l.errorf(path("audio.capture.echo_tail"), "%s is outside 20ms…500ms", cp.EchoTail)
+	}
+	if cp.EchoDelaySearch < 0 || cp.EchoDelaySearch > Duration(1500*time.Millisecond) {
+		l.errorf(path("audio.capture.echo_delay_search"), "%s is outside 0…1500ms (0 turns the search off)", cp.EchoDelaySearch)
+	}
+	if cp.NoiseLevel < -60 || cp.NoiseLevel > -1 {
+		l.errorf(path("audio.capture.noise_level"), "%d dB is outside -60…-1 dB (the most noise suppression takes off)", cp.NoiseLevel)
+	}
+	if math.IsNaN(cp.Gain) || cp.Gain < -30 || cp.Gain > 30 {
+		l.errorf(path("audio.capture.gain"), "%g dB is outside -30…30 dB", cp.Gain)
+	}
+	if (cp.EchoCancel || cp.NoiseSuppression) && a.Rate%100 != 0 {
+		l.errorf(path("audio.rate"), "%d Hz is not a whole number of samples per 10 ms, which the capture stages need", a.Rate)
+	}
+	if cv.AEC && !cp.EchoCancel && a.Backend != "none" {
+		l.warnf(path("conversation.aec"), "the microphone stays open while replies play, but audio.capture.echo_cancel is off: unless the sound device cancels echo itself, the server will hear the speaker and interrupt itself")
+	}
+	r := a.EchoRoom
+	if r.Delay < 0 || r.Delay > Duration(500*time.Millisecond) {
+		l.errorf(path("audio.echo_room.delay"), "%s is outside 0…500ms", r.Delay)
+	}
+	if r.Reverb < 0 || r.Reverb > Duration(time.Second) {
+		l.errorf(path("audio.echo_room.reverb"), "%s is outside 0…1s", r.Reverb)
+	}
+	if math.IsNaN(r.Gain) || r.Gain < -60 || r.Gain > 6 {
+		l.errorf(path("audio.echo_room.gain"), "%g dB is outside -60…6 dB", r.Gain)
+	}
+	if math.IsNaN(r.Clip) || r.Clip < 0 || r.Clip > 1 {
+		l.errorf(path("audio.echo_room.clip"), "%g is outside 0…1 (a fraction of full scale; 0 is off)", r.Clip)
+	}
+	if math.IsNaN(r.Noise) || r.Noise > 0 {
+		l.errorf(path("audio.echo_room.noise"), "%g dBFS must be 0 (none) or below, like -65", r.Noise)
+	}
+	for _, k := range []struct {
+		key string
+		d   Duration
+	}{{"speech_at", r.SpeechAt}, {"speech_every", r.SpeechEvery}, {"interrupt_after", r.InterruptAfter}} {
+		if k.d < 0 {
+			l.errorf(path("audio.echo_room."+k.key), "%s must not be negative", k.d)
+		}
+	}
 }

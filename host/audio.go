@@ -64,6 +64,8 @@ func devices(a config.Audio, log *slog.Logger) (openSource func(context.Context)
 			}
 			return audio.PacedSink(sink, a.Rate), nil
 		}
+	case "echo_room":
+		openSource, openSink = echoRoomDevices(a)
 	case "file":
 		if a.InputFile != "" {
 			openSource = func(context.Context) (audio.Source, error) {
@@ -86,5 +88,5 @@ func devices(a config.Audio, log *slog.Logger) (openSource func(context.Context)
 			}
 		}
 	}
-	return openSource, openSink
+	return withCapture(a, log, openSource, openSink)
 }

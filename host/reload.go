@@ -23,6 +23,7 @@ var liveKeys = []string{
 	"conversation.hooks",
 	"mcp.servers", "mcp.servers_file",
 	"audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace",
+	"audio.capture", "audio.echo_room",
 }
 
 func isLive(key string) bool {
@@ -116,7 +117,7 @@ func (h *Host) Apply(next *config.Config) []string {
 		if touched(changed, "conversation.hooks") {
 			h.conv.SetHooks(next.Conversation.Hooks)
 		}
-		if touched(changed, "audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace") {
+		if touched(changed, "audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room") {
 			h.conv.SetDevices(devices(next.Audio, h.log))
 		}
 	}

@@ -78,7 +78,7 @@ list=$(mktemp); trap 'rm -f "$list"' EXIT
 # Build-root contents: compilers and tools; the -dev packages of each architecture.
 BUILD_TOOLS=(build-essential dpkg-dev pkgconf gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf
              libc6-dev-arm64-cross libc6-dev-armhf-cross lintian)
-BUILD_DEV=(portaudio19-dev libasound2-dev libjack-jackd2-dev libopus-dev libsoxr-dev)
+BUILD_DEV=(portaudio19-dev libasound2-dev libjack-jackd2-dev libopus-dev libsoxr-dev libspeexdsp-dev)
 
 # build_root SUITE ARCH...: prints the root to build SUITE's packages in,
 # with the -dev packages of each ARCH added (the native ones come with it).

@@ -105,10 +105,11 @@ func (h *livenessHost) metrics(t *testing.T) string {
 	return string(body)
 }
 
-// replyEnded reports whether the simulator ended a reply for task on conn.
+// replyEnded reports whether the simulator ended a reply for task on conn
+// (0: on any connection).
 func replyEnded(sim *voicetest.Server, conn int, task string) bool {
 	for _, r := range sim.Sent() {
-		if r.Conn == conn && r.Frame.Type == voice.TypeEnd && r.Frame.Task == task {
+		if (conn == 0 || r.Conn == conn) && r.Frame.Type == voice.TypeEnd && r.Frame.Task == task {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package conversation
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/config"
@@ -17,22 +18,9 @@ func loadEarcon(path string, rate int) ([]int16, error) {
 	case config.EarconBuiltin:
 		return UnreachableEarcon(rate), nil
 	}
-	src, err := audio.OpenFileSource(path, audio.Options{Rate: rate})
+	pcm, err := audio.LoadFile(path, rate, 10*time.Second)
 	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	var pcm []int16
-	buf := make([]int16, 4096)
-	for {
-		n, err := src.Read(buf)
-		pcm = append(pcm, buf[:n]...)
-		if err != nil {
-			break
-		}
-		if len(pcm) > 10*rate {
-			return nil, fmt.Errorf("%s is longer than 10 s; an earcon should be a short cue", path)
-		}
+		return nil, fmt.Errorf("%w; an earcon should be a short cue", err)
 	}
 	return pcm, nil
 }

@@ -397,6 +397,18 @@ func (s *Server) Say(text string) (task string, err error) {
 	return task, nil
 }
 
+// SayAudio is Say with its own reply audio (16 kHz s16le mono) in place
+// of the configured one.
+func (s *Server) SayAudio(text string, pcm []byte) (task string, err error) {
+	c, err := s.current()
+	if err != nil {
+		return "", err
+	}
+	task = "say" + strconv.Itoa(int(s.callSeq.Add(1))%100000)
+	c.startReplyPCM(task, func() string { return text }, pcm)
+	return task, nil
+}
+
 func (s *Server) nextCallID() string {
 	return "call_" + strconv.FormatInt(s.callSeq.Add(1), 10)
 }

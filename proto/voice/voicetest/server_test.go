@@ -1,6 +1,7 @@
 package voicetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -503,5 +504,29 @@ func TestMatchService(t *testing.T) {
 		if got, _ := matchService(text, svcs); got != want {
 			t.Errorf("%q: got %q want %q", text, got, want)
 		}
+	}
+}
+
+func TestSayAudio(t *testing.T) {
+	s := start(t, Options{ReplyDuration: 60 * time.Millisecond})
+	c := dial(t, s, "tok")
+	c.next(isType(voice.TypeStatus))
+	pcm := tone(500, 180*time.Millisecond)
+	task, err := s.SayAudio("a reminder", pcm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	for {
+		f := c.next(func(f voice.Frame) bool {
+			return f.Task == task && (f.Type == voice.TypeAudio || f.Type == voice.TypeEnd)
+		})
+		if f.Type == voice.TypeEnd {
+			break
+		}
+		got = append(got, f.Payload...)
+	}
+	if !bytes.Equal(got, pcm) {
+		t.Fatalf("the reply carried %d bytes of audio, want the %d given", len(got), len(pcm))
 	}
 }

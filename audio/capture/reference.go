@@ -1,0 +1,242 @@
+package capture
+
+import (
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/agenthost/agenthost/audio"
+)
+
+// Reference is what the speaker played, on a timeline of when it was heard,
+// for the echo canceller: the playback path writes every sample it hands
+// the speaker (TapSink does it, after the volume gain, which is part of the
+// echo path), and the canceller reads, for each microphone frame, what was
+// playing when that frame was captured. The two sides meet on the wall
+// clock, each corrected by the latency its device reports.
+//
+// Playback comes in runs: a run starts when the speaker had run dry (the
+// first reply after a silence) and goes on while writes keep its buffer
+// fed. Silence between runs reads as zeros.
+type Reference struct {
+	rate int
+
+	mu    sync.Mutex
+	ring  []int16
+	epoch time.Time // position 0 of the timeline
+	hi    int64     // one past the newest position written
+
+	run    clock // when the current run's samples are heard
+	inRun  bool
+	base   int64 // timeline position of the run's sample 0
+	runN   int64 // samples in the run
+	runEnd time.Time
+	breaks atomic.Int64 // runs that began after the speaker ran dry mid-stream
+}
+
+// ReferenceSpan is how much of the timeline a Reference keeps: enough for
+// the speaker's buffer ahead of the microphone, the microphone's latency
+// and the canceller's delay search behind it.
+const ReferenceSpan = 4 * time.Second
+
+// maxMove bounds how much of a run is moved when a better latency bound
+// shows it is heard earlier than first thought (normally the buffer that a
+// run's first writes fill at once).
+const maxMove = 500 * time.Millisecond
+
+// NewReference returns an empty reference for mono samples at rate.
+func NewReference(rate int) *Reference {
+	return &Reference{rate: rate, ring: make([]int16, int(ReferenceSpan.Seconds()*float64(rate))), run: clock{rate: rate}}
+}
+
+func (r *Reference) pos(t time.Time) int64 {
+	if r.epoch.IsZero() {
+		r.epoch = t
+	}
+	return int64(math.Round(t.Sub(r.epoch).Seconds() * float64(r.rate)))
+}
+
+func (r *Reference) slot(p int64) int {
+	n := int64(len(r.ring))
+	return int(((p % n) + n) % n)
+}
+
+// zero clears the timeline in [from, to).
+func (r *Reference) zero(from, to int64) {
+	if to-from > int64(len(r.ring)) {
+		from = to - int64(len(r.ring))
+	}
+	for p := from; p < to; p++ {
+		r.ring[r.slot(p)] = 0
+	}
+}
+
+// Played records p, just written to a speaker whose buffer, when full,
+// holds lat of sound.
+func (r *Reference) Played(p []int16, lat time.Duration) {
+	r.played(p, lat, time.Now())
+}
+
+func (r *Reference) played(p []int16, lat time.Duration, now time.Time) {
+	if len(p) == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.inRun || now.After(r.runEnd.Add(clockJump/2)) {
+		if r.inRun {
+			r.breaks.Add(1)
+		}
+		r.run.restart() // the speaker ran dry: a new run
+		r.inRun, r.runN = true, 0
+	}
+	jumps := r.run.jumps
+	r.run.bound(now.Add(lat), len(p))
+	if r.run.jumps != jumps {
+		r.breaks.Add(1) // a settled run moved: as good as a new one
+	}
+	base := r.pos(r.run.anchor)
+	if r.runN > 0 && base != r.base {
+		r.move(base)
+	}
+	r.base = base
+	start := base + r.runN
+	if r.runN == 0 && start > r.hi {
+		r.zero(r.hi, start)
+	}
+	for i, v := range p {
+		r.ring[r.slot(start+int64(i))] = v
+	}
+	r.runN += int64(len(p))
+	if end := start + int64(len(p)); end > r.hi || r.runN == int64(len(p)) {
+		if end < r.hi {
+			r.zero(end, r.hi)
+		}
+		r.hi = end
+	}
+	r.runEnd = r.run.anchor.Add(r.run.dur(r.runN))
+}
+
+// move shifts the newest part of the current run to start at base.
+func (r *Reference) move(base int64) {
+	n := min(r.runN, int64(maxMove.Seconds()*float64(r.rate)))
+	from := r.base + r.runN - n
+	to := base + r.runN - n
+	buf := make([]int16, n)
+	for i := range buf {
+		buf[i] = r.ring[r.slot(from+int64(i))]
+	}
+	r.zero(min(from, to), max(from, to)+n)
+	for i, v := range buf {
+		r.ring[r.slot(to+int64(i))] = v
+	}
+	if end := base + r.runN; end < r.hi {
+		r.hi = end
+	}
+}
+
+// Breaks counts the times the speaker ran dry after it had been fed (an
+// underrun: the process was late to write), or its settled timeline
+// moved. The new run is placed only as
+// well as the device's latency bounds allow, a fraction of a millisecond
+// off, which an adaptive filter must learn again.
+func (r *Reference) Breaks() int64 { return r.breaks.Load() }
+
+// Read fills dst with what was heard from at on (zeros where the speaker
+// was silent or the timeline no longer reaches).
+func (r *Reference) Read(dst []int16, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	p := r.pos(at)
+	lo := r.hi - int64(len(r.ring))
+	for i := range dst {
+		q := p + int64(i)
+		if q < lo || q >= r.hi {
+			dst[i] = 0
+			continue
+		}
+		dst[i] = r.ring[r.slot(q)]
+	}
+}
+
+// TapSink returns a sink that writes to sink and records what it wrote in
+// ref, with the latency sink reports (see Latencer). Put it next to the
+// device: anything that changes the sound after the tap (a volume gain)
+// would be missing from the reference.
+//
+// While nothing is played it keeps the device fed with silence (keep at a
+// time; 0 turns that off): a speaker that runs dry restarts somewhere new
+// in its buffer, a few milliseconds off from where the last reply played,
+// and an adaptive filter that learned the room sample by sample cancels
+// nothing until it has learned that shift. Close stops the feeding.
+func TapSink(sink audio.Sink, ref *Reference, rate int, keep time.Duration) audio.Sink {
+	t := &tapSink{sink: sink, ref: ref, done: make(chan struct{}), last: time.Now()}
+	if n := int(keep.Seconds() * float64(rate)); n > 0 {
+		t.silence = make([]int16, n)
+		t.wg.Add(1)
+		go t.keep(keep)
+	}
+	return t
+}
+
+type tapSink struct {
+	sink    audio.Sink
+	ref     *Reference
+	silence []int16
+	done    chan struct{}
+	wg      sync.WaitGroup
+
+	mu     sync.Mutex
+	last   time.Time // when the last write returned
+	closed bool
+}
+
+func (t *tapSink) Write(p []int16) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.writeLocked(p)
+}
+
+func (t *tapSink) writeLocked(p []int16) (int, error) {
+	n, err := t.sink.Write(p)
+	if n > 0 {
+		t.ref.Played(p[:n], LatencyOf(t.sink))
+	}
+	t.last = time.Now()
+	return n, err
+}
+
+// keep writes silence whenever nothing was written for a while.
+func (t *tapSink) keep(every time.Duration) {
+	defer t.wg.Done()
+	tick := time.NewTicker(every / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.done:
+			return
+		case <-tick.C:
+		}
+		t.mu.Lock()
+		if !t.closed && time.Since(t.last) >= every/2 {
+			if _, err := t.writeLocked(t.silence); err != nil {
+				t.last = time.Now().Add(time.Second) // a failing device: try again later
+			}
+		}
+		t.mu.Unlock()
+	}
+}
+
+func (t *tapSink) Close() error {
+	t.mu.Lock()
+	if !t.closed {
+		t.closed = true
+		close(t.done)
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+	return t.sink.Close()
+}
+
+func (t *tapSink) Latency() time.Duration { return LatencyOf(t.sink) }
