@@ -28,18 +28,30 @@ type Clip struct {
 
 // Speech speaks text with espeak-ng, converts it with sox to 16 kHz mono
 // s16le raw in a file under t.TempDir(), padded with SpeechPadding of
-// silence (so ALSA's repeat-at-EOF only repeats silence). It fails the test
+// silence (so ALSA's repeat-at-EOF only repeats silence). The same text
+// gives the same samples every time (sox's dither is off). It fails the test
 // when espeak-ng or sox is missing (apt: espeak-ng sox).
 func Speech(t testing.TB, text string) Clip {
+	t.Helper()
+	return SpeechVoice(t, "", text)
+}
+
+// SpeechVoice is Speech in an espeak-ng voice ("en-gb+f3"; "" is the
+// default voice).
+func SpeechVoice(t testing.TB, voice, text string) Clip {
 	t.Helper()
 	dir := t.TempDir()
 	wav := filepath.Join(dir, "speech.wav")
 	raw := filepath.Join(dir, "speech16k.s16")
-	run(t, "espeak-ng", "-w", wav, text)
+	args := []string{"-w", wav}
+	if voice != "" {
+		args = append(args, "-v", voice)
+	}
+	run(t, "espeak-ng", append(args, text)...)
 	// Words only first, to learn their length, then the padded file.
 	words := filepath.Join(dir, "words.s16")
-	run(t, "sox", wav, "-r", strconv.Itoa(SpeechRate), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", words)
-	run(t, "sox", wav, "-r", strconv.Itoa(SpeechRate), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", raw,
+	run(t, "sox", "-D", wav, "-r", strconv.Itoa(SpeechRate), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", words)
+	run(t, "sox", "-D", wav, "-r", strconv.Itoa(SpeechRate), "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", raw,
 		"pad", "0", strconv.FormatFloat(SpeechPadding.Seconds(), 'f', -1, 64))
 	w, err := ReadRaw(words)
 	if err != nil {

@@ -1,0 +1,136 @@
+// Package capture is the microphone's processing chain. A Chain reads a
+// source in 10 ms frames, stamps each with the time its first sample
+// reached the microphone, and passes it through stages that change it in
+// place; it is itself an audio.Source, so what reads the microphone (the
+// conversation) reads the chain instead.
+//
+// The stages, in the order the host builds them:
+//
+//   - mute: a microphone muted by the owner stops here, before anything
+//     else sees a sample (the frame becomes silence);
+//   - Echo: cancels what the speaker plays (speexdsp's MDF filter with a
+//     residual echo suppressor, after a bulk delay search), using the
+//     Reference that TapSink fills from the playback path;
+//   - Denoise: noise suppression (speexdsp's preprocessor);
+//   - Gain: a fixed gain;
+//   - taps, stages that only read: while idle the wake-word detector is fed
+//     here; in a turn the frames go on to the encoder.
+//
+// Each stage is off unless configured (audio.capture in the configuration)
+// and can be measured alone (see the benchmarks and the echo room in
+// package audio/echoroom).
+package capture
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/agenthost/agenthost/audio"
+)
+
+// FrameDuration is the length of the frames stages process.
+const FrameDuration = 10 * time.Millisecond
+
+// FrameSize is the number of samples in one frame at rate.
+func FrameSize(rate int) int { return rate / 100 }
+
+// Frame is 10 ms of mono samples at the wire rate.
+type Frame struct {
+	// PCM is the samples; a stage changes them in place.
+	PCM []int16
+	// At is when PCM[0] reached the microphone (zero when unknown).
+	At time.Time
+}
+
+// Stage processes the microphone frame by frame.
+type Stage interface {
+	// Name is what logs and metrics call the stage ("echo", "denoise").
+	Name() string
+	// Process changes f.PCM in place (or only reads it, for a tap).
+	Process(f *Frame)
+	// Close releases what the stage holds; Process is not called after.
+	Close() error
+}
+
+// Latencer is implemented by sources and sinks that know the device's
+// latency: for a source, how long ago the newest sample it delivers
+// reached the microphone; for a sink, how long a sample written when its
+// buffer is full waits before it is heard.
+type Latencer interface {
+	Latency() time.Duration
+}
+
+// LatencyOf is x's Latency, or 0 when x does not report one.
+func LatencyOf(x any) time.Duration {
+	if l, ok := x.(Latencer); ok {
+		return l.Latency()
+	}
+	return 0
+}
+
+// Chain is an audio.Source that runs a source's samples through stages.
+type Chain struct {
+	src    audio.Source
+	stages []Stage
+	clock  clock
+	rate   int
+
+	mu      sync.Mutex
+	frame   Frame
+	pending []int16 // processed samples not yet read
+	closed  bool
+}
+
+// NewChain reads src (mono at rate) in 10 ms frames through stages, in
+// order. The chain owns the stages and src: Close closes them.
+func NewChain(src audio.Source, rate int, stages ...Stage) (*Chain, error) {
+	if rate <= 0 || rate%100 != 0 {
+		return nil, fmt.Errorf("capture: rate %d Hz is not a whole number of samples per 10 ms", rate)
+	}
+	c := &Chain{src: src, stages: stages, rate: rate, clock: clock{rate: rate}}
+	c.frame.PCM = make([]int16, FrameSize(rate))
+	return c, nil
+}
+
+// Read delivers processed samples; it reads the source a frame at a time.
+func (c *Chain) Read(p []int16) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return 0, audio.ErrClosed
+	}
+	if len(c.pending) == 0 {
+		if _, err := audio.ReadFull(c.src, c.frame.PCM); err != nil {
+			return 0, err
+		}
+		c.frame.At = c.clock.stamp(time.Now(), LatencyOf(c.src), len(c.frame.PCM))
+		for _, s := range c.stages {
+			s.Process(&c.frame)
+		}
+		c.pending = c.frame.PCM
+	}
+	n := copy(p, c.pending)
+	c.pending = c.pending[n:]
+	return n, nil
+}
+
+// Close closes the source and the stages. A Read blocked in the source
+// returns once the source is closed.
+func (c *Chain) Close() error {
+	err := c.src.Close()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return err
+	}
+	c.closed = true
+	for _, s := range c.stages {
+		err = errors.Join(err, s.Close())
+	}
+	return err
+}
+
+// Latency is the source's latency plus what the chain holds back.
+func (c *Chain) Latency() time.Duration { return LatencyOf(c.src) }

@@ -1,0 +1,202 @@
+package capture
+
+import (
+	"fmt"
+	"sync/atomic"
+	"time"
+)
+
+// EchoOptions configure the echo canceller.
+type EchoOptions struct {
+	// Rate is the sample rate (default 16000).
+	Rate int
+	// Tail is the length of the echo path the adaptive filter models, after
+	// the bulk delay is taken out (default 100 ms). Longer tails model more
+	// reverberation but converge more slowly.
+	Tail time.Duration
+	// MaxDelay is how far the bulk delay search looks beyond what the
+	// devices report (default 400 ms); 0 turns the search off.
+	MaxDelay time.Duration
+	// Residual suppresses the echo the filter leaves (speexdsp's residual
+	// echo suppressor): on by default; NoResidual turns it off.
+	NoResidual bool
+}
+
+// Bounds of the canceller's settings.
+const (
+	MinTail     = 20 * time.Millisecond
+	MaxTail     = 500 * time.Millisecond
+	MaxMaxDelay = 1500 * time.Millisecond
+)
+
+func (o EchoOptions) withDefaults() EchoOptions {
+	if o.Rate <= 0 {
+		o.Rate = 16000
+	}
+	if o.Tail <= 0 {
+		o.Tail = 100 * time.Millisecond
+	}
+	return o
+}
+
+// DefaultMaxDelay is the delay search's range when none is configured.
+const DefaultMaxDelay = 400 * time.Millisecond
+
+// delayMargin is how much earlier than the estimated delay the filter's
+// window starts, so that an estimate a frame too long still leaves the
+// echo inside it.
+const delayMargin = 2 // frames
+
+// Echo is the echo-cancelling stage: speexdsp's MDF adaptive filter on the
+// reference delayed by a bulk delay search, then its residual echo
+// suppressor.
+type Echo struct {
+	ref   *Reference
+	o     EchoOptions
+	frame int
+	aec   *speexEcho
+	res   *speexPre
+	est   *delayEstimator
+
+	hist  []int16 // the reference, a ring of frames for the delay
+	slots int
+	t     int
+	far   []int16 // the reference at the frame's time
+	play  []int16 // the delayed reference given to the filter
+	out   []int16
+	shift int // applied delay, frames
+
+	warm    int // frames with sound played since the filter (re)started
+	lastFar int // the last frame with sound played
+
+	delay atomic.Int64 // the applied delay, for Delay
+}
+
+// NewEcho returns a canceller that reads what was played from ref (nil
+// when only Cancel is used, as benchmarks do).
+func NewEcho(ref *Reference, o EchoOptions) (*Echo, error) {
+	o = o.withDefaults()
+	if o.Rate%100 != 0 {
+		return nil, fmt.Errorf("echo canceller: rate %d Hz is not a whole number of samples per 10 ms", o.Rate)
+	}
+	if o.Tail < MinTail || o.Tail > MaxTail {
+		return nil, fmt.Errorf("echo canceller: tail %s is outside %s…%s", o.Tail, MinTail, MaxTail)
+	}
+	if o.MaxDelay < 0 || o.MaxDelay > MaxMaxDelay {
+		return nil, fmt.Errorf("echo canceller: max delay %s is outside 0…%s", o.MaxDelay, MaxMaxDelay)
+	}
+	frame := FrameSize(o.Rate)
+	tail := int(o.Tail.Seconds() * float64(o.Rate))
+	aec, err := newSpeexEcho(frame, tail, o.Rate)
+	if err != nil {
+		return nil, fmt.Errorf("echo canceller: %w", err)
+	}
+	e := &Echo{ref: ref, o: o, frame: frame, aec: aec}
+	if !o.NoResidual {
+		if e.res, err = newSpeexPre(frame, o.Rate); err != nil {
+			aec.close()
+			return nil, fmt.Errorf("echo canceller: %w", err)
+		}
+		e.res.setEcho(aec)
+		e.res.set(ppNoiseSuppress, 0) // echo only: noise is the Denoise stage's
+	}
+	lags := int(o.MaxDelay / FrameDuration)
+	if lags > 0 {
+		e.est = newDelayEstimator(frame, lags+1)
+	}
+	e.slots = lags + 1
+	e.hist = make([]int16, e.slots*frame)
+	e.far = make([]int16, frame)
+	e.play = make([]int16, frame)
+	e.out = make([]int16, frame)
+	return e, nil
+}
+
+// Name implements Stage.
+func (e *Echo) Name() string { return "echo" }
+
+// Process implements Stage: it cancels from f what the speaker played
+// when f was captured.
+func (e *Echo) Process(f *Frame) {
+	if e.ref != nil {
+		e.ref.Read(e.far, f.At)
+	}
+	e.Cancel(f.PCM, e.far)
+}
+
+// Cancel removes from mic (one frame, in place) the echo of far, what
+// the speaker played at the same time as far as the devices tell.
+func (e *Echo) Cancel(mic, far []int16) {
+	if len(mic) != e.frame || len(far) != e.frame {
+		return
+	}
+	slot := e.t % e.slots
+	copy(e.hist[slot*e.frame:], far)
+	e.t++
+	if e.est != nil {
+		if lag, ok := e.est.add(far, mic); ok {
+			e.delay.Store(int64(lag) * int64(FrameDuration))
+			if lag > e.shift+1 || lag < e.shift-1 {
+				// The echo starts elsewhere in (or outside) the filter's
+				// window: move the window and start the filter again.
+				e.shift = lag
+				e.aec.reset()
+				e.warm = 0
+			}
+		}
+	}
+	d := e.window()
+	from := (slot - d + e.slots) % e.slots
+	copy(e.play, e.hist[from*e.frame:(from+1)*e.frame])
+	e.aec.cancel(mic, e.play, e.out)
+	if e.res != nil {
+		e.res.run(e.out)
+	}
+	if loud(far) {
+		e.lastFar = e.t
+		e.warm++
+	}
+	if e.warm < warmFrames && e.t-e.lastFar <= e.slots+warmTail {
+		// The filter is still learning the room: while its echo may be
+		// in the microphone, hold the output down rather than pass it.
+		for i, v := range e.out {
+			e.out[i] = v / warmDiv
+		}
+	}
+	copy(mic, e.out)
+}
+
+// A new filter converges in about 2 s of played sound (speexdsp's MDF
+// reaches ~15 dB in its first second, ~25 dB in its third): until then,
+// frames that may hold echo are attenuated by 30 dB. Near speech during
+// those first seconds is lost with the echo (a barge-in during the very
+// first reply after a start or a move of the delay is not heard).
+const (
+	warmFrames = 200 // frames of played sound
+	warmTail   = 15  // frames after the last sound that may still echo
+	warmDiv    = 32  // -30 dB
+)
+
+// loud reports whether a frame holds sound (above about -50 dBFS).
+func loud(x []int16) bool {
+	var e float64
+	for _, v := range x {
+		e += float64(v) * float64(v)
+	}
+	return e > float64(len(x))*100
+}
+
+// window is the lag, in frames, at which the filter's window starts.
+func (e *Echo) window() int { return max(0, e.shift-delayMargin) }
+
+// Delay is the bulk delay the search found (0 until it has found one).
+func (e *Echo) Delay() time.Duration { return time.Duration(e.delay.Load()) }
+
+// Close implements Stage.
+func (e *Echo) Close() error {
+	if e.res != nil {
+		e.res.close()
+	}
+	e.aec.close()
+	return nil
+}
