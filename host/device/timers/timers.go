@@ -406,7 +406,46 @@ func (s *Scheduler) Run(ctx context.Context) {
 
 // step takes out what is due and says how long to sleep (0: until woken).
 func (s *Scheduler) step() ([]Fired, time.Duration) {
-	return nil, 0 // stub: nothing rings yet
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := s.o.Now()
+	var fired []Fired
+	kept := s.entries[:0]
+	for _, e := range s.entries {
+		left := e.remaining(now)
+		if left > 0 {
+			kept = append(kept, e)
+			continue
+		}
+		f := Fired{Entry: e, Late: -left}
+		f.Missed = e.mono.IsZero() && f.Late > s.o.Grace
+		if e.Repeats() {
+			next := e
+			next.Due, next.mono = nextAlarm(e, now, s.o.Location), time.Time{}
+			f.Next = next.Due
+			kept = append(kept, next)
+		}
+		fired = append(fired, f)
+	}
+	s.entries = kept
+	if len(fired) > 0 {
+		s.fired += int64(len(fired))
+		if err := s.save(); err != nil {
+			s.o.Log.Warn("the timers could not be saved; a restart may ring one again", "err", err)
+		}
+	}
+	slices.SortFunc(fired, func(a, b Fired) int { return a.Entry.Due.Compare(b.Entry.Due) })
+	sleep := time.Duration(0)
+	for i := range s.entries {
+		d := s.entries[i].remaining(now)
+		if s.entries[i].mono.IsZero() {
+			d = min(d, s.o.Recheck)
+		}
+		if sleep == 0 || d < sleep {
+			sleep = d
+		}
+	}
+	return fired, sleep
 }
 
 // nextAlarm is when alarm e rings next after now: its time of day on the
