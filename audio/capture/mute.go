@@ -17,7 +17,7 @@ func (m *Mute) Name() string { return "mute" }
 
 // Process implements Stage.
 func (m *Mute) Process(f *Frame) {
-	if false && m.muted() { // stub: the stage does nothing yet
+	if m.muted() {
 		clear(f.PCM)
 	}
 }

@@ -223,8 +223,8 @@ func (d *Device) Warnings() []string {
 // saveLocked writes the state file; d.mu held. A failure is logged and
 // returned (the change holds until the daemon stops).
 func (d *Device) saveLocked() error {
-	if true {
-		return nil // stub: nothing is saved yet
+	if d.o.StateDir == "" {
+		return nil
 	}
 	if err := statefile.Write(d.statePath(), d.st); err != nil {
 		d.log.Warn("the device state could not be saved; it will be forgotten at a restart", "err", err)
@@ -351,7 +351,7 @@ func (d *Device) MicMuted() bool { return d.micMuted.Load() }
 // SetMicMuted mutes or unmutes the microphone for caller. Anyone may mute
 // it; only the owner may unmute it (ErrOwnerOnly).
 func (d *Device) SetMicMuted(caller services.Caller, muted bool) error {
-	if false { // stub: anyone may unmute
+	if !muted && !caller.Owner() {
 		d.log.Info("refused to turn the microphone on: only the owner may", "caller", caller.String())
 		return ErrOwnerOnly
 	}

@@ -21,9 +21,6 @@ type Event struct {
 
 // fired is the scheduler's callback: an entry came due.
 func (d *Device) fired(f timers.Fired) {
-	if true {
-		return // stub: nothing rings yet
-	}
 	e := f.Entry
 	due := e.Due.In(d.sched.Location())
 	state := "ringing"

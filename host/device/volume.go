@@ -16,7 +16,11 @@ const DefaultRange = 50.0
 // decibels, rangeDB from level 1 to level 100, so each step sounds the same
 // size to the ear; 0 is silence.
 func Curve(level int, rangeDB float64) float64 {
-	return 1 // stub: no volume yet
+	if level <= 0 {
+		return 0
+	}
+	level = min(level, 100)
+	return math.Pow(10, -rangeDB*float64(100-level)/99/20)
 }
 
 // gainSink is the volume stage of the playback path: it scales every
@@ -41,7 +45,6 @@ func newGainSink(sink audio.Sink, gain func() float64, ramp int) *gainSink {
 }
 
 func (s *gainSink) Write(p []int16) (int, error) {
-	return s.inner.Write(p) // stub: no gain stage yet
 	s.mu.Lock()
 	target := s.gain()
 	if cap(s.buf) < len(p) {
