@@ -40,6 +40,7 @@ type Config struct {
 	Conversation Conversation `yaml:"conversation"`
 	MCP          MCP          `yaml:"mcp"`
 	Metrics      Metrics      `yaml:"metrics"`
+	Device       Device       `yaml:"device"`
 
 	// Path is the file that was loaded ("" if none).
 	Path string `yaml:"-"`
@@ -193,6 +194,9 @@ type Audio struct {
 	// not a clock (headless ALSA, files).
 	Pace  bool    `yaml:"pace"`
 	Retry Backoff `yaml:"retry"`
+	// Mixer names an ALSA mixer control that takes the volume ("PCM",
+	// "hw:1/Speaker"); "" = a gain in the playback path.
+	Mixer string `yaml:"mixer"`
 }
 
 // Conversation configures turn-taking.
@@ -363,6 +367,7 @@ func Default() *Config {
 			GPIO:          GPIO{Line: -1},
 			Hooks:         map[string]string{},
 		},
+		Device: defaultDevice(),
 		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{
 			AllowedOrigins: []string{}, MaxSessions: 64, SessionTimeout: Duration(30 * 60e9),
 			MaxConnections: 64, MaxConnectionsPerClient: 16, MaxCalls: 16, MaxCallsPerSession: 4,

@@ -209,6 +209,7 @@ func (l *loader) validate(c *Config) {
 	l.positive("audio.frame", a.Frame)
 	l.opus(s.Params, a)
 	l.backoff("audio.retry", a.Retry)
+	l.device(c)
 
 	cv := c.Conversation
 	if cv.JitterLead < 0 {
