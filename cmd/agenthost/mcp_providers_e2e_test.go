@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/host/device"
+
 	"github.com/agenthost/agenthost/host/mcpclient/mcptest"
 	"github.com/agenthost/agenthost/internal/testbin"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
@@ -138,6 +140,7 @@ type hostStatus struct {
 		State   string
 		Session *struct{ PID int }
 	} `json:"mcp_servers"`
+	Device *device.Status `json:"device"`
 }
 
 // TestBadMCPServersLeaveTheHostServing: a server whose program is not
