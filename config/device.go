@@ -44,7 +44,7 @@ type Timers struct {
 
 func defaultDevice() Device {
 	return Device{Volume: 70, VolumeRange: 50,
-		Ring:   Ring{Floor: 50, Timeout: Duration(5 * time.Minute)},
+		Ring:   Ring{Floor: 60, Timeout: Duration(5 * time.Minute)},
 		Timers: Timers{Max: 100, Grace: Duration(10 * time.Minute), TellServer: true}}
 }
 

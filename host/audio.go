@@ -25,7 +25,8 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 		Hooks: h.cfg.Conversation.Hooks, Log: h.log,
 		EarconStart: h.cfg.Conversation.Earcons.ListenStart, EarconEnd: h.cfg.Conversation.Earcons.ListenEnd,
 	}
-	o.OpenSource, o.OpenSink = devices(a, h.log)
+	o.OpenSource, o.OpenSink = h.deviceAudio(devices(a, h.log))
+	o.MicMuted, o.Withheld = h.device.MicMuted, h.device.Withheld
 	c, err := conversation.New(o, h.link)
 	if err != nil {
 		return nil, err

@@ -93,6 +93,7 @@ func (h *Host) Apply(next *config.Config) []string {
 		} else if !next.Services.Builtins && prev.Services.Builtins {
 			h.reg.Remove(builtin.ID)
 		}
+		h.applyDevice(prev, next)
 	}
 	if touched(changed, "plugins.config", "plugins.sha256") && h.plugins != nil {
 		h.plugins.Reconfigure(next.Plugins)
@@ -102,7 +103,7 @@ func (h *Host) Apply(next *config.Config) []string {
 			h.conv.SetHooks(next.Conversation.Hooks)
 		}
 		if touched(changed, "audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace") {
-			h.conv.SetDevices(devices(next.Audio, h.log))
+			h.conv.SetDevices(h.deviceAudio(devices(next.Audio, h.log)))
 		}
 	}
 	h.mu.Lock()

@@ -52,6 +52,7 @@ func cmdRun(e *env, args []string) error {
 	h.Add(h.Plugins(true))
 	h.Add(h.MCPServers())
 	h.Add(conv)
+	h.Add(h.Device()) // timers and alarms
 	for _, t := range h.Triggers(conv) {
 		h.Add(t)
 	}

@@ -62,7 +62,7 @@ type Options struct {
 
 	// RingSound is what a timer rings with (nil: a generated chime), played
 	// again and again; RingFloor the least volume it rings at, even on a
-	// muted speaker (default 50); RingTimeout how long it rings unless
+	// muted speaker (default 60); RingTimeout how long it rings unless
 	// stopped (default 5 minutes).
 	RingSound   []int16
 	RingFloor   int
@@ -159,7 +159,7 @@ func New(o Options) (*Device, error) {
 		o.Frame = 60 * time.Millisecond
 	}
 	if o.RingFloor <= 0 {
-		o.RingFloor = 50
+		o.RingFloor = 60
 	}
 	if o.RingTimeout <= 0 {
 		o.RingTimeout = 5 * time.Minute

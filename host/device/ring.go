@@ -192,12 +192,12 @@ func (d *Device) LinkUp() {
 // silence, two seconds in all.
 func Chime(rate int) []int16 {
 	out := make([]int16, 2*rate)
-	const hz, amp = 1174.66, 0.5
+	const hz, amp = 1174.66, 0.9
 	for k := range 3 {
 		start := k * rate * 2 / 5 // 0.4 s apart
 		for i := 0; i < rate*3/10 && start+i < len(out); i++ {
 			t := float64(i) / float64(rate)
-			env := math.Exp(-t/0.15) * min(1, t/0.005)
+			env := math.Exp(-t/0.25) * min(1, t/0.005)
 			v := amp * env * (math.Sin(2*math.Pi*hz*t) + 0.3*math.Sin(2*math.Pi*2*hz*t)) / 1.3
 			out[start+i] = int16(v * math.MaxInt16)
 		}
