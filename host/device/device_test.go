@@ -3,6 +3,7 @@ package device_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -261,4 +262,41 @@ var callSeq int
 func voiceCall(method, params string) voice.Call {
 	callSeq++
 	return voice.Call{CallID: "c" + strconv.Itoa(callSeq), Method: method, Params: json.RawMessage(params)}
+}
+
+// fakeMixer records the levels set on it. A fake: the mixer itself is
+// tested against a real ALSA control in audio/mixer.
+type fakeMixer struct {
+	mu     sync.Mutex
+	levels []int
+}
+
+func (m *fakeMixer) SetVolume(level int) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.levels = append(m.levels, level)
+	return nil
+}
+func (m *fakeMixer) String() string { return "fake/Master" }
+func (m *fakeMixer) Close() error   { return nil }
+
+// TestAMixerTakesTheVolume: with audio.mixer the volume goes to the card's
+// control and the gain stage only mutes.
+func TestAMixerTakesTheVolume(t *testing.T) {
+	m := &fakeMixer{}
+	d := newDevice(t, device.Options{Volume: 40, Mixer: m})
+	d.SetVolume(65, false)
+	if d.Gain() != 1 {
+		t.Fatalf("gain %g with a mixer", d.Gain())
+	}
+	d.MuteSpeaker(true)
+	if d.Gain() != 0 {
+		t.Fatalf("gain %g muted", d.Gain())
+	}
+	if got := fmt.Sprint(m.levels); got != "[40 65 65]" {
+		t.Fatalf("levels set %s", got)
+	}
+	if st := d.Status(); st.Mixer != "fake/Master" {
+		t.Fatalf("status mixer %q", st.Mixer)
+	}
 }
