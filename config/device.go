@@ -18,6 +18,9 @@ type Device struct {
 	TimeZone string `yaml:"time_zone"`
 	Ring     Ring   `yaml:"ring"`
 	Timers   Timers `yaml:"timers"`
+	// MicButton is a GPIO line whose button turns the microphone off and
+	// on (the owner's privacy switch). Chip "" or Line -1 means none.
+	MicButton GPIO `yaml:"mic_button"`
 }
 
 // Ring is how a timer or alarm rings.
@@ -43,7 +46,7 @@ type Timers struct {
 }
 
 func defaultDevice() Device {
-	return Device{Volume: 70, VolumeRange: 50,
+	return Device{Volume: 70, VolumeRange: 50, MicButton: GPIO{Line: -1},
 		Ring:   Ring{Floor: 60, Timeout: Duration(5 * time.Minute)},
 		Timers: Timers{Max: 100, Grace: Duration(10 * time.Minute), TellServer: true}}
 }
@@ -80,4 +83,11 @@ func (l *loader) device(c *Config) {
 		l.errorf(path("device.timers.max"), "%d must be from 1 to 10000", d.Timers.Max)
 	}
 	l.positive("device.timers.grace", d.Timers.Grace)
+	if b := d.MicButton; b.Line < -1 {
+		l.errorf(path("device.mic_button.line"), "%d is not a line number; use 0 or more, or -1 for none", b.Line)
+	} else if b.Chip != "" && b.Line < 0 {
+		l.errorf(path("device.mic_button.line"), "device.mic_button.chip is set but no line is; give the line number of the button")
+	} else if b.Chip != "" && b == c.Conversation.GPIO {
+		l.errorf(path("device.mic_button"), "is the push-to-talk button's line too (conversation.gpio); give the microphone button a line of its own")
+	}
 }

@@ -11,7 +11,7 @@ func TestDeviceSettings(t *testing.T) {
 	clearEnv(t)
 	_, err := Load("", map[string]any{
 		"device.volume": "101", "device.volume_range": "5", "device.time_zone": "Mars/Olympus",
-		"device.ring.floor": "-1", "device.ring.timeout": "0s", "device.timers.max": "0", "device.timers.grace": "0s",
+		"device.mic_button.chip": "gpiochip0", "device.ring.floor": "-1", "device.ring.timeout": "0s", "device.timers.max": "0", "device.timers.grace": "0s",
 	})
 	got := strings.Join(problems(t, err), "\n")
 	for _, want := range []string{
@@ -22,6 +22,7 @@ func TestDeviceSettings(t *testing.T) {
 		"device.ring.timeout: 0s must be more than 0",
 		"device.timers.max: 0 must be from 1 to 10000",
 		"device.timers.grace: 0s must be more than 0",
+		"device.mic_button.line: device.mic_button.chip is set but no line is",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("no problem %q in:\n%s", want, got)

