@@ -90,9 +90,6 @@ func (h *Host) MicButton() Component {
 type micButton struct{ h *Host }
 
 func (b micButton) Press() {
-	if true {
-		return // stub: the button does nothing yet
-	}
 	d := b.h.device
 	if err := d.SetMicMuted(services.CallerOwner, !d.MicMuted()); err != nil {
 		b.h.log.Warn("microphone button", "err", err)
