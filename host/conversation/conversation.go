@@ -235,7 +235,8 @@ func (c *Conversation) hasMic() bool {
 
 // capture reads the microphone frame by frame and sends what the turn needs.
 func (c *Conversation) capture(ctx context.Context) {
-	go func() { <-ctx.Done(); c.src.Close() }()
+	src := c.src // runDevices clears c.src once capture returns
+	go func() { <-ctx.Done(); src.Close() }()
 	n := int(c.o.Frame.Seconds() * float64(c.o.Rate))
 	buf := make([]int16, n)
 	for ctx.Err() == nil {
