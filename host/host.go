@@ -392,15 +392,17 @@ func (h *Host) mcp(conn int, f voice.Frame) {
 
 // Status is a summary for `agenthost status` and the control socket.
 type Status struct {
-	Connected bool           `json:"connected"`
-	Conn      int            `json:"connection"`
-	Registers int            `json:"registers_sent"`
-	Services  []string       `json:"services"`
-	Conflicts []string       `json:"conflicts,omitempty"`
-	InFlight  int            `json:"calls_in_flight"`
-	MCP       []MCPStatus    `json:"mcp_servers,omitempty"`
-	Device    *device.Status `json:"device,omitempty"`
-	Process   Process        `json:"process"`
+	Connected bool        `json:"connected"`
+	Conn      int         `json:"connection"`
+	Registers int         `json:"registers_sent"`
+	Services  []string    `json:"services"`
+	Conflicts []string    `json:"conflicts,omitempty"`
+	InFlight  int         `json:"calls_in_flight"`
+	MCP       []MCPStatus `json:"mcp_servers,omitempty"`
+	Process   Process     `json:"process"`
+
+	// Device is the speaker's own state (host/device).
+	Device *device.Status `json:"device,omitempty"`
 }
 
 // Process is what the daemon's own process holds, for watching it over time.

@@ -291,7 +291,7 @@ func TestTimerRingsWithTheLinkDown(t *testing.T) {
 
 // TestTimersSurviveARestartAndACorruptFile: a timer set just before the
 // daemon stops rings after it starts again (and is then gone from the
-// state file); a corrupt state file is set aside and reported, and the
+// state file), and the talk button stops it; a corrupt state file is set aside and reported, and the
 // daemon serves timers all the same.
 func TestTimersSurviveARestartAndACorruptFile(t *testing.T) {
 	sim := newSim(t, voicetest.Options{})
@@ -322,7 +322,14 @@ func TestTimersSurviveARestartAndACorruptFile(t *testing.T) {
 	if b, _ := os.ReadFile(file); strings.Contains(string(b), `"eggs"`) {
 		t.Fatalf("the timer that rang is still in the state file:\n%s", b)
 	}
-	d.cli("stop")
+	// The talk button stops the ringing (and starts no turn).
+	if out, err := d.cli("talk", "start"); err != nil || !strings.Contains(out, "stopped the ringing") {
+		t.Fatalf("talk start while ringing: %v %s", err, out)
+	}
+	hooks.wait(t, "eggs", "stopped")
+	if out, err := d.cli("talk", "stop"); err != nil || !strings.Contains(out, "stopped the ringing") {
+		t.Fatalf("talk stop after the press that stopped the ringing: %v %s", err, out)
+	}
 	if err := d.stop(); err != nil {
 		t.Fatal(err)
 	}
