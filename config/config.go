@@ -46,6 +46,7 @@ type Config struct {
 	Conversation Conversation `yaml:"conversation"`
 	MCP          MCP          `yaml:"mcp"`
 	Metrics      Metrics      `yaml:"metrics"`
+	Device       Device       `yaml:"device"`
 
 	// Path is the file that was loaded ("" if none).
 	Path string `yaml:"-"`
@@ -221,6 +222,9 @@ type Audio struct {
 	// not a clock (headless ALSA, files).
 	Pace  bool    `yaml:"pace"`
 	Retry Backoff `yaml:"retry"`
+	// Mixer names an ALSA mixer control that takes the volume ("PCM",
+	// "hw:1/Speaker"); "" = a gain in the playback path.
+	Mixer string `yaml:"mixer"`
 	// Capture is the microphone's processing (package audio/capture).
 	Capture Capture `yaml:"capture"`
 	// EchoRoom is the simulated room of the echo_room backend.
@@ -445,6 +449,7 @@ func Default() *Config {
 			Earcons:       Earcons{Unreachable: EarconBuiltin},
 			Hooks:         map[string]string{},
 		},
+		Device: defaultDevice(),
 		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{
 			AllowedOrigins: []string{}, MaxSessions: 64, SessionTimeout: Duration(30 * 60e9),
 			MaxConnections: 64, MaxConnectionsPerClient: 16, MaxCalls: 16, MaxCallsPerSession: 4,

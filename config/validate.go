@@ -235,6 +235,7 @@ func (l *loader) validate(c *Config) {
 	l.opus(s.Params, a)
 	l.backoff("audio.retry", a.Retry)
 	l.capture(a, c.Conversation)
+	l.device(c)
 
 	cv := c.Conversation
 	if cv.JitterLead < 0 {

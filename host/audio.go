@@ -30,7 +30,8 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 			return a.Answer(), a.Release
 		},
 	}
-	o.OpenSource, o.OpenSink = devices(a, h.log)
+	o.OpenSource, o.OpenSink = h.audioDevices(a)
+	o.MicMuted, o.Withheld = h.device.MicMuted, h.device.Withheld
 	c, err := conversation.New(o, h.link)
 	if err != nil {
 		return nil, err
@@ -41,7 +42,7 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 
 // devices returns the openers of the microphone and the speaker that the
 // audio section asks for; either may be nil.
-func devices(a config.Audio, log *slog.Logger) (openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) {
+func devices(a config.Audio, log *slog.Logger, muted func() bool) (openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) {
 	ao := audio.Options{Rate: a.Rate, Retry: backoff.Backoff{Base: a.Retry.Base.D(), Cap: a.Retry.Cap.D()}, Logger: log}
 	switch a.Backend {
 	case "portaudio":
@@ -88,5 +89,5 @@ func devices(a config.Audio, log *slog.Logger) (openSource func(context.Context)
 			}
 		}
 	}
-	return withCapture(a, log, openSource, openSink)
+	return withCapture(a, log, muted, openSource, openSink)
 }

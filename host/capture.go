@@ -19,11 +19,14 @@ import (
 const keepFed = 20 * time.Millisecond
 
 // withCapture puts the capture stages audio.capture asks for between the
-// microphone and the conversation, and taps the speaker for the echo
-// canceller's reference. Either opener may be nil.
-func withCapture(a config.Audio, log *slog.Logger, openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) (func(context.Context) (audio.Source, error), func(context.Context) (audio.Sink, error)) {
+// microphone and the conversation, after the privacy mute when muted is
+// set (nothing after the mute, a wake-word detector included, hears a muted
+// room), and taps the speaker for the echo canceller's reference. Either
+// opener may be nil.
+func withCapture(a config.Audio, log *slog.Logger, muted func() bool, openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) (func(context.Context) (audio.Source, error), func(context.Context) (audio.Sink, error)) {
 	cp := a.Capture
-	if openSource == nil || (!cp.EchoCancel && !cp.NoiseSuppression && cp.Gain == 0) {
+	configured := cp.EchoCancel || cp.NoiseSuppression || cp.Gain != 0
+	if openSource == nil || (!configured && muted == nil) {
 		return openSource, openSink
 	}
 	var ref *capture.Reference
@@ -46,12 +49,22 @@ func withCapture(a config.Audio, log *slog.Logger, openSource func(context.Conte
 		if err != nil {
 			return nil, err
 		}
+		if muted != nil {
+			stages = append([]capture.Stage{capture.NewMute(muted)}, stages...)
+		}
 		src, err := innerSrc(ctx)
 		if err != nil {
 			closeStages(stages)
 			return nil, err
 		}
 		chain, err := capture.NewChain(src, a.Rate, stages...)
+		if err != nil && !configured {
+			// Only the mute asked for a chain: it is enforced where
+			// frames are sent (conversation.Options.MicMuted) instead.
+			closeStages(stages)
+			log.Warn("no capture chain: the microphone's mute is enforced where frames are sent only", "component", "capture", "err", err)
+			return src, nil
+		}
 		if err != nil {
 			src.Close()
 			closeStages(stages)
@@ -67,8 +80,7 @@ func withCapture(a config.Audio, log *slog.Logger, openSource func(context.Conte
 	return openSource, openSink
 }
 
-// captureStages builds the stages in their order. A microphone mute, when
-// there is one, comes first: nothing after it may hear a muted room.
+// captureStages builds the configured stages in their order.
 func captureStages(a config.Audio, ref *capture.Reference, log *slog.Logger) ([]capture.Stage, error) {
 	cp := a.Capture
 	var stages []capture.Stage

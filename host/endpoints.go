@@ -19,6 +19,9 @@ import (
 type CallRequest struct {
 	Service string          `json:"service"`
 	Params  json.RawMessage `json:"params,omitempty"`
+	// Caller is who the client acts for: "" (the socket's user, the
+	// owner) or "mcp" (a model behind agenthost mcp), never more.
+	Caller string `json:"caller,omitempty"`
 }
 
 // TalkRequest is the body of POST /v1/talk: action "start" or "stop".
@@ -39,7 +42,11 @@ func (h *Host) ControlServer() *control.Server {
 	s := control.NewServer(h.cfg.ControlSocketPath(), h.log)
 	control.HandleJSON(s, "GET /v1/status", func(context.Context, struct{}) (any, error) { return h.Status(), nil })
 	control.HandleJSON(s, "POST /v1/call", func(ctx context.Context, in CallRequest) (any, error) {
-		return h.CallLocal(ctx, in.Service, in.Params), nil
+		caller, err := services.ParseCaller(in.Caller)
+		if err != nil {
+			return nil, err
+		}
+		return h.CallLocal(services.WithCaller(ctx, caller), in.Service, in.Params), nil
 	})
 	control.HandleJSON(s, "GET /v1/plugins", func(context.Context, struct{}) (any, error) {
 		if h.plugins == nil {
@@ -55,8 +62,14 @@ func (h *Host) ControlServer() *control.Server {
 		var err error
 		switch in.Action {
 		case "start":
+			if h.talkStopsRinging("the talk button") {
+				return map[string]string{"stopped": "ringing"}, nil
+			}
 			task, err = h.conv.TalkStart()
 		case "stop":
+			if h.talkSwallowed.CompareAndSwap(true, false) {
+				return map[string]string{"stopped": "ringing"}, nil
+			}
 			task, err = h.conv.TalkStop()
 		default:
 			err = errors.New(`action must be "start" or "stop"`)
@@ -67,12 +80,17 @@ func (h *Host) ControlServer() *control.Server {
 		task, err := h.SayText(ctx, in.Text)
 		return map[string]string{"task": task}, err
 	})
+	h.addDeviceEndpoints(s)
 	return s
 }
 
 // CallLocal runs one call through the same dispatch as the server's calls,
-// with a budget of calls in flight of its own.
+// with a budget of calls in flight of its own. The caller is the owner
+// unless ctx names another (services.WithCaller: an MCP client).
 func (h *Host) CallLocal(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
+	if !services.HasCaller(ctx) {
+		ctx = services.WithCaller(ctx, services.CallerOwner)
+	}
 	return h.disp.DispatchFrom(ctx, voice.Call{CallID: localCallID("local-"), Method: service, Params: params}, h.local, "")
 }
 

@@ -13,11 +13,13 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/builtin"
 	"github.com/agenthost/agenthost/host/conversation"
+	"github.com/agenthost/agenthost/host/device"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/mcpclient"
 	"github.com/agenthost/agenthost/host/pluginmgr"
@@ -65,6 +67,9 @@ type Host struct {
 	mcpSrv     *mcpServers
 	mcpConfs   map[string]mcpclient.ServerConfig // the MCP servers the configuration names
 	mcpFile    map[string]mcpclient.ServerConfig // the servers of mcp.servers_file, as last read
+
+	device        *device.Device // volume, mutes, timers (host/device.go)
+	talkSwallowed atomic.Bool    // a talk press that stopped a ringing timer: its release is ignored
 }
 
 // idleTrim: after this long without a call the daemon hands back the memory
@@ -111,6 +116,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 		if err := h.reg.Put(builtin.New(time.Now)); err != nil {
 			return nil, fmt.Errorf("built-in services: %w", err)
 		}
+	}
+	if err := h.newDevice(); err != nil {
+		return nil, err
 	}
 	h.link = link.New(link.Options{Server: cfg.Server, Token: cfg.Token, Log: log}, (*linkHandler)(h))
 	return h, nil
@@ -288,7 +296,7 @@ func (h *Host) worker(w callWork) {
 // handleCall runs one MCP call and answers it with exactly one result.
 func (h *Host) handleCall(conn int, c voice.Call) {
 	start := time.Now()
-	out := h.disp.Dispatch(h.callCtx, c)
+	out := h.disp.Dispatch(services.WithCaller(h.callCtx, services.CallerVoiceServer), c)
 	h.answer(conn, c, out)
 	took := time.Since(start)
 	h.trim.Busy()
@@ -327,6 +335,7 @@ func (lh *linkHandler) Up(conn int) {
 	if h.conv != nil {
 		h.conv.LinkUp()
 	}
+	h.device.LinkUp() // what the server was not told while away (a timer rang)
 }
 
 func (lh *linkHandler) Down(conn int, err error) {
@@ -401,6 +410,9 @@ type Status struct {
 	InFlight  int         `json:"calls_in_flight"`
 	MCP       []MCPStatus `json:"mcp_servers,omitempty"`
 	Process   Process     `json:"process"`
+
+	// Device is the speaker's own state (host/device).
+	Device *device.Status `json:"device,omitempty"`
 }
 
 // Process is what the daemon's own process holds, for watching it over time.
@@ -438,6 +450,8 @@ func (h *Host) Status() Status {
 	if h.mcpSrv != nil {
 		s.MCP = h.mcpSrv.status()
 	}
+	ds := h.device.Status()
+	s.Device = &ds
 	return s
 }
 

@@ -62,6 +62,7 @@ func newMetrics(h *Host) *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"service"}),
 	}
 	m.reg.MustRegister(m, m.calls, m.duration, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(deviceCollector{h})
 	h.OnCall(m.observe)
 	return m
 }

@@ -109,6 +109,7 @@ func (h *Host) Apply(next *config.Config) []string {
 		} else if !next.Services.Builtins && prev.Services.Builtins {
 			h.reg.Remove(builtin.ID)
 		}
+		h.applyDevice(prev, next)
 	}
 	if touched(changed, "plugins.config", "plugins.sha256", "services.prefixes") && h.plugins != nil {
 		h.plugins.Reconfigure(next.Plugins, prefixChanged)
@@ -118,7 +119,7 @@ func (h *Host) Apply(next *config.Config) []string {
 			h.conv.SetHooks(next.Conversation.Hooks)
 		}
 		if touched(changed, "audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room") {
-			h.conv.SetDevices(devices(next.Audio, h.log))
+			h.conv.SetDevices(h.audioDevices(next.Audio))
 		}
 	}
 	h.mu.Lock()

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/host/device"
+
 	"github.com/agenthost/agenthost/host/mcpclient/mcptest"
 	"github.com/agenthost/agenthost/internal/testbin"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
@@ -135,6 +137,7 @@ func (d *hostProc) status(t *testing.T) hostStatus {
 type hostStatus struct {
 	MCP     []mcpServerStatus `json:"mcp_servers"`
 	LeftOut []string          `json:"left_out"`
+	Device  *device.Status    `json:"device"`
 }
 
 // mcpServerStatus is one MCP server in `agenthost status`.

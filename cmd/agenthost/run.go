@@ -55,6 +55,10 @@ func cmdRun(e *env, args []string) error {
 	h.Add(h.Plugins(true))
 	h.Add(h.MCPServers())
 	h.Add(conv)
+	h.Add(h.Device()) // timers and alarms
+	if b := h.MicButton(); b != nil {
+		h.Add(b)
+	}
 	for _, t := range h.Triggers(conv) {
 		h.Add(t)
 	}

@@ -56,6 +56,12 @@ type Options struct {
 	// ends, and when a turn fails because the server cannot be reached or
 	// does not answer it (config.EarconBuiltin: a generated sound).
 	EarconStart, EarconEnd, EarconUnreachable string
+	// MicMuted, when set, is asked before every microphone frame is sent:
+	// while it says true, no AUDIO frame leaves, whatever started the turn
+	// (Withheld counts each one held back), and a push-to-talk turn is
+	// refused.
+	MicMuted func() bool
+	Withheld func()
 }
 
 // Conversation runs turns over a microphone source and a speaker sink.
@@ -257,6 +263,12 @@ func (c *Conversation) capture(ctx context.Context) {
 			}
 			return
 		}
+		if c.o.MicMuted != nil && c.o.MicMuted() {
+			if c.o.Withheld != nil {
+				c.o.Withheld()
+			}
+			continue // privacy: nothing from the microphone leaves
+		}
 		c.mu.Lock()
 		send, task := c.up && c.talking && !c.waitReply, c.task
 		if send {
@@ -376,6 +388,9 @@ func (c *Conversation) TalkStart() (string, error) {
 	if !c.hasMic() {
 		return "", errors.New("no microphone (audio.backend is none, or the device is not open yet)")
 	}
+	if c.o.MicMuted != nil && c.o.MicMuted() {
+		return "", errors.New("the microphone is muted for privacy; turn it on with `agenthost mic on` (or the speaker's button)")
+	}
 	task := voice.NewTaskID()
 	c.mu.Lock()
 	if !c.up {
@@ -412,6 +427,14 @@ func (c *Conversation) TalkStop() (string, error) {
 	c.listenStopped(task)
 	return task, c.out.Send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: seq})
 }
+
+// Cue plays pcm (a timer's ring) on the speaker ahead of any reply, as an
+// earcon; without a speaker it is dropped.
+func (c *Conversation) Cue(pcm []int16) { c.play.cue(pcm) }
+
+// Event runs the hook of an event that is not the conversation's own (the
+// device's mute, timer, alarm), with fields as AGENTHOST_<FIELD>.
+func (c *Conversation) Event(name string, fields map[string]string) { c.hook.run(name, fields) }
 
 // Say starts a text turn: TEXT then END_FRAME on a new task, whose reply
 // is the one that plays. answer reports whether the server answered the
