@@ -114,7 +114,13 @@ func (h *Host) tellServer(text string) error {
 	if up, _ := h.link.Up(); !up {
 		return link.ErrDown
 	}
-	_, err := h.SayText(context.Background(), text)
+	if h.conv == nil {
+		return errors.New("no conversation: the daemon runs without one")
+	}
+	// Not SayText, which waits for the server's answer to the turn's PING:
+	// a notice is fire and forget (a turn that fails is the conversation's
+	// to report), and a wait here would hold the daemon's shutdown.
+	_, _, err := h.conv.Say(text)
 	return err
 }
 

@@ -385,6 +385,7 @@ func TestVolumeFromTheCLI(t *testing.T) {
 	}
 	d.stop()
 	d = startHost(t, sim, sets...)
+	ready(t, sim, 2) // the control socket is up before the register
 	if out, err := d.cli("volume"); err != nil || strings.TrimSpace(out) != "volume 60 (muted)" {
 		t.Fatalf("after a restart: %v %q", err, out)
 	}
