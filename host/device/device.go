@@ -118,7 +118,6 @@ type Device struct {
 	st        persisted
 	warnings  []string
 	ringing   []timers.Entry
-	ringGen   int
 	ringStop  chan struct{} // closed to stop the ringing goroutine
 	ringRenew chan struct{} // gives the ringing its full time again
 	notices   []string

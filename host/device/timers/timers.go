@@ -132,7 +132,6 @@ type Scheduler struct {
 	mu      sync.Mutex
 	entries []Entry
 	nextID  int
-	started bool
 	wakeups int64
 	fired   int64
 }

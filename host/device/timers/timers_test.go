@@ -55,7 +55,7 @@ type clock struct {
 }
 
 func startAt(t time.Time) *clock {
-	return &clock{off: t.Sub(time.Now())}
+	return &clock{off: time.Until(t)}
 }
 
 func (c *clock) now() time.Time {
