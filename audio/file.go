@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // FileSource reads a WAV (16-bit PCM) or raw s16le file and delivers mono
@@ -309,4 +310,29 @@ func (s *WAVSink) Close() error {
 		return fmt.Errorf("audio: close %s: %w", s.f.Name(), err)
 	}
 	return nil
+}
+
+// LoadFile reads a whole WAV or raw s16le file (see OpenFileSource) as mono
+// samples at rate; a file longer than limit is an error that names it.
+func LoadFile(path string, rate int, limit time.Duration) ([]int16, error) {
+	src, err := OpenFileSource(path, Options{Rate: rate})
+	if err != nil {
+		return nil, err
+	}
+	defer src.Close()
+	var pcm []int16
+	buf := make([]int16, 4096)
+	for {
+		n, err := src.Read(buf)
+		pcm = append(pcm, buf[:n]...)
+		if len(pcm) > int(limit.Seconds()*float64(rate)) {
+			return nil, fmt.Errorf("%s is longer than %s", path, limit)
+		}
+		if errors.Is(err, io.EOF) {
+			return pcm, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	}
 }

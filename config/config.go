@@ -30,6 +30,12 @@ const EnvPluginPrefix = "AGENTHOST_PLUGIN_"
 // it is not a config key and Load ignores it.
 const EnvAudioVerbose = "AGENTHOST_AUDIO_VERBOSE"
 
+// EnvProcessTree is set by the host in the environment of every plugin and
+// MCP server it starts (internal/proctree tags their processes with it); an
+// agenthost started under one finds it there. It is not a config key and
+// Load ignores it.
+const EnvProcessTree = "AGENTHOST_TREE"
+
 // Config is the whole effective configuration. Field tags give the YAML keys.
 type Config struct {
 	Server       Server       `yaml:"server"`
@@ -40,6 +46,7 @@ type Config struct {
 	Conversation Conversation `yaml:"conversation"`
 	MCP          MCP          `yaml:"mcp"`
 	Metrics      Metrics      `yaml:"metrics"`
+	Device       Device       `yaml:"device"`
 
 	// Path is the file that was loaded ("" if none).
 	Path string `yaml:"-"`
@@ -61,8 +68,24 @@ type Server struct {
 	AuthTimeout Duration `yaml:"auth_timeout"`
 	// Keepalive: send ##PING when nothing was sent for this long.
 	Keepalive Duration `yaml:"keepalive"`
+	Liveness  Liveness `yaml:"liveness"`
 	Reconnect Backoff  `yaml:"reconnect"`
 	MaxFrame  Size     `yaml:"max_frame"`
+}
+
+// Liveness bounds how long a link whose server stopped answering goes
+// unnoticed (a path that died without a FIN: a Wi-Fi roam, a NAT reset).
+type Liveness struct {
+	// AnswerTimeout: the ##PING sent when a turn starts, while its reply is
+	// awaited and after keepalive must be answered (##INFO:PONG) within
+	// this long, or the connection is dropped and made again.
+	AnswerTimeout Duration `yaml:"answer_timeout"`
+	// TCPUserTimeout: data the server's TCP leaves unacknowledged this long
+	// fails the connection (TCP_USER_TIMEOUT); 0 = the system's default.
+	TCPUserTimeout Duration `yaml:"tcp_user_timeout"`
+	// TCPKeepalive: an idle connection is probed by TCP after this long,
+	// then every third of it, three times; 0 = no TCP keepalive.
+	TCPKeepalive Duration `yaml:"tcp_keepalive"`
 }
 
 // Params are the AUTH parameters (voice protocol §6.1). Extra holds any other
@@ -116,6 +139,12 @@ type Services struct {
 	Timeouts    map[string]Duration `yaml:"timeouts"`
 	MaxResult   Size                `yaml:"max_result"`
 	MaxInFlight int                 `yaml:"max_in_flight"`
+	// MaxDescription bounds one service's description (a longer one is
+	// cut); MaxRegister bounds the register the voice server gets (and
+	// tools/list for MCP clients): services that do not fit are left out,
+	// by provider rank then name, and named in the log and status.
+	MaxDescription Size `yaml:"max_description"`
+	MaxRegister    Size `yaml:"max_register"`
 	// Prefixes maps a provider id to a prefix for its service names.
 	Prefixes map[string]string `yaml:"prefixes"`
 	Builtins bool              `yaml:"builtins"`
@@ -193,6 +222,9 @@ type Audio struct {
 	// not a clock (headless ALSA, files).
 	Pace  bool    `yaml:"pace"`
 	Retry Backoff `yaml:"retry"`
+	// Mixer names an ALSA mixer control that takes the volume ("PCM",
+	// "hw:1/Speaker"); "" = a gain in the playback path.
+	Mixer string `yaml:"mixer"`
 	// Capture is the microphone's processing (package audio/capture).
 	Capture Capture `yaml:"capture"`
 	// EchoRoom is the simulated room of the echo_room backend.
@@ -254,7 +286,7 @@ type Conversation struct {
 }
 
 // HookEvents are the event names accepted as keys of conversation.hooks.
-var HookEvents = []string{"text", "emoji", "speak", "listen_start", "listen_stop", "turn_end", "wake"}
+var HookEvents = []string{"text", "emoji", "speak", "listen_start", "listen_stop", "turn_end", "turn_failed", "link_down", "link_up", "wake"}
 
 // GPIO names a push-to-talk button line. Chip "" or Line -1 means none.
 type GPIO struct {
@@ -262,13 +294,19 @@ type GPIO struct {
 	Line int    `yaml:"line"`
 }
 
-// Earcons are sound files played when listening starts and ends ("" = none).
+// Earcons are sound files played when listening starts and ends ("" =
+// none), and when a turn fails because the server cannot be reached or
+// does not answer it (EarconBuiltin = a generated sound).
 type Earcons struct {
 	ListenStart string `yaml:"listen_start"`
 	ListenEnd   string `yaml:"listen_end"`
 	// Wake is played when the wake word is heard.
-	Wake string `yaml:"wake"`
+	Wake        string `yaml:"wake"`
+	Unreachable string `yaml:"unreachable"`
 }
+
+// EarconBuiltin as an earcon's file names the host's own generated sound.
+const EarconBuiltin = "builtin"
 
 // Metrics configures the Prometheus endpoint.
 type Metrics struct {
@@ -291,6 +329,10 @@ type MCP struct {
 	// the first tools/list (npx may download a package first).
 	StartTimeout Duration `yaml:"start_timeout"`
 	Serve        MCPServe `yaml:"serve"`
+	// Order names the servers of Servers in the order the file lists them
+	// (servers set only from the environment or --set follow, by name). Of
+	// two servers offering one tool name, the one listed first owns it.
+	Order []string `yaml:"-"`
 }
 
 // MCPServer is one entry of mcp.servers: Command (+Args, Env, Cwd) for a
@@ -366,19 +408,22 @@ func Default() *Config {
 			DialTimeout: Duration(5e9),
 			AuthTimeout: Duration(3e9),
 			Keepalive:   Duration(4 * 60e9),
+			Liveness:    Liveness{AnswerTimeout: Duration(5e9), TCPUserTimeout: Duration(10e9), TCPKeepalive: Duration(15e9)},
 			Reconnect:   Backoff{Base: Duration(500e6), Cap: Duration(30e9)},
 			MaxFrame:    1 << 20,
 		},
 		Log: Log{Level: "info", Format: "text"},
 		Services: Services{
-			Timeout:     Duration(10e9),
-			Timeouts:    map[string]Duration{},
-			MaxResult:   64 << 10,
-			MaxInFlight: 64,
-			Prefixes:    map[string]string{},
-			Builtins:    true,
-			Allow:       []string{},
-			Deny:        []string{},
+			Timeout:        Duration(10e9),
+			Timeouts:       map[string]Duration{},
+			MaxResult:      64 << 10,
+			MaxInFlight:    64,
+			MaxDescription: 8 << 10,
+			MaxRegister:    512 << 10,
+			Prefixes:       map[string]string{},
+			Builtins:       true,
+			Allow:          []string{},
+			Deny:           []string{},
 		},
 		Plugins: Plugins{
 			Dirs:           []string{"/usr/lib/agenthost/plugins"},
@@ -405,9 +450,11 @@ func Default() *Config {
 			ReplyTimeout:  Duration(30e9),
 			PushToTalkKey: true,
 			GPIO:          GPIO{Line: -1},
+			Earcons:       Earcons{Unreachable: EarconBuiltin},
 			Hooks:         map[string]string{},
 			WakeWord:      defaultWakeWord(),
 		},
+		Device: defaultDevice(),
 		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{
 			AllowedOrigins: []string{}, MaxSessions: 64, SessionTimeout: Duration(30 * 60e9),
 			MaxConnections: 64, MaxConnectionsPerClient: 16, MaxCalls: 16, MaxCallsPerSession: 4,

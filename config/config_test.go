@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/proctree"
 )
 
 // writeConfig writes body to a fresh agenthost.yaml and returns its path.
@@ -568,7 +570,7 @@ server:
 mcpServers:
   fs: {command: x, env: {GITHUB_TOKEN: ghp_s3cr3t}}
   web:
-    url: https://user:s3cr3t@mcp.example.com/mcp
+    url: https://user:s3cr3t@mcp.example.com/mcp?token=s3cr3t&v=2
     headers: {Authorization: Bearer s3cr3t}
     api_key: s3cr3t
 plugins:
@@ -580,7 +582,7 @@ plugins:
 	if strings.Contains(out, "s3cr3t") {
 		t.Fatalf("Redacted shows a secret:\n%s", out)
 	}
-	for _, want := range []string{`token: '****'`, "GITHUB_TOKEN: '****'", "Authorization: '****'", "user:%2A%2A%2A%2A@mcp.example.com", "city: Paris"} {
+	for _, want := range []string{`token: '****'`, "GITHUB_TOKEN: '****'", "Authorization: '****'", "user:%2A%2A%2A%2A@mcp.example.com", "/mcp?token=****&v=****", "city: Paris"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("Redacted lacks %q:\n%s", want, out)
 		}
@@ -825,6 +827,7 @@ func TestEnvNotConfigKeys(t *testing.T) {
 	t.Setenv("AGENTHOST_PLUGIN_DATA_DIR", "/var/lib/x")
 	t.Setenv("AGENTHOST_AUDIO_VERBOSE", "1")
 	t.Setenv("AGENTHOST_CONFIG", "/elsewhere.yaml")
+	t.Setenv(proctree.EnvName, "1.2.3")          // an agenthost started by a plugin or an MCP server
 	t.Setenv("AGENTHOST_PLUGINS_DEBOUNCE", "1s") // a real key beside them
 	c := mustLoad(t, "", nil)
 	if c.Plugins.Debounce.D() != time.Second || len(c.Warnings) != 0 {
@@ -991,5 +994,34 @@ func TestTokenFromAMissingCredentialIsNone(t *testing.T) {
 	c.Server.TokenFile = filepath.Join(dir, "missing")
 	if _, err := c.Token(); err == nil {
 		t.Fatal("a missing token file that is not a credential must be an error")
+	}
+}
+
+// TestLivenessBounds: server.liveness takes sensible bounds and says which
+// one is wrong and what to write.
+func TestLivenessBounds(t *testing.T) {
+	for _, tc := range []struct {
+		set  map[string]any
+		want string // "" = accepted
+	}{
+		{map[string]any{"server.liveness.answer_timeout": "2s", "server.liveness.tcp_user_timeout": "0s", "server.liveness.tcp_keepalive": "0s"}, ""},
+		{map[string]any{"server.liveness.answer_timeout": "0s"}, "server.liveness.answer_timeout"},
+		{map[string]any{"server.liveness.answer_timeout": "5m"}, "not shorter than server.keepalive"},
+		{map[string]any{"server.liveness.tcp_user_timeout": "-1s"}, "server.liveness.tcp_user_timeout"},
+		{map[string]any{"server.liveness.tcp_user_timeout": "2h"}, "server.liveness.tcp_user_timeout"},
+		{map[string]any{"server.liveness.tcp_keepalive": "1s"}, "from 3s to 1h"},
+	} {
+		c, err := Load("", tc.set)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%v: %v", tc.set, err)
+		case tc.want == "" && c.Server.Liveness.AnswerTimeout.D() != 2*time.Second:
+			t.Errorf("%v: %+v", tc.set, c.Server.Liveness)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%v: want an error naming %q, got %v", tc.set, tc.want, err)
+		}
+	}
+	if d := Default(); d.Server.Liveness.AnswerTimeout.D() > 5*time.Second || d.Conversation.Earcons.Unreachable != EarconBuiltin {
+		t.Errorf("defaults: %+v, earcon %q", d.Server.Liveness, d.Conversation.Earcons.Unreachable)
 	}
 }

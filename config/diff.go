@@ -2,6 +2,7 @@ package config
 
 import (
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -17,6 +18,9 @@ func Changed(a, b *Config) []string {
 	}
 	var out []string
 	diffMaps(ma, mb, nil, &out)
+	if !slices.Equal(a.MCP.Order, b.MCP.Order) && !slices.ContainsFunc(out, func(k string) bool { return strings.HasPrefix(k, "mcp.servers.") }) {
+		out = append(out, "mcp.servers") // only their order changed: it decides who owns a clashing name
+	}
 	sort.Strings(out)
 	return out
 }

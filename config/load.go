@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -87,6 +89,7 @@ func Load(path string, overrides map[string]any) (*Config, error) {
 
 	c := &Config{}
 	l.decode(k.Raw(), reflect.ValueOf(c).Elem(), nil, false)
+	c.MCP.Order = l.fileOrder([]string{"mcp", "servers"}, slices.Collect(maps.Keys(c.MCP.Servers)))
 	l.validating = true
 	l.validate(c)
 	if len(l.problems) > 0 {
@@ -294,6 +297,29 @@ func (l *loader) recordLines(n *yamlv3.Node, p []string) {
 	}
 }
 
+// fileOrder sorts the keys below p in the order the file has them; keys
+// not in the file follow, sorted.
+func (l *loader) fileOrder(p []string, keys []string) []string {
+	line := make(map[string]int, len(keys))
+	for _, k := range keys {
+		if n, ok := l.lines[pathKey(append(append([]string(nil), p...), k))]; ok {
+			line[k] = n
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		a, aok := line[keys[i]]
+		b, bok := line[keys[j]]
+		if aok != bok {
+			return aok
+		}
+		if a != b {
+			return a < b
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}
+
 // dropNulls deletes keys with null values where t is a struct type, so that
 // "key:" with no value keeps the default. Free-form maps keep their nulls.
 func dropNulls(m map[string]any, t reflect.Type) {
@@ -362,9 +388,10 @@ func (l *loader) envKey(name, value string) (string, any) {
 
 // envIgnored reports whether name is an AGENTHOST_ variable that is not a
 // config key but is read elsewhere: EnvConfigPath (the CLI),
-// EnvPluginPrefix* (plugins) and EnvAudioVerbose (the audio package).
+// EnvPluginPrefix* (plugins), EnvAudioVerbose (the audio package) and
+// EnvProcessTree (the host's tag on its children).
 func envIgnored(name string) bool {
-	return name == EnvConfigPath || name == EnvAudioVerbose || strings.HasPrefix(name, EnvPluginPrefix)
+	return name == EnvConfigPath || name == EnvAudioVerbose || name == EnvProcessTree || strings.HasPrefix(name, EnvPluginPrefix)
 }
 
 func envName(p []string) string { return EnvPrefix + strings.ToUpper(strings.Join(p, "_")) }

@@ -53,6 +53,21 @@ func (l *loader) backoff(key string, b Backoff) {
 	}
 }
 
+// liveness checks server.liveness against itself and server.keepalive.
+func (l *loader) liveness(s Server) {
+	lv := s.Liveness
+	l.positive("server.liveness.answer_timeout", lv.AnswerTimeout)
+	if lv.AnswerTimeout > 0 && s.Keepalive > 0 && lv.AnswerTimeout >= s.Keepalive {
+		l.errorf(path("server.liveness.answer_timeout"), "%s is not shorter than server.keepalive (%s); a few seconds is right, like 5s", lv.AnswerTimeout, s.Keepalive)
+	}
+	if lv.TCPUserTimeout < 0 || lv.TCPUserTimeout.D() > time.Hour {
+		l.errorf(path("server.liveness.tcp_user_timeout"), "%s is not from 0 (the system's default) to 1h; a few seconds more than answer_timeout is right, like 10s", lv.TCPUserTimeout)
+	}
+	if lv.TCPKeepalive < 0 || (lv.TCPKeepalive > 0 && lv.TCPKeepalive.D() < 3*time.Second) || lv.TCPKeepalive.D() > time.Hour {
+		l.errorf(path("server.liveness.tcp_keepalive"), "%s is not 0 (off) or from 3s to 1h (probes go a third of it apart, in whole seconds); like 15s", lv.TCPKeepalive)
+	}
+}
+
 func (l *loader) hostPort(key, v string) {
 	host, port, err := net.SplitHostPort(v)
 	if err != nil || host == "" {
@@ -135,6 +150,7 @@ func (l *loader) validate(c *Config) {
 	if s.Keepalive.D() >= MaxKeepalive {
 		l.warnf(path("server.keepalive"), "%s is not below 5m; the server may close an idle link before the PING; use 4m", s.Keepalive)
 	}
+	l.liveness(s)
 	l.backoff("server.reconnect", s.Reconnect)
 	if s.MaxFrame <= 0 {
 		l.errorf(path("server.max_frame"), "must be more than 0; write it like 1MiB")
@@ -152,6 +168,14 @@ func (l *loader) validate(c *Config) {
 	}
 	if sv.MaxResult <= 0 {
 		l.errorf(path("services.max_result"), "must be more than 0; write it like 64KiB")
+	}
+	if sv.MaxDescription < 16 {
+		l.errorf(path("services.max_description"), "must be at least 16 bytes; write it like 8KiB")
+	}
+	if sv.MaxRegister < 4<<10 {
+		l.errorf(path("services.max_register"), "must be at least 4KiB (the built-in services alone take about 2 KiB); write it like 512KiB")
+	} else if sv.MaxDescription > sv.MaxRegister {
+		l.errorf(path("services.max_description"), "is more than services.max_register; a service with so long a description could never be registered")
 	}
 	if sv.MaxInFlight <= 0 {
 		l.errorf(path("services.max_in_flight"), "%d must be more than 0", sv.MaxInFlight)
@@ -211,6 +235,7 @@ func (l *loader) validate(c *Config) {
 	l.opus(s.Params, a)
 	l.backoff("audio.retry", a.Retry)
 	l.capture(a, c.Conversation)
+	l.device(c)
 
 	cv := c.Conversation
 	if cv.JitterLead < 0 {

@@ -24,9 +24,15 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 		JitterLead: h.cfg.Conversation.JitterLead.D(), ReplyTimeout: h.cfg.Conversation.ReplyTimeout.D(), InputOpus: p.InputAudioFormat == "opus", OutputOpus: p.Format == "opus",
 		Hooks: h.cfg.Conversation.Hooks, Log: h.log,
 		EarconStart: h.cfg.Conversation.Earcons.ListenStart, EarconEnd: h.cfg.Conversation.Earcons.ListenEnd,
+		EarconUnreachable: h.cfg.Conversation.Earcons.Unreachable,
+		Attend: func(why string) (<-chan error, func()) {
+			a := h.link.Attend(why)
+			return a.Answer(), a.Release
+		},
 		Wake: h.wakeOptions(),
 	}
-	o.OpenSource, o.OpenSink = devices(a, h.log)
+	o.OpenSource, o.OpenSink = h.audioDevices(a)
+	o.MicMuted, o.Withheld = h.device.MicMuted, h.device.Withheld
 	c, err := conversation.New(o, h.link)
 	if err != nil {
 		return nil, err
@@ -37,7 +43,7 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 
 // devices returns the openers of the microphone and the speaker that the
 // audio section asks for; either may be nil.
-func devices(a config.Audio, log *slog.Logger) (openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) {
+func devices(a config.Audio, log *slog.Logger, muted func() bool) (openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) {
 	ao := audio.Options{Rate: a.Rate, Retry: backoff.Backoff{Base: a.Retry.Base.D(), Cap: a.Retry.Cap.D()}, Logger: log}
 	switch a.Backend {
 	case "portaudio":
@@ -60,6 +66,8 @@ func devices(a config.Audio, log *slog.Logger) (openSource func(context.Context)
 			}
 			return audio.PacedSink(sink, a.Rate), nil
 		}
+	case "echo_room":
+		openSource, openSink = echoRoomDevices(a)
 	case "file":
 		if a.InputFile != "" {
 			openSource = func(context.Context) (audio.Source, error) {
@@ -82,5 +90,5 @@ func devices(a config.Audio, log *slog.Logger) (openSource func(context.Context)
 			}
 		}
 	}
-	return openSource, openSink
+	return withCapture(a, log, muted, openSource, openSink)
 }

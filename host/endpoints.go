@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -18,6 +19,9 @@ import (
 type CallRequest struct {
 	Service string          `json:"service"`
 	Params  json.RawMessage `json:"params,omitempty"`
+	// Caller is who the client acts for: "" (the socket's user, the
+	// owner) or "mcp" (a model behind agenthost mcp), never more.
+	Caller string `json:"caller,omitempty"`
 }
 
 // TalkRequest is the body of POST /v1/talk: action "start" or "stop".
@@ -38,7 +42,11 @@ func (h *Host) ControlServer() *control.Server {
 	s := control.NewServer(h.cfg.ControlSocketPath(), h.log)
 	control.HandleJSON(s, "GET /v1/status", func(context.Context, struct{}) (any, error) { return h.Status(), nil })
 	control.HandleJSON(s, "POST /v1/call", func(ctx context.Context, in CallRequest) (any, error) {
-		return h.CallLocal(ctx, in.Service, in.Params), nil
+		caller, err := services.ParseCaller(in.Caller)
+		if err != nil {
+			return nil, err
+		}
+		return h.CallLocal(services.WithCaller(ctx, caller), in.Service, in.Params), nil
 	})
 	control.HandleJSON(s, "GET /v1/plugins", func(context.Context, struct{}) (any, error) {
 		if h.plugins == nil {
@@ -54,24 +62,35 @@ func (h *Host) ControlServer() *control.Server {
 		var err error
 		switch in.Action {
 		case "start":
+			if h.talkStopsRinging("the talk button") {
+				return map[string]string{"stopped": "ringing"}, nil
+			}
 			task, err = h.conv.TalkStart()
 		case "stop":
+			if h.talkSwallowed.CompareAndSwap(true, false) {
+				return map[string]string{"stopped": "ringing"}, nil
+			}
 			task, err = h.conv.TalkStop()
 		default:
 			err = errors.New(`action must be "start" or "stop"`)
 		}
 		return map[string]string{"task": task}, err
 	})
-	control.HandleJSON(s, "POST /v1/say", func(_ context.Context, in SayRequest) (any, error) {
-		task, err := h.SayText(in.Text)
+	control.HandleJSON(s, "POST /v1/say", func(ctx context.Context, in SayRequest) (any, error) {
+		task, err := h.SayText(ctx, in.Text)
 		return map[string]string{"task": task}, err
 	})
+	h.addDeviceEndpoints(s)
 	return s
 }
 
 // CallLocal runs one call through the same dispatch as the server's calls,
-// with a budget of calls in flight of its own.
+// with a budget of calls in flight of its own. The caller is the owner
+// unless ctx names another (services.WithCaller: an MCP client).
 func (h *Host) CallLocal(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
+	if !services.HasCaller(ctx) {
+		ctx = services.WithCaller(ctx, services.CallerOwner)
+	}
 	return h.disp.DispatchFrom(ctx, voice.Call{CallID: localCallID("local-"), Method: service, Params: params}, h.local, "")
 }
 
@@ -86,23 +105,33 @@ func localBudget(s config.Services) services.BudgetLimits {
 	return services.BudgetLimits{Name: "the control socket's clients", Max: s.MaxInFlight, MaxSetting: "services.max_in_flight"}
 }
 
-// SayText starts a text turn: TEXT then END_FRAME on a new task.
-func (h *Host) SayText(text string) (string, error) {
+// SayText starts a text turn: TEXT then END_FRAME on a new task. It
+// returns once the server answered the PING sent with the turn, or with an
+// error when it did not within server.liveness.answer_timeout (the link is
+// then made again, and the owner told).
+func (h *Host) SayText(ctx context.Context, text string) (string, error) {
 	text = strings.NewReplacer(voice.EndMarker, "", voice.StartMarker, "").Replace(strings.TrimSpace(text))
 	if text == "" {
 		return "", errors.New("nothing to say: the text is empty")
 	}
-	task := voice.NewTaskID()
-	if h.conv != nil {
-		h.conv.ExpectReply(task)
+	if h.conv == nil {
+		return "", errors.New("no conversation: the daemon runs without one")
 	}
-	if err := h.link.Send(voice.Frame{Type: voice.TypeText, Task: task, Payload: []byte(text)}); err != nil {
-		return "", err
-	}
-	if err := h.link.Send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 1}); err != nil {
+	task, answer, err := h.conv.Say(text)
+	if err != nil {
 		return "", err
 	}
 	h.log.Info("text turn sent", "task", task)
 	h.log.Debug("text turn", "task", task, "text", text)
+	if answer != nil {
+		select {
+		case err = <-answer:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		return task, fmt.Errorf("the turn on task %s failed: %w", task, err)
+	}
 	return task, nil
 }

@@ -13,11 +13,13 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/builtin"
 	"github.com/agenthost/agenthost/host/conversation"
+	"github.com/agenthost/agenthost/host/device"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/mcpclient"
 	"github.com/agenthost/agenthost/host/pluginmgr"
@@ -67,6 +69,9 @@ type Host struct {
 	mcpSrv     *mcpServers
 	mcpConfs   map[string]mcpclient.ServerConfig // the MCP servers the configuration names
 	mcpFile    map[string]mcpclient.ServerConfig // the servers of mcp.servers_file, as last read
+
+	device        *device.Device // volume, mutes, timers (host/device.go)
+	talkSwallowed atomic.Bool    // a talk press that stopped a ringing timer: its release is ignored
 }
 
 // idleTrim: after this long without a call the daemon hands back the memory
@@ -102,7 +107,8 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 	for _, w := range warnings {
 		log.Warn("configuration: " + w)
 	}
-	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: registryPrefixes(cfg, h.mcpConfs), Log: log.With("component", "registry"),
+	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: registryPrefixes(cfg, h.mcpConfs), Order: providerOrder(cfg, h.mcpConfs),
+		MaxDescription: int(cfg.Services.MaxDescription), MaxRegister: int(cfg.Services.MaxRegister), Log: log.With("component", "registry"),
 		Policy: services.Policy{Allow: cfg.Services.Allow, Deny: cfg.Services.Deny}})
 	limits := dispatchLimits(cfg.Services)
 	limits.Log = log.With("component", "dispatch")
@@ -112,6 +118,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 		if err := h.reg.Put(builtin.New(time.Now)); err != nil {
 			return nil, fmt.Errorf("built-in services: %w", err)
 		}
+	}
+	if err := h.newDevice(); err != nil {
+		return nil, err
 	}
 	h.link = link.New(link.Options{Server: cfg.Server, Token: cfg.Token, Log: log}, (*linkHandler)(h))
 	return h, nil
@@ -147,7 +156,8 @@ func (h *Host) Config() *config.Config {
 func (h *Host) Log() *slog.Logger { return h.log }
 
 // Add registers a component to run with the host. Components start in the
-// order added, before the link connects, so the first register is complete.
+// order added, before the link connects, so the first register has what
+// they have ready (an MCP server that answers later joins with a new one).
 func (h *Host) Add(c Component) { h.components = append(h.components, c) }
 
 // OnFrame adds a tap that sees every conversation frame from the server
@@ -288,7 +298,7 @@ func (h *Host) worker(w callWork) {
 // handleCall runs one MCP call and answers it with exactly one result.
 func (h *Host) handleCall(conn int, c voice.Call) {
 	start := time.Now()
-	out := h.disp.Dispatch(h.callCtx, c)
+	out := h.disp.Dispatch(services.WithCaller(h.callCtx, services.CallerVoiceServer), c)
 	h.answer(conn, c, out)
 	took := time.Since(start)
 	h.trim.Busy()
@@ -327,6 +337,7 @@ func (lh *linkHandler) Up(conn int) {
 	if h.conv != nil {
 		h.conv.LinkUp()
 	}
+	h.device.LinkUp() // what the server was not told while away (a timer rang)
 }
 
 func (lh *linkHandler) Down(conn int, err error) {
@@ -337,7 +348,7 @@ func (lh *linkHandler) Down(conn int, err error) {
 	}
 	h.mu.Unlock()
 	if h.conv != nil {
-		h.conv.LinkDown()
+		h.conv.LinkDown(err)
 	}
 }
 
@@ -393,14 +404,19 @@ func (h *Host) mcp(conn int, f voice.Frame) {
 type Status struct {
 	Connected bool        `json:"connected"`
 	Conn      int         `json:"connection"`
+	Link      link.State  `json:"link"`
 	Registers int         `json:"registers_sent"`
 	Services  []string    `json:"services"`
 	Conflicts []string    `json:"conflicts,omitempty"`
+	LeftOut   []string    `json:"left_out,omitempty"` // services over services.max_register
 	InFlight  int         `json:"calls_in_flight"`
 	MCP       []MCPStatus `json:"mcp_servers,omitempty"`
 	// WakeWord says whether the wake word is on, and why not.
 	WakeWord hostwake.Status `json:"wake_word"`
 	Process  Process         `json:"process"`
+
+	// Device is the speaker's own state (host/device).
+	Device *device.Status `json:"device,omitempty"`
 }
 
 // Process is what the daemon's own process holds, for watching it over time.
@@ -429,8 +445,9 @@ func processNow() Process {
 func (h *Host) Status() Status {
 	up, conn := h.link.Up()
 	h.mu.Lock()
-	s := Status{Connected: up, Conn: conn, Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), Process: processNow()}
+	s := Status{Connected: up, Conn: conn, Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), LeftOut: h.reg.LeftOut(), Process: processNow()}
 	h.mu.Unlock()
+	s.Link = h.link.State()
 	for _, e := range h.reg.Entries() {
 		s.Services = append(s.Services, e.Name)
 	}
@@ -438,6 +455,8 @@ func (h *Host) Status() Status {
 		s.MCP = h.mcpSrv.status()
 	}
 	s.WakeWord = h.wakeStatus()
+	ds := h.device.Status()
+	s.Device = &ds
 	return s
 }
 
@@ -450,6 +469,9 @@ func (h *Host) RunProviders(ctx context.Context, f func(ctx context.Context)) er
 	defer cancel()
 	if err := h.startComponents(ctx, ctx, &wg, make(chan error, len(h.components))); err != nil {
 		return err
+	}
+	if h.mcpSrv != nil {
+		h.mcpSrv.settle(ctx) // a one-off call has no later register to wait for
 	}
 	f(ctx)
 	return nil

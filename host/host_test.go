@@ -65,6 +65,7 @@ func TestRegisterOncePerChangeAndCleanStop(t *testing.T) {
 		}
 	}
 	wait("first register", func() bool { return registers(sim) == 1 })
+	builtins := len(sim.Services()) // get_current_time and the device's
 
 	if err := h.Registry().Put(staticProvider{"a", `{"type":"object"}`}); err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestRegisterOncePerChangeAndCleanStop(t *testing.T) {
 	if n := registers(sim); n != 3 {
 		t.Fatalf("%d registers, want 3", n)
 	}
-	if _, ok := sim.Services()["a_hello"]; ok || len(sim.Services()) != 1 {
+	if _, ok := sim.Services()["a_hello"]; ok || len(sim.Services()) != builtins {
 		t.Fatalf("services after removal %v", sim.Services())
 	}
 	// A reconnect registers the whole set once more.
@@ -113,15 +114,19 @@ func ctxT(t *testing.T) context.Context {
 func TestSayTextRefusesEmptyAndStripsMarkers(t *testing.T) {
 	cfg := config.Default()
 	cfg.Plugins.RuntimeDir = filepath.Join(t.TempDir(), "run")
+	cfg.Audio.Backend = "none"
 	h, err := New(cfg, slog.New(slog.DiscardHandler))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.SayText("  "); err == nil || !strings.Contains(err.Error(), "empty") {
+	if _, err := h.SayText(ctxT(t), "  "); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Fatal(err)
 	}
-	if _, err := h.SayText("hi"); err == nil {
-		t.Fatal("a text turn without a connection succeeded")
+	if _, err := h.Conversation(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.SayText(ctxT(t), "hi"); err == nil || !strings.Contains(err.Error(), "not connected") {
+		t.Fatalf("a text turn without a connection: %v", err)
 	}
 	if id := voice.NewTaskID(); len(id) != voice.TaskLen {
 		t.Fatalf("task id %q", id)

@@ -80,7 +80,10 @@ func (h *Host) services() ServicesResponse {
 // call through CallLocal (the same dispatch, validation, deadlines and
 // logs as the voice server's calls). Run it (Server.Run) to follow changes.
 func (h *Host) MCPServer(version string) *mcpserver.Server {
-	return mcpserver.New(mcpserver.RegistryCatalog(h.reg), mcpserver.CallerFunc(h.CallLocal),
+	asMCP := func(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
+		return h.CallLocal(services.WithCaller(ctx, services.CallerMCP), service, params)
+	}
+	return mcpserver.New(mcpserver.RegistryCatalog(h.reg), mcpserver.CallerFunc(asMCP),
 		mcpserver.Options{Version: version, Log: h.log.With("component", "mcp-server")})
 }
 
@@ -118,7 +121,7 @@ func (m *MCPEndpoint) Run(ctx context.Context, ready func()) error {
 		Max: serve.MaxCalls, MaxSetting: "mcp.serve.max_calls", PerClient: serve.MaxCallsPerSession, PerClientSetting: "mcp.serve.max_calls_per_session"})
 	srv := mcpserver.New(mcpserver.RegistryCatalog(m.h.reg), mcpserver.CallerFunc(func(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
 		call := voice.Call{CallID: localCallID("mcp-"), Method: service, Params: params}
-		return m.h.disp.DispatchFrom(ctx, call, budget, mcpserver.SessionID(ctx))
+		return m.h.disp.DispatchFrom(services.WithCaller(ctx, services.CallerMCP), call, budget, mcpserver.SessionID(ctx))
 	}), mcpserver.Options{Version: m.version, Log: m.h.log.With("component", "mcp-server")})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -143,10 +146,17 @@ type DaemonCatalog struct {
 	cur chan ServicesResponse // holds the latest set (a buffer of one)
 }
 
+// daemonAnswer bounds the requests of `agenthost mcp` that the daemon
+// answers without waiting for a service; calls have no bound but their
+// context (the daemon ends them at the service's deadline).
+const daemonAnswer = 60 * time.Second
+
 // NewDaemonCatalog reads the daemon's set once; it fails (wrapping
 // control.ErrNotRunning) when no daemon answers.
 func NewDaemonCatalog(ctx context.Context, c *control.Client, log *slog.Logger) (*DaemonCatalog, error) {
 	var first ServicesResponse
+	ctx, cancel := context.WithTimeout(ctx, daemonAnswer)
+	defer cancel()
 	if err := c.Do(ctx, "GET /v1/services", nil, &first); err != nil {
 		return nil, err
 	}
@@ -175,7 +185,10 @@ func (d *DaemonCatalog) Subscribe() (<-chan struct{}, func()) {
 		defer close(done)
 		for ctx.Err() == nil {
 			var next ServicesResponse
-			err := d.c.Do(ctx, "POST /v1/services/wait", WaitRequest{Version: d.latest().Version}, &next)
+			// The daemon answers a wait within 50 s.
+			pctx, cancelPoll := context.WithTimeout(ctx, daemonAnswer)
+			err := d.c.Do(pctx, "POST /v1/services/wait", WaitRequest{Version: d.latest().Version}, &next)
+			cancelPoll()
 			if err != nil {
 				if ctx.Err() == nil {
 					d.log.Warn("cannot follow the daemon's services; retrying", "err", err)
@@ -199,11 +212,12 @@ func (d *DaemonCatalog) Subscribe() (<-chan struct{}, func()) {
 	return ch, func() { cancel(); <-done }
 }
 
-// DaemonCaller runs calls on a daemon through POST /v1/call.
+// DaemonCaller runs calls on a daemon through POST /v1/call, as an MCP
+// client (which may not do what only the owner may).
 func DaemonCaller(c *control.Client) mcpserver.Caller {
 	return mcpserver.CallerFunc(func(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
 		var out voice.Outcome
-		if err := c.Do(ctx, "POST /v1/call", CallRequest{Service: service, Params: params}, &out); err != nil {
+		if err := c.Do(ctx, "POST /v1/call", CallRequest{Service: service, Params: params, Caller: "mcp"}, &out); err != nil {
 			return voice.Outcome{Error: fmt.Sprintf("%s: the agenthost daemon did not answer: %v", service, err)}
 		}
 		return out

@@ -106,19 +106,11 @@ func (h *Host) MCPServers() Component {
 
 func (m *mcpServers) Name() string { return "MCP servers" }
 
-// Run starts the servers, reports ready once each has come up or failed
-// (within a few seconds: a slow one joins the register later), and stops
-// them all when ctx ends.
+// Run starts the servers and reports ready at once, without waiting for
+// them: the link connects and registers what is ready, and a server that
+// answers later joins with a new register. It stops them all when ctx ends.
 func (m *mcpServers) Run(ctx context.Context, ready func()) error {
 	m.apply(m.h.mcpConfs, nil)
-	deadline := time.After(min(m.h.Config().MCP.StartTimeout.D(), 10*time.Second))
-	for _, s := range m.all() {
-		select {
-		case <-s.sup.Settled():
-		case <-deadline:
-		case <-ctx.Done():
-		}
-	}
 	ready()
 	<-ctx.Done()
 	m.mu.Lock()
@@ -133,6 +125,22 @@ func (m *mcpServers) Run(ctx context.Context, ready func()) error {
 	}
 	wg.Wait()
 	return nil
+}
+
+// settle waits until each server has come up or failed, within
+// min(mcp.start_timeout, 10 s), or until ctx ends: for a one-off run without
+// a daemon (`agenthost call`), which has no later register to wait for.
+func (m *mcpServers) settle(ctx context.Context) {
+	deadline := time.After(min(m.h.Config().MCP.StartTimeout.D(), 10*time.Second))
+	for _, s := range m.all() {
+		select {
+		case <-s.sup.Settled():
+		case <-deadline:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 func (m *mcpServers) all() []*mcpServer {

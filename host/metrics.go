@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/supervise"
 	"github.com/agenthost/agenthost/internal/httpserve"
 )
@@ -31,6 +32,8 @@ var (
 	descUp           = prometheus.NewDesc("agenthost_link_up", "1 while the link to the voice server is up.", nil, nil)
 	descConnections  = prometheus.NewDesc("agenthost_link_connections_total", "Connections to the voice server that sent AUTH (reconnects are all but the first).", nil, nil)
 	descAuthFailures = prometheus.NewDesc("agenthost_link_auth_failures_total", "Connections the voice server refused after AUTH.", nil, nil)
+	descOutages      = prometheus.NewDesc("agenthost_link_outages_total", "Connections that were up and went down unasked, by reason (no_answer: a PING went unanswered within server.liveness.answer_timeout).", []string{"reason"}, nil)
+	descLastOutage   = prometheus.NewDesc("agenthost_link_last_outage_timestamp_seconds", "When the latest outage began (Unix time); 0 if none.", nil, nil)
 	descRegisters    = prometheus.NewDesc("agenthost_registers_sent_total", "MCP register messages sent to the voice server.", nil, nil)
 	descServices     = prometheus.NewDesc("agenthost_services", "Services registered now.", nil, nil)
 	descInFlight     = prometheus.NewDesc("agenthost_calls_in_flight", "Calls running now.", nil, nil)
@@ -59,6 +62,7 @@ func newMetrics(h *Host) *metrics {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"service"}),
 	}
 	m.reg.MustRegister(m, m.calls, m.duration, collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.reg.MustRegister(deviceCollector{h})
 	h.OnCall(m.observe)
 	return m
 }
@@ -93,6 +97,15 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ls := h.link.Stats()
 	counter(descConnections, float64(ls.Connections))
 	counter(descAuthFailures, float64(ls.AuthFailures))
+	st := h.link.State()
+	for _, r := range link.Reasons {
+		counter(descOutages, float64(st.ByReason[r]), r)
+	}
+	last := 0.0
+	if st.LastOutageAt != nil {
+		last = float64(st.LastOutageAt.UnixMilli()) / 1e3
+	}
+	gauge(descLastOutage, last)
 	h.mu.Lock()
 	counter(descRegisters, float64(h.registers))
 	h.mu.Unlock()

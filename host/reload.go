@@ -24,6 +24,7 @@ var liveKeys = []string{
 	"conversation.wake_word.models", "conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
 	"mcp.servers", "mcp.servers_file",
 	"audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace",
+	"audio.capture", "audio.echo_room",
 }
 
 func isLive(key string) bool {
@@ -101,6 +102,8 @@ func (h *Host) Apply(next *config.Config) []string {
 		h.disp.SetLimits(dispatchLimits(next.Services))
 		h.local.SetLimits(localBudget(next.Services))
 		h.reg.Reconfigure(prefixes, services.Policy{Allow: next.Services.Allow, Deny: next.Services.Deny})
+		h.reg.SetOrder(providerOrder(next, h.mcpConfs))
+		h.reg.SetBounds(int(next.Services.MaxDescription), int(next.Services.MaxRegister))
 		if next.Services.Builtins && !prev.Services.Builtins {
 			if err := h.reg.Put(builtin.New(nil)); err != nil {
 				h.log.Error("the built-in services were refused", "err", err)
@@ -108,6 +111,7 @@ func (h *Host) Apply(next *config.Config) []string {
 		} else if !next.Services.Builtins && prev.Services.Builtins {
 			h.reg.Remove(builtin.ID)
 		}
+		h.applyDevice(prev, next)
 	}
 	if touched(changed, "plugins.config", "plugins.sha256", "services.prefixes") && h.plugins != nil {
 		h.plugins.Reconfigure(next.Plugins, prefixChanged)
@@ -116,8 +120,8 @@ func (h *Host) Apply(next *config.Config) []string {
 		if touched(changed, "conversation.hooks") {
 			h.conv.SetHooks(next.Conversation.Hooks)
 		}
-		if touched(changed, "audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace") {
-			h.conv.SetDevices(devices(next.Audio, h.log))
+		if touched(changed, "audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room") {
+			h.conv.SetDevices(h.audioDevices(next.Audio))
 		}
 	}
 	h.applyWakeWord(prev, next, changed)

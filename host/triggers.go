@@ -39,12 +39,18 @@ type talkHandler struct {
 }
 
 func (t talkHandler) Press() {
+	if t.h.talkStopsRinging("the talk button") {
+		return
+	}
 	if _, err := t.conv.TalkStart(); err != nil {
 		t.h.log.Warn("push-to-talk: cannot start a turn", "err", err)
 	}
 }
 
 func (t talkHandler) Release() {
+	if t.h.talkSwallowed.CompareAndSwap(true, false) {
+		return
+	}
 	if _, err := t.conv.TalkStop(); err != nil {
 		t.h.log.Warn("push-to-talk: cannot end the turn", "err", err)
 	}

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what packaging and the system test need beyond scripts/install-deps.sh:
 # Debian's cross compilers for arm64 and armhf, the multiarch -dev packages the
-# cgo build links against (PortAudio, ALSA, JACK, Opus, opusfile, soxr), binutils
+# cgo build links against (PortAudio, ALSA, JACK, Opus, opusfile, soxr, speexdsp), binutils
 # for objdump -p on foreign ELFs (they come with the cross compilers), qemu-user
-# to run the foreign binaries, lintian, and debootstrap for the system test.
+# to run the foreign binaries (and qemu-user-static with binfmt-support for the
+# foreign roots), lintian, mmdebstrap for the cached roots, reprepro and gnupg
+# for the signed APT repository.
 # Idempotent: it only installs what is missing. Runs apt as root (sudo otherwise).
 #
 # Mirror skew: a Multi-Arch: same library such as libssl3 (pulled in by
@@ -19,8 +21,8 @@ set -euo pipefail
 
 ARCHES=(arm64 armhf)
 TOOLS=(gcc-aarch64-linux-gnu gcc-arm-linux-gnueabihf libc6-dev-arm64-cross libc6-dev-armhf-cross
-       qemu-user lintian debootstrap dpkg-dev fakeroot)
-DEV=(portaudio19-dev libasound2-dev libjack-jackd2-dev libopus-dev libopusfile-dev libsoxr-dev)
+       qemu-user qemu-user-static binfmt-support lintian mmdebstrap arch-test dpkg-dev fakeroot reprepro gnupg)
+DEV=(portaudio19-dev libasound2-dev libjack-jackd2-dev libopus-dev libopusfile-dev libsoxr-dev libspeexdsp-dev)
 SKEW=(libssl3)   # Multi-Arch: same, pulled in by libopusfile0; must match the amd64 version
 
 SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"

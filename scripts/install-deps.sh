@@ -9,7 +9,7 @@ GO_VERSION=1.26.8
 PACKAGES=(
   build-essential pkg-config ca-certificates curl unzip
   portaudio19-dev libportaudio2 libjack-jackd2-dev libasound2-dev libasound2-plugins alsa-utils   # PortAudio through ALSA
-  libopus-dev libopusfile-dev libsoxr-dev                                      # Opus codec, resampler
+  libopus-dev libopusfile-dev libsoxr-dev libspeexdsp-dev                      # Opus codec, resampler, echo canceller
   sox espeak-ng                                                                # test speech and measurement
 )
 # The MCP tests run third-party MCP programs from npm; a machine without Node

@@ -42,6 +42,10 @@ type Frame struct {
 	PCM []int16
 	// At is when PCM[0] reached the microphone (zero when unknown).
 	At time.Time
+	// Resync: the microphone's timeline jumped before this frame (samples
+	// were lost, or the reader fell behind for a while), so At is not
+	// continuous with the frame before.
+	Resync bool
 }
 
 // Stage processes the microphone frame by frame.
@@ -105,7 +109,9 @@ func (c *Chain) Read(p []int16) (int, error) {
 		if _, err := audio.ReadFull(c.src, c.frame.PCM); err != nil {
 			return 0, err
 		}
+		jumps := c.clock.jumps
 		c.frame.At = c.clock.stamp(time.Now(), LatencyOf(c.src), len(c.frame.PCM))
+		c.frame.Resync = c.clock.jumps != jumps
 		for _, s := range c.stages {
 			s.Process(&c.frame)
 		}

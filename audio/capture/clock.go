@@ -9,8 +9,11 @@ import "time"
 // its full-buffer latency after the write returned. Delays (the scheduler,
 // a buffered read, a write into an empty buffer) only make a bound later,
 // so the earliest bound seen is the best, and the stream's samples are
-// counted on from it without a jump (improvements under clockSlack are
-// jitter and ignored, so the stream does not slip by single samples). A bound later than the anchor by more
+// counted on from it without a jump. Once the anchor has settled (the
+// first clockSettle bounds, in which a device's buffer fills), only a
+// change larger than clockJump moves it: a shift of even a millisecond
+// undoes what the echo canceller's filter learned, while a steady error of
+// a few is what its delay search and filter absorb. A bound later than the anchor by more
 // than jump for a whole window means samples were lost (an overflow or an
 // underrun): the anchor moves to it.
 type clock struct {
@@ -19,12 +22,15 @@ type clock struct {
 	anchor time.Time // when sample 0 reached the air
 	win    time.Time // the earliest bound in this window
 	winN   int
+	n      int // bounds taken
+	jumps  int // times a settled anchor moved (the stream's timeline jumped)
 }
 
 const (
 	clockWindow = 100 // bounds per window (1 s of 10 ms frames)
 	clockJump   = 20 * time.Millisecond
 	clockSlack  = time.Millisecond // smaller improvements are jitter, kept out
+	clockSettle = 50               // bounds in which the anchor settles
 )
 
 func (c *clock) dur(n int64) time.Duration {
@@ -36,7 +42,14 @@ func (c *clock) dur(n int64) time.Duration {
 func (c *clock) bound(edge time.Time, n int) time.Time {
 	c.pos += int64(n)
 	cand := edge.Add(-c.dur(c.pos))
-	if c.anchor.IsZero() || cand.Before(c.anchor.Add(-clockSlack)) {
+	slack := clockSlack
+	if c.n++; c.n > clockSettle {
+		slack = clockJump
+	}
+	if c.anchor.IsZero() || cand.Before(c.anchor.Add(-slack)) {
+		if c.n > clockSettle {
+			c.jumps++
+		}
 		c.anchor = cand
 	}
 	if c.winN == 0 || cand.Before(c.win) {
@@ -44,6 +57,7 @@ func (c *clock) bound(edge time.Time, n int) time.Time {
 	}
 	if c.winN++; c.winN >= clockWindow {
 		if c.win.Sub(c.anchor) > clockJump {
+			c.jumps++
 			c.anchor = c.win
 		}
 		c.winN = 0

@@ -2,6 +2,7 @@ package capture
 
 import (
 	"fmt"
+	"log/slog"
 	"sync/atomic"
 	"time"
 )
@@ -20,6 +21,11 @@ type EchoOptions struct {
 	// Residual suppresses the echo the filter leaves (speexdsp's residual
 	// echo suppressor): on by default; NoResidual turns it off.
 	NoResidual bool
+	// NoHold turns off holding the output down while the filter learns
+	// (after a start, a move or an underrun): to measure the filter alone.
+	NoHold bool
+	// Log, if set, hears when the delay search moves the filter.
+	Log *slog.Logger
 }
 
 // Bounds of the canceller's settings.
@@ -66,10 +72,15 @@ type Echo struct {
 	out   []int16
 	shift int // applied delay, frames
 
-	warm    int // frames with sound played since the filter (re)started
-	lastFar int // the last frame with sound played
+	warm    int     // frames with sound played since the filter (re)started
+	held    bool    // the output is held down while the filter learns
+	eIn     float64 // recent echo energy into the filter, while held
+	eOut    float64 // and out of it
+	lastFar int     // the last frame with sound played
+	breaks  int64   // the reference's breaks seen
 
 	delay atomic.Int64 // the applied delay, for Delay
+	moves atomic.Int64 // times the filter's window moved, for Moves
 }
 
 // NewEcho returns a canceller that reads what was played from ref (nil
@@ -91,7 +102,7 @@ func NewEcho(ref *Reference, o EchoOptions) (*Echo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("echo canceller: %w", err)
 	}
-	e := &Echo{ref: ref, o: o, frame: frame, aec: aec}
+	e := &Echo{ref: ref, o: o, frame: frame, aec: aec, held: true}
 	if !o.NoResidual {
 		if e.res, err = newSpeexPre(frame, o.Rate); err != nil {
 			aec.close()
@@ -120,6 +131,16 @@ func (e *Echo) Name() string { return "echo" }
 func (e *Echo) Process(f *Frame) {
 	if e.ref != nil {
 		e.ref.Read(e.far, f.At)
+		if f.Resync {
+			e.hold() // the microphone's timeline jumped: as after a break
+		}
+		if b := e.ref.Breaks(); b != e.breaks {
+			// The speaker ran dry and restarted a little off: the filter
+			// adapts to it without starting over; hold the output down
+			// meanwhile, as at the start.
+			e.breaks = b
+			e.hold()
+		}
 	}
 	e.Cancel(f.PCM, e.far)
 }
@@ -136,12 +157,19 @@ func (e *Echo) Cancel(mic, far []int16) {
 	if e.est != nil {
 		if lag, ok := e.est.add(far, mic); ok {
 			e.delay.Store(int64(lag) * int64(FrameDuration))
-			if lag > e.shift+1 || lag < e.shift-1 {
-				// The echo starts elsewhere in (or outside) the filter's
-				// window: move the window and start the filter again.
+			if lag < e.window() || lag > e.window()+e.tailFrames()/2 {
+				// The echo starts before the filter's window, or so far
+				// into it that its reverberation falls out: move the window
+				// and start the filter again. (Smaller changes are left
+				// alone: the filter covers them, and near speech or a short
+				// reply can sway the estimate by a frame or two.)
 				e.shift = lag
 				e.aec.reset()
-				e.warm = 0
+				e.hold()
+				e.moves.Add(1)
+				if e.o.Log != nil {
+					e.o.Log.Debug("echo path delay found; the canceller learns the room again", "component", "capture", "delay", time.Duration(lag)*FrameDuration)
+				}
 			}
 		}
 	}
@@ -156,7 +184,16 @@ func (e *Echo) Cancel(mic, far []int16) {
 		e.lastFar = e.t
 		e.warm++
 	}
-	if e.warm < warmFrames && e.t-e.lastFar <= e.slots+warmTail {
+	echoing := e.t-e.lastFar <= e.slots+warmTail
+	if e.held && echoing {
+		e.eIn = warmDecay*e.eIn + energy(mic)
+		e.eOut = warmDecay*e.eOut + energy(e.out)
+		learned := e.warm >= warmMin && e.eIn >= warmERLE*e.eOut
+		if learned || e.warm >= warmMax {
+			e.held = false
+		}
+	}
+	if e.held && echoing && !e.o.NoHold {
 		// The filter is still learning the room: while its echo may be
 		// in the microphone, hold the output down rather than pass it.
 		for i, v := range e.out {
@@ -166,16 +203,34 @@ func (e *Echo) Cancel(mic, far []int16) {
 	copy(mic, e.out)
 }
 
-// A new filter converges in about 2 s of played sound (speexdsp's MDF
-// reaches ~15 dB in its first second, ~25 dB in its third): until then,
-// frames that may hold echo are attenuated by 30 dB. Near speech during
-// those first seconds is lost with the echo (a barge-in during the very
-// first reply after a start or a move of the delay is not heard).
+// hold starts holding the output down: the filter starts learning.
+func (e *Echo) hold() {
+	e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0
+}
+
+// A new filter converges in a few seconds of played sound (speexdsp's MDF
+// reaches ~15 dB in its first second, ~25 dB in its third). Until it takes
+// 25 dB off the echo (measured on its own input and output, over about the
+// last half second), for at least 1 s and at most 6 s of played sound,
+// frames that may hold echo are attenuated by 30 dB. Near speech then is
+// lost with the echo: a barge-in during the very first reply after a start,
+// a move of the delay or an underrun is not heard.
 const (
-	warmFrames = 200 // frames of played sound
-	warmTail   = 15  // frames after the last sound that may still echo
-	warmDiv    = 32  // -30 dB
+	warmMin   = 100   // frames of played sound
+	warmMax   = 600   // frames of played sound
+	warmERLE  = 316.0 // 25 dB, as an energy ratio
+	warmDecay = 0.95  // per frame: about the last half second counts
+	warmTail  = 15    // frames after the last sound that may still echo
+	warmDiv   = 32    // -30 dB
 )
+
+func energy(x []int16) float64 {
+	var e float64
+	for _, v := range x {
+		e += float64(v) * float64(v)
+	}
+	return e
+}
 
 // loud reports whether a frame holds sound (above about -50 dBFS).
 func loud(x []int16) bool {
@@ -189,8 +244,14 @@ func loud(x []int16) bool {
 // window is the lag, in frames, at which the filter's window starts.
 func (e *Echo) window() int { return max(0, e.shift-delayMargin) }
 
+func (e *Echo) tailFrames() int { return int(e.o.Tail / FrameDuration) }
+
 // Delay is the bulk delay the search found (0 until it has found one).
 func (e *Echo) Delay() time.Duration { return time.Duration(e.delay.Load()) }
+
+// Moves counts how often the delay search moved the filter's window
+// (each time, the filter starts learning again).
+func (e *Echo) Moves() int64 { return e.moves.Load() }
 
 // Close implements Stage.
 func (e *Echo) Close() error {

@@ -13,9 +13,9 @@ func TestEchoCancelsALinearRoom(t *testing.T) {
 	if raw := echoroom.ERLE(s.Mic, s.Mic, settle); raw != 0 {
 		t.Fatalf("ERLE of the untouched microphone = %.1f dB, want 0", raw)
 	}
-	out := cancel(t, s.Mic, far, EchoOptions{MaxDelay: DefaultMaxDelay})
+	out := cancel(t, s.Mic, far, EchoOptions{MaxDelay: DefaultMaxDelay, NoHold: true})
 	erle := echoroom.ERLE(s.Mic, out, settle)
-	t.Logf("ERLE after 2 s: %.1f dB", erle)
+	t.Logf("ERLE after 2 s (the filter alone, without the hold while it learns): %.1f dB", erle)
 	// The target, 30 dB, is reported by BenchmarkEcho; this floor keeps
 	// the test steady across espeak-ng versions.
 	if erle < 25 {

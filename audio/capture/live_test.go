@@ -32,6 +32,7 @@ func TestLiveRoomThroughTheChain(t *testing.T) {
 	far, _ := voices(t)
 	far = far[:10*rate]
 	room := linearRoom(120 * time.Millisecond)
+	room.Reverb = 60 * time.Millisecond // a shorter response keeps the room real-time under -race
 	l, err := echoroom.NewLive(room, echoroom.Script{})
 	if err != nil {
 		t.Fatal(err)
@@ -48,7 +49,8 @@ func TestLiveRoomThroughTheChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer chain.Close()
-	sink := TapSink(l.Sink(), ref)
+	sink := TapSink(l.Sink(), ref, rate, 20*time.Millisecond)
+	defer sink.Close()
 	go func() {
 		for i := 0; i < len(far); i += 960 {
 			if _, err := sink.Write(far[i:min(len(far), i+960)]); err != nil {

@@ -1,7 +1,9 @@
 package capture
 
 import (
+	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenthost/agenthost/audio"
@@ -30,6 +32,7 @@ type Reference struct {
 	base   int64 // timeline position of the run's sample 0
 	runN   int64 // samples in the run
 	runEnd time.Time
+	breaks atomic.Int64 // runs that began after the speaker ran dry mid-stream
 }
 
 // ReferenceSpan is how much of the timeline a Reference keeps: enough for
@@ -51,8 +54,7 @@ func (r *Reference) pos(t time.Time) int64 {
 	if r.epoch.IsZero() {
 		r.epoch = t
 	}
-	d := t.Sub(r.epoch)
-	return (int64(d)*int64(r.rate) + int64(time.Second)/2) / int64(time.Second)
+	return int64(math.Round(t.Sub(r.epoch).Seconds() * float64(r.rate)))
 }
 
 func (r *Reference) slot(p int64) int {
@@ -83,10 +85,17 @@ func (r *Reference) played(p []int16, lat time.Duration, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.inRun || now.After(r.runEnd.Add(clockJump/2)) {
+		if r.inRun {
+			r.breaks.Add(1)
+		}
 		r.run.restart() // the speaker ran dry: a new run
 		r.inRun, r.runN = true, 0
 	}
+	jumps := r.run.jumps
 	r.run.bound(now.Add(lat), len(p))
+	if r.run.jumps != jumps {
+		r.breaks.Add(1) // a settled run moved: as good as a new one
+	}
 	base := r.pos(r.run.anchor)
 	if r.runN > 0 && base != r.base {
 		r.move(base)
@@ -127,6 +136,13 @@ func (r *Reference) move(base int64) {
 	}
 }
 
+// Breaks counts the times the speaker ran dry after it had been fed (an
+// underrun: the process was late to write), or its settled timeline
+// moved. The new run is placed only as
+// well as the device's latency bounds allow, a fraction of a millisecond
+// off, which an adaptive filter must learn again.
+func (r *Reference) Breaks() int64 { return r.breaks.Load() }
+
 // Read fills dst with what was heard from at on (zeros where the speaker
 // was silent or the timeline no longer reaches).
 func (r *Reference) Read(dst []int16, at time.Time) {
@@ -148,22 +164,79 @@ func (r *Reference) Read(dst []int16, at time.Time) {
 // ref, with the latency sink reports (see Latencer). Put it next to the
 // device: anything that changes the sound after the tap (a volume gain)
 // would be missing from the reference.
-func TapSink(sink audio.Sink, ref *Reference) audio.Sink {
-	return &tapSink{sink: sink, ref: ref}
+//
+// While nothing is played it keeps the device fed with silence (keep at a
+// time; 0 turns that off): a speaker that runs dry restarts somewhere new
+// in its buffer, a few milliseconds off from where the last reply played,
+// and an adaptive filter that learned the room sample by sample cancels
+// nothing until it has learned that shift. Close stops the feeding.
+func TapSink(sink audio.Sink, ref *Reference, rate int, keep time.Duration) audio.Sink {
+	t := &tapSink{sink: sink, ref: ref, done: make(chan struct{}), last: time.Now()}
+	if n := int(keep.Seconds() * float64(rate)); n > 0 {
+		t.silence = make([]int16, n)
+		t.wg.Add(1)
+		go t.keep(keep)
+	}
+	return t
 }
 
 type tapSink struct {
-	sink audio.Sink
-	ref  *Reference
+	sink    audio.Sink
+	ref     *Reference
+	silence []int16
+	done    chan struct{}
+	wg      sync.WaitGroup
+
+	mu     sync.Mutex
+	last   time.Time // when the last write returned
+	closed bool
 }
 
 func (t *tapSink) Write(p []int16) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.writeLocked(p)
+}
+
+func (t *tapSink) writeLocked(p []int16) (int, error) {
 	n, err := t.sink.Write(p)
 	if n > 0 {
 		t.ref.Played(p[:n], LatencyOf(t.sink))
 	}
+	t.last = time.Now()
 	return n, err
 }
 
-func (t *tapSink) Close() error           { return t.sink.Close() }
+// keep writes silence whenever nothing was written for a while.
+func (t *tapSink) keep(every time.Duration) {
+	defer t.wg.Done()
+	tick := time.NewTicker(every / 2)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.done:
+			return
+		case <-tick.C:
+		}
+		t.mu.Lock()
+		if !t.closed && time.Since(t.last) >= every/2 {
+			if _, err := t.writeLocked(t.silence); err != nil {
+				t.last = time.Now().Add(time.Second) // a failing device: try again later
+			}
+		}
+		t.mu.Unlock()
+	}
+}
+
+func (t *tapSink) Close() error {
+	t.mu.Lock()
+	if !t.closed {
+		t.closed = true
+		close(t.done)
+	}
+	t.mu.Unlock()
+	t.wg.Wait()
+	return t.sink.Close()
+}
+
 func (t *tapSink) Latency() time.Duration { return LatencyOf(t.sink) }

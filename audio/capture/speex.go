@@ -85,8 +85,8 @@ func newSpeexPre(frame, rate int) (*speexPre, error) {
 		return nil, errors.New("speexdsp: cannot make a preprocessor")
 	}
 	p := &speexPre{st: st}
-	// Only what a stage asks for: no AGC, VAD or dereverberation.
-	for _, req := range []C.int{ppAGC, ppVAD, ppDereverb} {
+	// Only what a stage asks for: no AGC or dereverberation (the VAD is off by default).
+	for _, req := range []C.int{ppAGC, ppDereverb} {
 		p.set(req, 0)
 	}
 	return p, nil

@@ -19,16 +19,21 @@ type Script struct {
 	Speech      []int16
 	SpeechAt    time.Duration
 	SpeechEvery time.Duration
-	// Interrupt is said InterruptAfter into every run of playback (each time
-	// the speaker starts after a silence), as a person who talks over the
-	// speaker; nil is none.
+	// Interrupt is said InterruptAfter into every reply (sound from the
+	// speaker after at least replyGap of silence) that is still playing
+	// then, as a person who talks over the speaker; nil is none.
 	Interrupt      []int16
 	InterruptAfter time.Duration
 }
 
 // Buffer is the speaker's buffer in a Live room: a write blocks while more
-// than this is queued, and Latency reports it, as a device does.
-const Buffer = 100 * time.Millisecond
+// than this is queued, and Latency reports it, as a device does (ALSA's
+// default latency through PortAudio is of this order).
+const Buffer = 200 * time.Millisecond
+
+// replyGap is the silence after which sound from the speaker is a new
+// reply (for Script.Interrupt).
+const replyGap = 300 * time.Millisecond
 
 // lead is how far ahead of now a speaker that had run dry starts playing.
 const lead = 20 * time.Millisecond
@@ -58,11 +63,14 @@ type Live struct {
 type nearClip struct {
 	at  int64
 	pcm []int16
+	// whilePlaying: said only if the speaker still plays when it is due
+	// (an interruption of a reply that is already over is not said).
+	whilePlaying bool
 }
 
 // maxLag is how far the microphone's reader may fall behind before the
 // room skips ahead (as a device that overflows).
-const maxLag = 500 * time.Millisecond
+const maxLag = 2 * time.Second
 
 // NewLive opens a room that runs until Close.
 func NewLive(r Room, s Script) (*Live, error) {
@@ -199,6 +207,9 @@ func (l *Live) nearAt(q int64) float64 {
 		if q >= c.at+int64(len(c.pcm)) {
 			continue
 		}
+		if c.whilePlaying && q == c.at && l.spkLast+int64(l.d) < q-l.samples(lead) {
+			continue // the reply ended before the interruption was due
+		}
 		keep = append(keep, c)
 		if q >= c.at {
 			v += float64(c.pcm[q-c.at]) / 32768
@@ -239,14 +250,15 @@ func (s *speaker) Write(p []int16) (int, error) {
 			l.spk[l.slot(q)] = 0
 		}
 		l.spkHi = start
-		if l.script.Interrupt != nil {
-			l.near = append(l.near, nearClip{at: start + int64(l.d) + l.samples(l.script.InterruptAfter), pcm: l.script.Interrupt})
-		}
 	}
 	for _, v := range p {
 		x := l.r.speaker(float64(v) / 32768)
 		l.spk[l.slot(l.spkHi)] = x
 		if x != 0 {
+			if l.spkHi-l.spkLast > l.samples(replyGap) && l.script.Interrupt != nil {
+				// A reply starts: the person will talk over it.
+				l.near = append(l.near, nearClip{at: l.spkHi + int64(l.d) + l.samples(l.script.InterruptAfter), pcm: l.script.Interrupt, whilePlaying: true})
+			}
 			l.spkLast = l.spkHi
 		}
 		l.spkHi++

@@ -63,7 +63,7 @@ func TestLiveSaysItsScript(t *testing.T) {
 	}
 	defer l.Close()
 	src, sink := l.Source(), l.Sink()
-	go play(t, sink, audiotest.Silence(16000, 500*time.Millisecond))
+	go play(t, sink, audiotest.ToneAmp(300, 16000, 500*time.Millisecond, 0.01)) // quiet, and -60 dB in this room
 	got := record(t, src, 1200*time.Millisecond)
 	on := 0
 	for i := 0; i+160 <= len(got); i += 160 {

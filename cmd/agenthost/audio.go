@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/agenthost/agenthost/audio"
@@ -43,9 +42,13 @@ func cmdTalk(e *env, args []string) error {
 	if err != nil {
 		return err
 	}
-	var out struct{ Task string }
-	if err := e.client(cfg).Do(context.Background(), "POST /v1/talk", host.TalkRequest{Action: fs.Arg(0)}, &out); err != nil {
+	var out struct{ Task, Stopped string }
+	if err := e.ask(cfg, "POST /v1/talk", host.TalkRequest{Action: fs.Arg(0)}, &out); err != nil {
 		return err
+	}
+	if out.Stopped != "" { // the press stopped a ringing timer
+		fmt.Fprintf(e.stdout, "talk %s: stopped the %s\n", fs.Arg(0), out.Stopped)
+		return nil
 	}
 	fmt.Fprintf(e.stdout, "talk %s on task %s\n", fs.Arg(0), out.Task)
 	return nil

@@ -114,7 +114,7 @@ func waitEnd(b *testing.B, sim *voicetest.Server, task string) {
 // cpuSeconds is the CPU time of all the process's threads, from their
 // schedstat (nanoseconds; /proc/PID/stat counts 10 ms ticks, too coarse for
 // a fraction of a percent).
-func cpuSeconds(b *testing.B, pid int) float64 {
+func cpuSeconds(b testing.TB, pid int) float64 {
 	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
 	if err != nil {
 		b.Fatal(err)

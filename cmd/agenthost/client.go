@@ -81,6 +81,18 @@ func (e *env) client(cfg *config.Config) *control.Client {
 	return control.NewClient(cfg.ControlSocketPath())
 }
 
+// quickAnswer bounds a request the daemon answers at once (status,
+// plugins, say, talk): a daemon that does not answer within it is reported.
+// A call has no such bound: the daemon ends it at the service's deadline.
+const quickAnswer = 60 * time.Second
+
+// ask sends a request the daemon answers at once to endpoint.
+func (e *env) ask(cfg *config.Config, endpoint string, in, out any) error {
+	ctx, cancel := context.WithTimeout(context.Background(), quickAnswer)
+	defer cancel()
+	return e.client(cfg).Do(ctx, endpoint, in, out)
+}
+
 func cmdCall(e *env, args []string) error {
 	fs := e.flags("call")
 	if err := e.parse(fs, args); err != nil {
@@ -101,7 +113,9 @@ func cmdCall(e *env, args []string) error {
 		return err
 	}
 	var out voice.Outcome
-	err = e.client(cfg).Do(context.Background(), "POST /v1/call", host.CallRequest{Service: service, Params: params}, &out)
+	ctx, stop := signalContext() // Ctrl-C ends the call in the daemon too
+	defer stop()
+	err = e.client(cfg).Do(ctx, "POST /v1/call", host.CallRequest{Service: service, Params: params}, &out)
 	if errors.Is(err, control.ErrNotRunning) {
 		out, err = callWithoutDaemon(cfg, service, params)
 	}
@@ -150,7 +164,7 @@ func cmdSay(e *env, args []string) error {
 		return err
 	}
 	var out struct{ Task string }
-	if err := e.client(cfg).Do(context.Background(), "POST /v1/say", host.SayRequest{Text: text}, &out); err != nil {
+	if err := e.ask(cfg, "POST /v1/say", host.SayRequest{Text: text}, &out); err != nil {
 		return err
 	}
 	fmt.Fprintf(e.stdout, "sent on task %s\n", out.Task)
@@ -167,7 +181,7 @@ func cmdStatus(e *env, args []string) error {
 		return err
 	}
 	var st host.Status
-	if err := e.client(cfg).Do(context.Background(), "GET /v1/status", nil, &st); err != nil {
+	if err := e.ask(cfg, "GET /v1/status", nil, &st); err != nil {
 		return err
 	}
 	b, _ := json.MarshalIndent(st, "", "  ")
@@ -186,7 +200,7 @@ func cmdPlugins(e *env, args []string) error {
 		return err
 	}
 	var list []pluginmgr.Status
-	if err := e.client(cfg).Do(context.Background(), "GET /v1/plugins", nil, &list); err != nil {
+	if err := e.ask(cfg, "GET /v1/plugins", nil, &list); err != nil {
 		return err
 	}
 	if *asJSON {

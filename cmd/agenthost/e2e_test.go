@@ -313,14 +313,14 @@ func TestSimulatorFaultOptions(t *testing.T) {
 		"unknown types":    {Unknown: true},
 		"withhold replies": {WithholdReplies: true},
 		"withhold ack":     {WithholdAuthAck: true},
-		"drop after 3":     {DropAfter: 3},
+		"drop after 4":     {DropAfter: 4}, // AUTH, register, the PING after connecting, the turn's first frame
 	} {
 		t.Run(name, func(t *testing.T) {
 			sim := newSim(t, voicetest.Options{Faults: f})
 			d := startHost(t, sim)
 			ready(t, sim, 1)
 			if f.DropAfter > 0 {
-				d.cli("say", "hello") // frames 2 and 3: the server drops the link
+				d.cli("say", "hello") // its first frame: the server drops the link
 				waitFor(t, sim, "a reconnect", func() bool { return len(sim.Auths()) >= 2 && registersOn(sim, sim.Connections()) == 1 })
 				return
 			}

@@ -17,6 +17,7 @@ import (
 	"syscall"
 
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/internal/clip"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -173,10 +174,13 @@ func newLogger(cfg *config.Config, w io.Writer, level ...*slog.LevelVar) *slog.L
 	}
 	lv.UnmarshalText([]byte(cfg.Log.Level))
 	opts := &slog.HandlerOptions{Level: lv}
+	var h slog.Handler = slog.NewTextHandler(w, opts)
 	if cfg.Log.Format == "json" {
-		return slog.New(slog.NewJSONHandler(w, opts))
+		h = slog.NewJSONHandler(w, opts)
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	// Names, arguments and output from outside reach many lines: every
+	// string of every line is clipped here, once.
+	return slog.New(clip.Handler(h, clip.LogValue))
 }
 
 // signalContext ends on SIGINT or SIGTERM.

@@ -80,6 +80,8 @@ func cmdMCP(e *env, args []string) error {
 	}
 
 	log.Info("no daemon runs; starting the providers in this process")
+	adoptOrphans(base)
+	defer killLeftovers(base)
 	h, err := host.New(cfg, base)
 	if err != nil {
 		return err

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/host/device"
+
 	"github.com/agenthost/agenthost/host/mcpclient/mcptest"
 	"github.com/agenthost/agenthost/internal/testbin"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
@@ -133,11 +135,20 @@ func (d *hostProc) status(t *testing.T) hostStatus {
 }
 
 type hostStatus struct {
-	MCP []struct {
-		Name    string
-		State   string
-		Session *struct{ PID int }
-	} `json:"mcp_servers"`
+	MCP     []mcpServerStatus `json:"mcp_servers"`
+	LeftOut []string          `json:"left_out"`
+	Device  *device.Status    `json:"device"`
+}
+
+// mcpServerStatus is one MCP server in `agenthost status`.
+type mcpServerStatus struct {
+	Name     string
+	State    string
+	Restarts int
+	Session  *struct {
+		PID      int
+		Relisted int
+	}
 }
 
 // TestBadMCPServersLeaveTheHostServing: a server whose program is not

@@ -41,6 +41,8 @@ func TestMetrics(t *testing.T) {
 		`agenthost_plugin_restarts_total{plugin="clock"} 0`,
 		"agenthost_audio_frames_sent_total 0",
 		"agenthost_registers_sent_total 1",
+		"agenthost_volume 70", "agenthost_speaker_muted 0", "agenthost_microphone_muted 0", "agenthost_timers_pending 0",
+		"agenthost_timers_ringing 0", "agenthost_microphone_frames_withheld_total 0",
 		"agenthost_build_info{",
 		"go_goroutines",
 	} {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/internal/proctree"
 )
 
 func init() {
@@ -36,6 +37,8 @@ func cmdRun(e *env, args []string) error {
 	for _, w := range cfg.Warnings {
 		log.Warn("configuration: " + w)
 	}
+	adoptOrphans(log)
+	defer killLeftovers(log)
 	host.Version = version
 	h, err := host.New(cfg, log)
 	if err != nil {
@@ -55,6 +58,10 @@ func cmdRun(e *env, args []string) error {
 		h.Add(w)
 	}
 	h.Add(conv)
+	h.Add(h.Device()) // timers and alarms
+	if b := h.MicButton(); b != nil {
+		h.Add(b)
+	}
 	for _, t := range h.Triggers(conv) {
 		h.Add(t)
 	}
@@ -76,6 +83,23 @@ func cmdRun(e *env, args []string) error {
 	ctx, stop := signalContext()
 	defer stop()
 	return h.Run(ctx)
+}
+
+// adoptOrphans makes this process the subreaper of what it starts: a
+// plugin's or MCP server's orphaned descendant (a daemon's setsid
+// grandchild) is adopted and reaped here, not by init, and killLeftovers
+// finds it at exit.
+func adoptOrphans(log *slog.Logger) {
+	if err := proctree.BecomeSubreaper(); err != nil {
+		log.Warn("orphans of plugins and MCP servers go to init; those that drop agenthost's tag from their environment may outlive them", "err", err)
+	}
+}
+
+// killLeftovers kills every process still under this one at exit.
+func killLeftovers(log *slog.Logger) {
+	if n := proctree.KillDescendants(); n > 0 {
+		log.Warn("killed processes that plugins, MCP servers or hooks left running", "processes", n)
+	}
 }
 
 // addTestProviders is replaced in binaries built with -tags testkit.

@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agenthost/agenthost/internal/clip"
 	"github.com/agenthost/agenthost/proto/voice"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
@@ -54,6 +55,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs.BoolVar(&o.Faults.WithholdReplies, "withhold-replies", false, "fault: never answer a turn")
 	fs.BoolVar(&o.Faults.WithholdAuthAck, "withhold-auth-ack", false, "fault: never acknowledge AUTH")
 	fs.IntVar(&o.Faults.DropAfter, "drop-after", 0, "fault: close a connection after receiving this many frames")
+	fs.BoolVar(&o.Faults.IgnoreTurns, "ignore-turns", false, "fault: answer PINGs but never acknowledge a turn")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -62,7 +64,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 		return fmt.Errorf("--log-level: %w", err)
 	}
 	o.Addr = *listen
-	o.Log = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}))
+	o.Log = slog.New(clip.Handler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lv}), clip.LogValue))
 	if *secret != "" {
 		o.Secret = []byte(*secret)
 	}
@@ -97,6 +99,9 @@ const help = `commands:
   say TEXT              speak TEXT to the client on a new task
   services              list the services of the latest register
   drop                  drop every connection, as a server that loses the link
+  blackhole             the connections open now fall silent (kept open, nothing
+                        answered, not even PING), as a path that died without a
+                        FIN; new connections are served
   quit                  stop the simulator`
 
 // console reads commands until stdin ends; an ended stdin leaves the server running.
@@ -149,6 +154,8 @@ func console(ctx context.Context, srv *voicetest.Server, in io.Reader, out io.Wr
 		case "drop":
 			srv.Drop()
 			fmt.Fprintln(out, "dropped every connection")
+		case "blackhole":
+			fmt.Fprintf(out, "%d connections fell silent\n", srv.BlackHole())
 		case "quit", "exit":
 			close(quit)
 			return

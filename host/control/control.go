@@ -1,6 +1,8 @@
 // Package control owns the daemon's local control socket: HTTP with JSON over
 // a unix socket, for the CLI (`agenthost call`, `say`, `talk`, `plugins`),
 // buttons and scripts. Other parts of the host add their endpoints to it.
+// A request body may hold up to MaxBody bytes (the size of the largest voice
+// frame, so any call the server could send can be sent here too).
 package control
 
 import (
@@ -31,16 +33,32 @@ func NewServer(path string, log *slog.Logger) *Server {
 	return &Server{path: path, log: log.With("component", "control"), mux: http.NewServeMux()}
 }
 
+// MaxBody is the largest request body the control socket reads.
+const MaxBody = 1 << 20
+
 // HandleJSON adds an endpoint, e.g. "POST /v1/call". in is decoded from the
 // request body into a fresh value of the type new returns (nil for none); the
 // handler's value is written back as JSON, its error as {"error": "..."}.
+// A body over MaxBody is refused with 413.
 func HandleJSON[In any](s *Server, pattern string, handler func(ctx context.Context, in In) (any, error)) {
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		var in In
 		if r.Body != nil && r.ContentLength != 0 {
-			if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&in); err != nil && err != io.EOF {
-				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the request is not valid JSON: " + err.Error()})
+			b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBody))
+			var tooBig *http.MaxBytesError
+			switch {
+			case errors.As(err, &tooBig):
+				writeJSON(w, http.StatusRequestEntityTooLarge, map[string]string{"error": "the request body is over the control socket's limit of 1 MiB"})
 				return
+			case err != nil:
+				writeJSON(w, http.StatusBadRequest, map[string]string{"error": "reading the request: " + err.Error()})
+				return
+			}
+			if len(bytes.TrimSpace(b)) > 0 {
+				if err := json.Unmarshal(b, &in); err != nil {
+					writeJSON(w, http.StatusBadRequest, map[string]string{"error": "the request is not valid JSON: " + err.Error()})
+					return
+				}
 			}
 		}
 		out, err := handler(r.Context(), in)
@@ -103,9 +121,11 @@ type Client struct {
 // ErrNotRunning means no daemon answers on the socket.
 var ErrNotRunning = errors.New("no agenthost daemon is running")
 
-// NewClient returns a client for the socket at path.
+// NewClient returns a client for the socket at path. It has no deadline of
+// its own: a call lasts as long as the daemon lets the service take, and
+// the context of Do bounds everything else.
 func NewClient(path string) *Client {
-	return &Client{path: path, http: &http.Client{Timeout: 60 * time.Second, Transport: &http.Transport{
+	return &Client{path: path, http: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", path)
@@ -113,7 +133,9 @@ func NewClient(path string) *Client {
 	}}}
 }
 
-// Do sends in (nil for no body) to endpoint ("POST /v1/call") and decodes the answer into out.
+// Do sends in (nil for no body) to endpoint ("POST /v1/call") and decodes
+// the answer into out. Ending ctx ends the request (and, for a call, the
+// call in the daemon).
 func (c *Client) Do(ctx context.Context, endpoint string, in, out any) error {
 	method, path, _ := bytes.Cut([]byte(endpoint), []byte(" "))
 	var body io.Reader

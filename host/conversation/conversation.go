@@ -3,7 +3,9 @@
 // server-VAD LISTEN cycles, with or without echo cancellation), plays the
 // reply of the current task through a jitter buffer, drops stale tasks,
 // flushes at once on barge-in, and turns TEXT, EMOJI and LISTEN frames into
-// events that can run configured commands.
+// events that can run configured commands. It watches every turn until the
+// server answers it, and tells the owner (an earcon, a hook) when a turn
+// fails because the server cannot be reached or does not answer.
 package conversation
 
 import (
@@ -33,19 +35,33 @@ type Options struct {
 	Rate       int    // wire rate, default 16000
 	Frame      time.Duration
 	JitterLead time.Duration
-	// ReplyTimeout: while the microphone waits for a reply (VAD without
-	// AEC), listening resumes after this long without a frame of the turn.
+	// ReplyTimeout: a turn that gets no frame for this long while its reply
+	// is awaited is over (failed, when nothing of it came at all); a
+	// microphone waiting for the reply (VAD without AEC) listens again.
 	ReplyTimeout time.Duration
-	InputOpus    bool // send Opus (input_audio_format:opus)
-	OutputOpus   bool // the server sends Opus (format:opus)
-	Hooks        map[string]string
-	Log          *slog.Logger
+	// Attend asks the link to make sure the server is there (link.Attend):
+	// a PING whose answer is due soon, and more while the server is silent,
+	// until release. answer says whether the first one was answered. Nil
+	// means no such check.
+	Attend     func(why string) (answer <-chan error, release func())
+	InputOpus  bool // send Opus (input_audio_format:opus)
+	OutputOpus bool // the server sends Opus (format:opus)
+	Hooks      map[string]string
+	Log        *slog.Logger
 	// OpenSource and OpenSink open the microphone and the speaker; either may
 	// be nil. They may block (retrying a missing device) until ctx ends.
 	OpenSource func(ctx context.Context) (audio.Source, error)
 	OpenSink   func(ctx context.Context) (audio.Sink, error)
-	// Earcons: WAV (or raw 16 kHz) files played when listening starts and ends.
-	EarconStart, EarconEnd string
+	// Earcons: WAV (or raw 16 kHz) files played when listening starts and
+	// ends, and when a turn fails because the server cannot be reached or
+	// does not answer it (config.EarconBuiltin: a generated sound).
+	EarconStart, EarconEnd, EarconUnreachable string
+	// MicMuted, when set, is asked before every microphone frame is sent:
+	// while it says true, no AUDIO frame leaves, whatever started the turn
+	// (Withheld counts each one held back), and a push-to-talk turn is
+	// refused. The wake-word detector hears nothing either.
+	MicMuted func() bool
+	Withheld func()
 	// Wake, when set, turns the wake word on (wake.go): turns start on a
 	// detection, and the VAD modes no longer listen by themselves.
 	Wake *WakeOptions
@@ -60,7 +76,7 @@ type Conversation struct {
 	play *player
 	hook *hooks
 
-	earconStart, earconEnd []int16
+	earconStart, earconEnd, earconUnreachable []int16
 
 	enc *opus.Encoder
 	dec *opus.Decoder
@@ -71,10 +87,10 @@ type Conversation struct {
 	talking   bool   // audio flows on task
 	task      string // the turn the microphone feeds
 	seq       int
-	replyTask string // the task whose reply plays
-	waitReply bool   // VAD without AEC: the mic pauses until the reply ends
-	waitGen   int    // counts waits, so a stale reply timer does nothing
-	waitTimer *time.Timer
+	replyTask string             // the task whose reply plays
+	waitReply bool               // VAD without AEC: the mic pauses until the reply ends
+	watch     *turnWatch         // the turn whose answer is awaited
+	watchGen  int                // counts watches, so a stale reply timer does nothing
 	devCancel context.CancelFunc // closes the devices open now (SetDevices)
 
 	framesIn, framesOut atomic.Int64
@@ -112,6 +128,9 @@ func New(o Options, out Sender) (*Conversation, error) {
 	}
 	if c.earconEnd, err = loadEarcon(o.EarconEnd, o.Rate); err != nil {
 		return nil, fmt.Errorf("conversation.earcons.listen_end: %w", err)
+	}
+	if c.earconUnreachable, err = loadEarcon(o.EarconUnreachable, o.Rate); err != nil {
+		return nil, fmt.Errorf("conversation.earcons.unreachable: %w", err)
 	}
 	if o.Wake != nil {
 		if c.wk, err = newWaker(*o.Wake, o.Rate); err != nil {
@@ -158,7 +177,9 @@ func (c *Conversation) Run(ctx context.Context, ready func()) error {
 	once.Do(ready)
 	c.mu.Lock()
 	c.stopWaitLocked()
+	release := c.unwatchLocked("")
 	c.mu.Unlock()
+	release()
 	return nil
 }
 
@@ -241,23 +262,38 @@ func (c *Conversation) hasMic() bool {
 
 // capture reads the microphone frame by frame and sends what the turn needs.
 func (c *Conversation) capture(ctx context.Context) {
-	go func() { <-ctx.Done(); c.src.Close() }()
+	c.mu.Lock()
+	src := c.src // runDevices clears c.src once capture returns
+	c.mu.Unlock()
+	go func() { <-ctx.Done(); src.Close() }()
 	n := int(c.o.Frame.Seconds() * float64(c.o.Rate))
 	buf := make([]int16, n)
 	if c.wk != nil {
 		c.wakeReset()
 	}
+	muted := false
 	for ctx.Err() == nil {
-		if _, err := audio.ReadFull(c.src, buf); err != nil {
+		if _, err := audio.ReadFull(src, buf); err != nil {
 			if ctx.Err() == nil {
 				c.log.Warn("the microphone stopped; no more audio will be sent", "err", err)
 			}
 			return
 		}
+		if c.o.MicMuted != nil && c.o.MicMuted() {
+			if c.o.Withheld != nil {
+				c.o.Withheld()
+			}
+			muted = true
+			continue // privacy: nothing from the microphone leaves
+		}
 		if c.wk == nil {
 			c.sendMic(buf)
 			continue
 		}
+		if muted {
+			c.wakeReset() // nothing from before the mute is pre-roll
+		}
+		muted = false
 		for _, f := range c.wakeFrame(buf) {
 			c.sendMic(f)
 		}
@@ -315,22 +351,40 @@ func (c *Conversation) encode(pcm []int16) ([]byte, error) {
 	return b, nil
 }
 
-// LinkUp starts listening in VAD modes; LinkDown forgets the turn.
+// LinkUp starts listening in VAD modes, and runs the link_up hook.
 func (c *Conversation) LinkUp() {
 	c.mu.Lock()
 	c.up = true
 	c.mu.Unlock()
+	c.hook.run("link_up", nil)
 	if c.autoListen() && c.hasMic() {
 		c.listen()
 	}
 }
 
-func (c *Conversation) LinkDown() {
+// LinkDown forgets the turn. err is why the link went down, nil when the
+// host ended it (shutdown, new settings); an outage runs the link_down
+// hook, and a turn that was under way fails with the owner told.
+func (c *Conversation) LinkDown(err error) {
 	c.mu.Lock()
 	c.stopWaitLocked()
+	task := c.task
+	if c.watch != nil {
+		task = c.watch.task
+	}
+	busy := c.talking || c.watch != nil
+	release := c.unwatchLocked("")
 	c.up, c.talking, c.task, c.replyTask = false, false, "", ""
 	c.mu.Unlock()
+	release()
 	c.play.flush("")
+	if err == nil {
+		return
+	}
+	c.hook.run("link_down", map[string]string{"REASON": err.Error()})
+	if busy {
+		c.turnFailed(task, "the voice server cannot be reached: "+err.Error())
+	}
 }
 
 // listen starts a LISTEN cycle on a new task.
@@ -342,6 +396,12 @@ func (c *Conversation) listen() string {
 	c.mu.Unlock()
 	c.out.Send(voice.ListenFrame(task, voice.ListenStart, ""))
 	c.log.Info("listening", "task", task)
+	if c.o.Attend != nil {
+		// One PING: listening may last long with nothing to answer; the
+		// turn is watched again once its reply is awaited.
+		_, release := c.o.Attend("listening started")
+		release()
+	}
 	c.listenStarted(task)
 	return task
 }
@@ -361,17 +421,23 @@ func (c *Conversation) TalkStart() (string, error) {
 	if !c.hasMic() {
 		return "", errors.New("no microphone (audio.backend is none, or the device is not open yet)")
 	}
+	if c.o.MicMuted != nil && c.o.MicMuted() {
+		return "", errors.New("the microphone is muted for privacy; turn it on with `agenthost mic on` (or the speaker's button)")
+	}
 	task := voice.NewTaskID()
 	c.mu.Lock()
 	if !c.up {
 		c.mu.Unlock()
-		return "", errors.New("not connected to the voice server")
+		err := errors.New("not connected to the voice server")
+		c.turnFailed("", err.Error())
+		return "", err
 	}
 	c.task, c.seq, c.talking, c.replyTask = task, -1, true, task
 	c.mu.Unlock()
 	c.play.flush(task)
 	c.log.Info("talk started", "task", task)
 	c.listenStarted(task)
+	c.watchTurn(task, "a turn started", false)
 	return task, nil
 }
 
@@ -386,27 +452,56 @@ func (c *Conversation) TalkStop() (string, error) {
 	c.seq++
 	seq := c.seq
 	c.talking = false
+	if c.watch != nil && c.watch.task == task {
+		c.armLocked() // the reply is awaited from now
+	}
 	c.mu.Unlock()
 	c.log.Info("talk stopped", "task", task)
 	c.listenStopped(task)
 	return task, c.out.Send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: seq})
 }
 
-// ExpectReply makes task's reply the one that plays (a text turn).
-func (c *Conversation) ExpectReply(task string) {
+// Cue plays pcm (a timer's ring) on the speaker ahead of any reply, as an
+// earcon; without a speaker it is dropped.
+func (c *Conversation) Cue(pcm []int16) { c.play.cue(pcm) }
+
+// Event runs the hook of an event that is not the conversation's own (the
+// device's mute, timer, alarm), with fields as AGENTHOST_<FIELD>.
+func (c *Conversation) Event(name string, fields map[string]string) { c.hook.run(name, fields) }
+
+// Say starts a text turn: TEXT then END_FRAME on a new task, whose reply
+// is the one that plays. answer reports whether the server answered the
+// PING sent with it (see Options.Attend); it is nil without that check.
+func (c *Conversation) Say(text string) (task string, answer <-chan error, err error) {
+	task = voice.NewTaskID()
 	c.mu.Lock()
 	c.replyTask = task
 	c.mu.Unlock()
 	c.play.flush(task)
+	answer = c.watchTurn(task, "a turn started", true)
+	if err := c.out.Send(voice.Frame{Type: voice.TypeText, Task: task, Payload: []byte(text)}); err != nil {
+		c.sendFailed(task, err)
+		return "", nil, err
+	}
+	if err := c.out.Send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 1}); err != nil {
+		c.sendFailed(task, err)
+		return "", nil, err
+	}
+	return task, answer, nil
+}
+
+// sendFailed ends the watch of a turn whose frames could not be sent.
+func (c *Conversation) sendFailed(task string, err error) {
+	c.mu.Lock()
+	release := c.unwatchLocked(task)
+	c.mu.Unlock()
+	release()
+	c.turnFailed(task, err.Error())
 }
 
 // Frame takes a frame from the server.
 func (c *Conversation) Frame(f voice.Frame) {
-	c.mu.Lock()
-	if c.waitReply && f.Task == c.replyTask {
-		c.armWaitLocked() // the reply is coming: give it the full time again
-	}
-	c.mu.Unlock()
+	c.heard(f)
 	switch f.Type {
 	case voice.TypeAudio:
 		pcm, err := c.decode(f.Payload)
@@ -418,6 +513,7 @@ func (c *Conversation) Frame(f voice.Frame) {
 		c.play.push(f.Task, pcm)
 	case voice.TypeEnd:
 		c.log.Info("reply ended", "task", f.Task)
+		c.endWatch(f.Task)
 		if !c.play.end(f.Task) {
 			c.replyDone(f.Task) // a reply without audio is over now
 		}
@@ -425,6 +521,9 @@ func (c *Conversation) Frame(f voice.Frame) {
 	case voice.TypeStatus:
 		if voice.ClassifyStatus(f.Payload) == voice.StatusKindError {
 			c.log.Warn("the server reports an error for a turn; the turn is over", "task", f.Task, "status", string(f.Payload))
+			if c.endWatch(f.Task) {
+				c.turnFailed(f.Task, "the voice server reports an error: "+string(f.Payload))
+			}
 			if !c.play.end(f.Task) {
 				c.replyDone(f.Task)
 			}
@@ -480,49 +579,18 @@ func (c *Conversation) listenEvent(f voice.Frame) {
 			c.mu.Lock()
 			c.replyTask = task
 			c.mu.Unlock()
+			c.watchTurn(task, "the turn ended", true)
 			return
 		}
 		c.talking, c.waitReply = false, true
-		c.armWaitLocked()
 		c.mu.Unlock()
 		c.listenStopped(task)
+		c.watchTurn(task, "the turn ended", true)
 	}
 }
 
-// armWaitLocked (re)starts the reply timer of the current wait; c.mu held.
-func (c *Conversation) armWaitLocked() {
-	if c.waitTimer != nil {
-		c.waitTimer.Stop()
-	}
-	c.waitGen++
-	gen, task := c.waitGen, c.replyTask
-	c.waitTimer = time.AfterFunc(c.o.ReplyTimeout, func() { c.replyTimedOut(gen, task) })
-}
-
-// stopWaitLocked ends the wait for a reply; c.mu held.
-func (c *Conversation) stopWaitLocked() {
-	if c.waitTimer != nil {
-		c.waitTimer.Stop()
-		c.waitTimer = nil
-	}
-	c.waitGen++
-	c.waitReply = false
-}
-
-// replyTimedOut ends a wait that heard nothing of its turn for ReplyTimeout:
-// no reply at all, or one whose END_FRAME never came.
-func (c *Conversation) replyTimedOut(gen int, task string) {
-	c.mu.Lock()
-	current := c.waitReply && c.waitGen == gen
-	c.mu.Unlock()
-	if !current {
-		return
-	}
-	c.log.Info("the server sent nothing more for the turn; listening again", "task", task, "reply_timeout", c.o.ReplyTimeout)
-	if !c.play.end(task) {
-		c.replyDone(task)
-	}
-}
+// stopWaitLocked ends the microphone's pause for a reply; c.mu held.
+func (c *Conversation) stopWaitLocked() { c.waitReply = false }
 
 // replyDone is called when a reply is over: played out, ended without
 // audio, failed, or given up on. Any reply that ends frees the speaker, so
@@ -549,31 +617,6 @@ func (c *Conversation) decode(p []byte) ([]int16, error) {
 	pcm := make([]int16, len(p)/2)
 	for i := range pcm {
 		pcm[i] = int16(uint16(p[2*i]) | uint16(p[2*i+1])<<8)
-	}
-	return pcm, nil
-}
-
-// loadEarcon reads a whole WAV or raw file as mono samples at rate; "" is none.
-func loadEarcon(path string, rate int) ([]int16, error) {
-	if path == "" {
-		return nil, nil
-	}
-	src, err := audio.OpenFileSource(path, audio.Options{Rate: rate})
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	var pcm []int16
-	buf := make([]int16, 4096)
-	for {
-		n, err := src.Read(buf)
-		pcm = append(pcm, buf[:n]...)
-		if err != nil {
-			break
-		}
-		if len(pcm) > 10*rate {
-			return nil, fmt.Errorf("%s is longer than 10 s; an earcon should be a short cue", path)
-		}
 	}
 	return pcm, nil
 }

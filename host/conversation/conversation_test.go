@@ -130,9 +130,12 @@ func loud(w []int16) bool { return audiotest.RMS(w) > 0.01 }
 func TestBargeInStopsTheReplyWithinOneFrame(t *testing.T) {
 	r := newRig(t, Options{Mode: "manual"})
 	r.c.LinkUp()
-	r.c.ExpectReply("replyA")
+	replyA, _, err := r.c.Say("hello")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for i := range 50 { // 3 s of an 880 Hz reply
-		r.c.Frame(reply("replyA", i+1, 60*time.Millisecond))
+		r.c.Frame(reply(replyA, i+1, 60*time.Millisecond))
 	}
 	eventually(t, "the reply to play", func() bool { return r.sink.count() >= 5 })
 	task, err := r.c.TalkStart() // the new turn
@@ -140,7 +143,7 @@ func TestBargeInStopsTheReplyWithinOneFrame(t *testing.T) {
 		t.Fatal(err)
 	}
 	mark := r.sink.count()
-	r.c.Frame(reply("replyA", 51, 60*time.Millisecond)) // a late frame of the interrupted turn
+	r.c.Frame(reply(replyA, 51, 60*time.Millisecond)) // a late frame of the interrupted turn
 	// The new turn's reply (440 Hz) plays next; whatever of A still came out
 	// did so before it.
 	for seq := 1; seq <= 3; seq++ {

@@ -106,6 +106,8 @@ func (p *player) end(task string) (playing bool) {
 	playing = task == p.task && (p.started || len(p.buf) > p.off)
 	if playing {
 		p.ended = true
+	} else if task == p.task {
+		p.task = ""
 	}
 	p.mu.Unlock()
 	p.signal()
@@ -174,4 +176,15 @@ func (p *player) run(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// release gives up task's claim on the speaker when it has nothing to
+// play (its turn failed or ended without audio), so that the next reply,
+// on whatever task, plays.
+func (p *player) release(task string) {
+	p.mu.Lock()
+	if task == p.task && !p.started && len(p.buf) == p.off {
+		p.task = ""
+	}
+	p.mu.Unlock()
 }

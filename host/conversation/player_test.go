@@ -86,3 +86,28 @@ func TestPlayerBoundsTheBufferAndCuesGoFirst(t *testing.T) {
 		t.Fatal("the earcon did not come first")
 	}
 }
+
+// TestPlayerAfterABargeInWithoutAnAnswer: a turn that interrupted playback
+// but got no audio back (a text-only answer, or none before its turn
+// failed) must not keep every later reply on another task out for good.
+func TestPlayerAfterABargeInWithoutAnAnswer(t *testing.T) {
+	for _, how := range []string{"end", "release"} {
+		t.Run(how, func(t *testing.T) {
+			p, chunk, silence := testPlayer()
+			p.push("a", frameOf(1))
+			p.flush("b") // the barge-in turn
+			if how == "end" {
+				if p.end("b") {
+					t.Fatal("a reply without audio is said to be playing")
+				}
+			} else {
+				p.release("b") // its turn failed without an END
+			}
+			p.push("c", frameOf(9)) // a later reply, e.g. started by the server
+			p.push("c", frameOf(9))
+			if k, out, _ := p.next(chunk, silence); k != play || out[0] != 9 {
+				t.Fatalf("kind %d: the later reply on task c is dropped as stale", k)
+			}
+		})
+	}
+}

@@ -234,7 +234,10 @@ func (c *Conversation) startTurn() (string, error) {
 		return "", fmt.Errorf("not connected to the voice server")
 	}
 	task := c.listen()
-	c.ExpectReply(task)
+	c.mu.Lock()
+	c.replyTask = task
+	c.mu.Unlock()
+	c.play.flush(task) // whatever still plays is over
 	return task, nil
 }
 
@@ -280,10 +283,10 @@ func (c *Conversation) endWakeTurn() {
 	c.mu.Lock()
 	task := c.task
 	c.talking, c.waitReply = false, true
-	c.armWaitLocked()
 	c.mu.Unlock()
 	c.out.Send(voice.ListenFrame(task, voice.ListenStop, ""))
 	c.listenStopped(task)
+	c.watchTurn(task, "the turn ended", true)
 }
 
 // followFrame watches the follow-up window: speech starts a turn, with a

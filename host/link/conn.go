@@ -29,6 +29,7 @@ type conn struct {
 	audio    chan voice.Frame
 	control  chan voice.Frame
 	queued   chan struct{} // wakes the writer; a buffer of one
+	wake     chan struct{} // wakes the watch loop; a buffer of one
 	wmu      sync.Mutex    // held for each write to the socket
 	done     chan struct{}
 	writeErr chan error
@@ -40,13 +41,14 @@ type conn struct {
 	mu        sync.Mutex
 	lastWrite time.Time
 	lastRead  time.Time
+	live      liveness
 	enc       *voice.Encoder
 }
 
 func newConn(id int, nc net.Conn, o *settings, log *slog.Logger) *conn {
 	now := time.Now()
 	return &conn{id: id, nc: nc, o: o, log: log, keep: o.keepalive,
-		audio: make(chan voice.Frame, audioQueue), control: make(chan voice.Frame, controlQueue), queued: make(chan struct{}, 1),
+		audio: make(chan voice.Frame, audioQueue), control: make(chan voice.Frame, controlQueue), queued: make(chan struct{}, 1), wake: make(chan struct{}, 1),
 		done: make(chan struct{}), writeErr: make(chan error, 1), ackCh: make(chan struct{}),
 		lastWrite: now, lastRead: now, enc: voice.NewEncoder(nc)}
 }
@@ -121,23 +123,13 @@ func (c *conn) failed(err error) {
 }
 
 // writeLoop writes what is queued, audio first, so that audio never waits
-// behind queued MCP results, and says PING when the link is idle. It takes
+// behind queued MCP results (the watch loop queues the PINGs). It takes
 // frames from the queues only while it holds wmu, so a frame written by its
 // sender (see send) never overtakes one already taken.
 func (c *conn) writeLoop() {
-	tick := time.NewTicker(min(c.keep/4, 15*time.Second))
-	defer tick.Stop()
 	for {
 		select {
 		case <-c.queued:
-		case <-tick.C:
-			if c.idleFor(c.keep) {
-				c.log.Debug("PING", "conn", c.id)
-				if !c.write(voice.StatusFrame(voice.StatusPing)) {
-					return
-				}
-			}
-			continue
 		case <-c.done:
 			return
 		}
@@ -166,18 +158,6 @@ func (c *conn) writeLoop() {
 	}
 }
 
-// write writes one frame under wmu; false means the connection failed.
-func (c *conn) write(f voice.Frame) bool {
-	c.wmu.Lock()
-	err := c.writeNow(f)
-	c.wmu.Unlock()
-	if err != nil {
-		c.failed(err)
-		return false
-	}
-	return true
-}
-
 func (c *conn) writeNow(f voice.Frame) error {
 	c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
 	if err := c.enc.Encode(f); err != nil {
@@ -189,17 +169,11 @@ func (c *conn) writeNow(f voice.Frame) error {
 	return nil
 }
 
+// touchRead notes that the server spoke.
 func (c *conn) touchRead() {
 	c.mu.Lock()
 	c.lastRead = time.Now()
 	c.mu.Unlock()
-}
-
-// idleFor reports whether nothing was written, or nothing read, for d.
-func (c *conn) idleFor(d time.Duration) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Since(c.lastWrite) >= d || time.Since(c.lastRead) >= d
 }
 
 func (c *conn) gotDisconnectAck() { c.ackOnce.Do(func() { close(c.ackCh) }) }

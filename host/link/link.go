@@ -12,10 +12,12 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/agenthost/agenthost/config"
@@ -48,17 +50,24 @@ type settings struct {
 	dialTimeout time.Duration
 	authTimeout time.Duration // an error STATUS or close this soon after AUTH is an auth failure
 	keepalive   time.Duration // PING after this long without traffic
-	reconnect   backoff.Backoff
-	maxFrame    int
+	// answerTimeout bounds the wait for the answer to a PING; tcpUserTimeout
+	// and tcpKeepalive are the socket's (0 = the system's default, off).
+	answerTimeout, tcpUserTimeout, tcpKeepalive time.Duration
+	reconnect                                   backoff.Backoff
+	maxFrame                                    int
 }
 
 func resolve(o Options) *settings {
 	s := o.Server
 	out := &settings{address: s.Address, tls: s.TLS, token: o.Token,
 		dialTimeout: s.DialTimeout.D(), authTimeout: s.AuthTimeout.D(), keepalive: s.Keepalive.D(),
+		answerTimeout: s.Liveness.AnswerTimeout.D(), tcpUserTimeout: s.Liveness.TCPUserTimeout.D(), tcpKeepalive: s.Liveness.TCPKeepalive.D(),
 		reconnect: backoff.Backoff{Base: s.Reconnect.Base.D(), Cap: s.Reconnect.Cap.D()}, maxFrame: int(s.MaxFrame)}
 	for _, kv := range s.Params.Pairs() {
 		out.params = append(out.params, voice.Param{Key: kv[0], Value: kv[1]})
+	}
+	if out.answerTimeout <= 0 {
+		out.answerTimeout = 5 * time.Second
 	}
 	return out
 }
@@ -70,7 +79,9 @@ type Handler interface {
 	Up(conn int)
 	// Frame is called for every frame that is not a link-level STATUS.
 	Frame(conn int, f voice.Frame)
-	// Down is called when a connection that was Up ends.
+	// Down is called when a connection that was Up ends; err is nil when
+	// the host ended it (shutdown, new server settings), otherwise why the
+	// link went down (IsNoAnswer tells a server that stopped answering).
 	Down(conn int, err error)
 }
 
@@ -94,6 +105,10 @@ type Link struct {
 	reconfigure  chan struct{}      // Update asks the connection up to make way
 	probe        chan chan struct{} // answered by Run's loop, for Check
 	handling     stall.Section      // around the Handler's calls from the read loop
+
+	attending atomic.Int32 // turns that hold an Attention
+	pongSeen  atomic.Bool  // the server has answered a PING (it does answer them)
+	state     *stateKeeper
 }
 
 // New returns a link; Run connects it.
@@ -102,7 +117,7 @@ func New(o Options, h Handler) *Link {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	l := &Link{h: h, log: log.With("component", "link"), probe: make(chan chan struct{}), reconfigure: make(chan struct{}, 1)}
+	l := &Link{h: h, log: log.With("component", "link"), probe: make(chan chan struct{}), reconfigure: make(chan struct{}, 1), state: newStateKeeper()}
 	l.set.Store(resolve(o))
 	return l
 }
@@ -118,6 +133,9 @@ var errReconfigured = errors.New("the server settings changed")
 func (l *Link) Update(o Options) bool {
 	next := resolve(o)
 	prev := l.set.Swap(next)
+	if prev.address != next.address {
+		l.pongSeen.Store(false) // another server: learn again whether it answers PINGs
+	}
 	same := prev.address == next.address && prev.tls == next.tls && slices.Equal(prev.params, next.params) && sameToken(prev.token, next.token)
 	if same {
 		return false
@@ -193,7 +211,7 @@ func (l *Link) Run(ctx context.Context) error {
 	failures := 0
 	for {
 		start := time.Now()
-		err := l.session(ctx)
+		answered, err := l.session(ctx)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -205,6 +223,14 @@ func (l *Link) Run(ctx context.Context) error {
 		o := l.set.Load()
 		if time.Since(start) > max(30*time.Second, o.authTimeout+o.reconnect.Base) {
 			failures = 0 // the connection was good for a while: start the backoff over
+		}
+		if answered && IsNoAnswer(err) {
+			// A server that had answered on this connection went silent:
+			// the owner is likely waiting, so connect again at once; the
+			// backoff applies if that fails too.
+			l.log.Warn("the voice server stopped answering; reconnecting now", "err", err)
+			failures = 0
+			continue
 		}
 		failures++
 		wait := o.reconnect.Delay(failures)
@@ -231,17 +257,21 @@ func (l *Link) await(ctx context.Context, ch <-chan time.Time) bool {
 	}
 }
 
-// session runs one connection from dial to close.
-func (l *Link) session(ctx context.Context) error {
+// session runs one connection from dial to close. It reports whether the
+// server answered on the connection.
+func (l *Link) session(ctx context.Context) (answered bool, err error) {
 	o := l.set.Load()
 	nc, err := l.dial(ctx, o)
 	if err != nil {
-		return err
+		l.state.failed(err)
+		return false, err
 	}
 	token, err := o.token()
 	if err != nil {
 		nc.Close()
-		return fmt.Errorf("reading the token: %w", err)
+		err = fmt.Errorf("reading the token: %w", err)
+		l.state.failed(err)
+		return false, err
 	}
 	if token == "" && !l.noTokenSaid.Swap(true) {
 		l.log.Warn("no token is configured; a server that needs one will refuse the connection (set server.token_file, install the systemd credential agenthost.token, or set AGENTHOST_SERVER_TOKEN)")
@@ -249,7 +279,8 @@ func (l *Link) session(ctx context.Context) error {
 	auth, err := voice.Auth{Token: token, Params: o.params}.Marshal()
 	if err != nil {
 		nc.Close()
-		return err
+		l.state.failed(err)
+		return false, err
 	}
 	l.mu.Lock()
 	l.seq++
@@ -259,21 +290,26 @@ func (l *Link) session(ctx context.Context) error {
 
 	authAt := time.Now()
 	if err := c.writeNow(voice.Frame{Type: voice.TypeAuth, Task: voice.SystemTask, Payload: auth}); err != nil {
-		return fmt.Errorf("sending AUTH: %w", err)
+		err = fmt.Errorf("sending AUTH: %w", err)
+		l.state.failed(err)
+		return false, err
 	}
 	l.connections.Add(1)
 	l.log.Info("connected; AUTH sent", "conn", c.id, "server", o.address, "params", paramList(o.params))
 	var wg sync.WaitGroup
 	readErr := make(chan error, 1)
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); c.writeLoop() }()
 	l.mu.Lock()
 	l.cur = c
 	l.mu.Unlock()
+	l.state.up()
 	l.handling.Enter()
 	l.h.Up(c.id)
 	l.handling.Leave()
 	go func() { defer wg.Done(); readErr <- l.readLoop(c, authAt) }()
+	c.ask(whyConnected, nil) // a new connection proves itself
+	go func() { defer wg.Done(); c.watchLoop(l) }()
 
 wait:
 	for {
@@ -300,12 +336,24 @@ wait:
 	l.mu.Unlock()
 	c.close()
 	wg.Wait()
-	l.h.Down(c.id, err)
-	return err
+	c.ended(err)
+	outage := err // nil when the host asked for the end
+	if errors.Is(err, errReconfigured) {
+		outage = nil
+	}
+	l.state.down(outage)
+	l.h.Down(c.id, outage)
+	c.mu.Lock()
+	answered = c.live.answered
+	c.mu.Unlock()
+	return answered, err
 }
 
 func (l *Link) dial(ctx context.Context, o *settings) (net.Conn, error) {
-	d := &net.Dialer{Timeout: o.dialTimeout, KeepAlive: 30 * time.Second}
+	d := &net.Dialer{Timeout: o.dialTimeout, Control: userTimeout(o.tcpUserTimeout), KeepAlive: -1}
+	if k := o.tcpKeepalive; k > 0 {
+		d.KeepAliveConfig = net.KeepAliveConfig{Enable: true, Idle: k, Interval: max(k/3, time.Second), Count: 3}
+	}
 	if o.tls {
 		host, _, _ := net.SplitHostPort(o.address)
 		td := &tls.Dialer{NetDialer: d, Config: &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}}
@@ -323,8 +371,9 @@ func (l *Link) dial(ctx context.Context, o *settings) (net.Conn, error) {
 }
 
 // readLoop delivers frames until the connection fails. The read deadline
-// catches a server that went silent: a PING goes out after Keepalive without
-// traffic, so a healthy server always answers within Keepalive plus a grace.
+// is a backstop for a server that never answers PINGs (the watch loop finds
+// one that stopped): a PING goes out after Keepalive without traffic, so a
+// healthy server always says something within Keepalive plus a grace.
 func (l *Link) readLoop(c *conn, authAt time.Time) error {
 	dec := voice.NewDecoder(c.nc, voice.WithMaxFrame(c.o.maxFrame))
 	grace := c.o.keepalive + max(30*time.Second, c.o.keepalive/2)
@@ -343,8 +392,10 @@ func (l *Link) readLoop(c *conn, authAt time.Time) error {
 			if !c.closing.Load() && time.Since(authAt) < c.o.authTimeout && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) || errors.Is(err, io.ErrUnexpectedEOF)) {
 				return l.authFailed(c, "the server closed the connection right after AUTH")
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if errors.Is(err, syscall.ETIMEDOUT) {
+				return fmt.Errorf("the path to the server is dead: TCP had no acknowledgement in time (server.liveness.tcp_user_timeout, tcp_keepalive): %w", err)
+			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
 				return fmt.Errorf("the server sent nothing for %s, not even a PONG: %w", grace, err)
 			}
 			return err
@@ -371,6 +422,10 @@ func (l *Link) status(c *conn, f voice.Frame, authAt time.Time) error {
 	switch voice.ClassifyStatus(f.Payload) {
 	case voice.StatusKindPong:
 		l.log.Debug("PONG", "conn", c.id)
+		l.pongSeen.Store(true)
+		c.mu.Lock()
+		c.answeredLocked()
+		c.mu.Unlock()
 	case voice.StatusKindPing:
 		c.send(voice.StatusFrame(voice.StatusPong))
 	case voice.StatusKindDisconnectAck:
@@ -398,9 +453,12 @@ func (l *Link) Stats() Stats {
 	return Stats{Connections: l.connections.Load(), AuthFailures: l.authFailures.Load()}
 }
 
+// errAuth starts the error of a connection the server refused.
+var errAuth = errors.New("authentication failed")
+
 func (l *Link) authFailed(c *conn, why string) error {
 	l.authFailures.Add(1)
-	err := fmt.Errorf("authentication failed: %s; check server.token, server.token_file or AGENTHOST_SERVER_TOKEN, and the AUTH parameters", why)
+	err := fmt.Errorf("%w: %s; check server.token, server.token_file or AGENTHOST_SERVER_TOKEN, and the AUTH parameters", errAuth, why)
 	l.log.Error("the voice server refused the connection", "conn", c.id, "err", err)
 	return err
 }

@@ -34,3 +34,28 @@ func TestScrubHidesTheURLsSecretsInEveryForm(t *testing.T) {
 		t.Error("a nil error became an error")
 	}
 }
+
+// TestSameOrigin: scheme, host and port, a default port written or not.
+func TestSameOrigin(t *testing.T) {
+	base, _ := url.Parse("https://MCP.example/mcp?token=x")
+	for raw, want := range map[string]bool{
+		"https://mcp.example/other":    true,
+		"https://mcp.example:443/mcp":  true,
+		"HTTPS://mcp.EXAMPLE/mcp":      true,
+		"http://mcp.example/mcp":       false,
+		"https://mcp.example:8443/mcp": false,
+		"https://evil.example/mcp":     false,
+		"https://mcp.example.evil/mcp": false,
+		"https://sub.mcp.example/mcp":  false,
+		"https://mcp.example@evil/mcp": false,
+		"http://mcp.example:443/mcp":   false,
+	} {
+		u, err := url.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := sameOrigin(u, base); got != want {
+			t.Errorf("sameOrigin(%s, %s) = %v, want %v", raw, base, got, want)
+		}
+	}
+}

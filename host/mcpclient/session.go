@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"sync"
 	"time"
 
@@ -22,14 +23,19 @@ import (
 
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/supervise"
+	"github.com/agenthost/agenthost/internal/pace"
 	"github.com/agenthost/agenthost/internal/quietlog"
 )
+
+// MinRelistInterval is the least time between two lists taken after
+// list_changed notifications; those that come sooner are folded into one.
+const MinRelistInterval = 250 * time.Millisecond
 
 // Defaults of Options.
 const (
 	DefaultStartTimeout = 30 * time.Second
 	DefaultKillGrace    = 2 * time.Second
-	DefaultMaxLine      = 16 << 20
+	DefaultMaxMessage   = 16 << 20
 	listTimeout         = 30 * time.Second
 	maxPages            = 100
 )
@@ -55,13 +61,16 @@ type Options struct {
 	PingInterval time.Duration
 	// KillGrace is how long Kill waits after SIGTERM before SIGKILL.
 	KillGrace time.Duration
-	// MaxLine bounds one JSON-RPC message from a stdio server (16 MiB).
-	MaxLine int
+	// MaxMessage bounds one JSON-RPC message from the server: a line on a
+	// stdio server's stdout, an HTTP response body, one SSE event
+	// (DefaultMaxMessage).
+	MaxMessage int
 	// ProtocolVersion is the MCP version proposed at initialize; empty
 	// proposes the newest the go-sdk speaks (the server may pick an older one).
 	ProtocolVersion string
 	// HTTPClient is the base client for HTTP servers (http.DefaultTransport
-	// when nil); the configured headers are added to every request.
+	// when nil); the configured headers are added to every request to the
+	// server's origin.
 	HTTPClient *http.Client
 }
 
@@ -89,8 +98,8 @@ func NewStarter(o Options) (supervise.Starter, error) {
 	if o.KillGrace <= 0 {
 		o.KillGrace = DefaultKillGrace
 	}
-	if o.MaxLine <= 0 {
-		o.MaxLine = DefaultMaxLine
+	if o.MaxMessage <= 0 {
+		o.MaxMessage = DefaultMaxMessage
 	}
 	if o.Version == "" {
 		o.Version = "dev"
@@ -123,6 +132,7 @@ type Session struct {
 	stop    context.CancelFunc
 	// connCancel ends an HTTP connection's context (see connectHTTP).
 	connCancel context.CancelFunc
+	relist     *pace.Pacer // wakes refresh, at most once per MinRelistInterval
 	kill       sync.Once
 	ended      sync.Once
 
@@ -187,6 +197,12 @@ func start(ctx context.Context, o Options, kind string, roots rootList) (*Sessio
 		done: make(chan struct{}), changed: make(chan struct{}, 1), wake: make(chan struct{}, 1), killing: make(chan struct{}),
 		pending: map[string]bool{},
 	}
+	s.relist = pace.New(MinRelistInterval, func() {
+		select {
+		case s.wake <- struct{}{}:
+		default:
+		}
+	})
 	s.status = Status{Name: o.Name, Transport: kind, URL: redactURL(o.Server.URL)}
 	s.client = s.newClient(roots)
 
@@ -286,7 +302,7 @@ func (s *Session) refuse(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (s *Session) connectStdio(ctx context.Context) error {
-	p, err := startProcess(s.o.Name, s.o.Server, s.log, s.o.MaxLine)
+	p, err := startProcess(s.o.Name, s.o.Server, s.log, s.o.MaxMessage)
 	if err != nil {
 		return fmt.Errorf("mcp server %s: %w", s.o.Name, err)
 	}
@@ -310,13 +326,17 @@ func (s *Session) connectHTTP(ctx context.Context, kind string) error {
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
+	origin, err := url.Parse(s.o.Server.URL)
+	if err != nil {
+		return fmt.Errorf("%s at %s: %w", kind, redactURL(s.o.Server.URL), s.scrub(err))
+	}
 	hc := *base
-	hc.Transport = headerRT{base: rt, headers: s.o.Server.Headers}
+	hc.Transport = guardRT{base: rt, origin: origin, headers: s.o.Server.Headers, maxBody: s.o.MaxMessage}
 	var t mcp.Transport
 	if kind == TransportSSE {
-		t = &mcp.SSEClientTransport{Endpoint: s.o.Server.URL, HTTPClient: &hc}
+		t = &mcp.SSEClientTransport{Endpoint: s.o.Server.URL, HTTPClient: &hc, MaxEventSize: s.o.MaxMessage}
 	} else {
-		t = &mcp.StreamableClientTransport{Endpoint: s.o.Server.URL, HTTPClient: &hc, MaxRetries: 2}
+		t = &mcp.StreamableClientTransport{Endpoint: s.o.Server.URL, HTTPClient: &hc, MaxRetries: 2, MaxEventSize: s.o.MaxMessage}
 	}
 	// The legacy SSE transport holds its event stream with the context given
 	// to Connect: give it one that outlives the start, ended by Kill, and
@@ -364,6 +384,7 @@ func (s *Session) abort() {
 // making sure the process is gone too.
 func (s *Session) watch() {
 	err := s.cs.Wait()
+	s.relist.Stop()
 	if s.proc != nil {
 		s.proc.kill(s.o.KillGrace)
 	}
@@ -402,15 +423,14 @@ func (s *Session) end(err error) {
 	})
 }
 
-// poke asks the refresh loop to list again.
+// poke asks the refresh loop to list again: at once, or, when it listed
+// less than MinRelistInterval ago, once that has run out (a server that says
+// list_changed in a loop does not keep a core busy listing).
 func (s *Session) poke(what string) {
 	s.mu.Lock()
 	s.pending[what] = true
 	s.mu.Unlock()
-	select {
-	case s.wake <- struct{}{}:
-	default:
-	}
+	s.relist.Signal()
 }
 
 // refresh lists again after list_changed notifications, coalescing them.
@@ -497,6 +517,7 @@ func (s *Session) Kill() {
 	s.kill.Do(func() {
 		close(s.killing)
 		s.stop()
+		s.relist.Stop()
 		closed := make(chan struct{})
 		go func() {
 			s.cs.Close()

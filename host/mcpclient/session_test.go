@@ -213,6 +213,34 @@ func TestGarbageBannerOnStdout(t *testing.T) {
 	wantLog(t, logs, "level=WARN", "not JSON-RPC on stdout", "mcptoy v0.1 starting", "mcp=toy")
 }
 
+// TestJSONThatIsNotJSONRPCIsJunk: a line on stdout that is JSON (or
+// nearly) but not a JSON-RPC message ({"foo":1}, [1,2], a wrong version, a
+// value with trailing data) is logged and skipped like any other junk, at
+// start and while serving; it does not end the session (found by attack:
+// one such line ended it, and five parked the server).
+func TestJSONThatIsNotJSONRPCIsJunk(t *testing.T) {
+	log, logs := newLog()
+	s := start(t, mcpclient.Options{Server: mcpclient.ServerConfig{Command: toy(t), Args: []string{"-mode", "jsonjunk"}}, Log: log})
+	for i := range 3 {
+		if got, err := call(t, s, "print_junk", `{}`); err != nil || got != `"printed"` {
+			t.Fatalf("print_junk #%d = %s, %v", i+1, got, err)
+		}
+	}
+	if got, err := call(t, s, "ping", `{}`); err != nil || got != `"pong"` {
+		t.Errorf("ping after the junk = %s, %v", got, err)
+	}
+	select {
+	case <-s.Done():
+		t.Fatal("the session ended")
+	default:
+	}
+	wantLog(t, logs, "level=WARN", "not JSON-RPC on stdout", `line="{\"foo\":1}"`, "mcp=toy")
+	wantLog(t, logs, "not JSON-RPC on stdout", "line=[1,2]", "why=\"batch member 1", "count=2")
+	if strings.Contains(logs.String(), "mcp server connection ended") {
+		t.Errorf("the connection ended:\n%s", logs)
+	}
+}
+
 func TestOnlyGarbageOnStdout(t *testing.T) {
 	bin := toy(t)
 	log, logs := newLog()

@@ -3,6 +3,7 @@ package mcpclient
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,10 +16,12 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/agenthost/agenthost/internal/clip"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/agenthost/agenthost/internal/childenv"
+	"github.com/agenthost/agenthost/internal/clip"
 	"github.com/agenthost/agenthost/internal/linewriter"
+	"github.com/agenthost/agenthost/internal/proctree"
 )
 
 // maxStderrLine caps one forwarded stderr line; longer lines go in pieces.
@@ -29,10 +32,11 @@ const maxStderrLine = 2048
 const maxGarbageLogged = 5
 
 // process is a running stdio MCP server: its own process group, killed with
-// everything it started.
+// everything it started (its tree, which a setsid grandchild does not leave).
 type process struct {
 	name string
 	cmd  *exec.Cmd
+	tree *proctree.Tree
 	log  *slog.Logger
 
 	stdin  io.WriteCloser
@@ -58,12 +62,14 @@ func startProcess(name string, c ServerConfig, log *slog.Logger, maxLine int) (*
 	for k, v := range c.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
+	tree := proctree.New()
+	cmd.Env = append(cmd.Env, tree.Env())
 	cmd.Dir = c.Cwd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	// A descendant that left the process group may hold stderr open after
 	// the server exited; Wait must not wait for it for ever.
 	cmd.WaitDelay = 2 * time.Second
-	p := &process{name: name, cmd: cmd, log: log, exited: make(chan struct{})}
+	p := &process{name: name, cmd: cmd, tree: tree, log: log, exited: make(chan struct{})}
 	stderr := linewriter.New(maxStderrLine, func(line []byte) {
 		s := string(line)
 		p.mu.Lock()
@@ -90,6 +96,7 @@ func startProcess(name string, c ServerConfig, log *slog.Logger, maxLine int) (*
 			started <- err
 			return
 		}
+		tree.Started(cmd.Process.Pid)
 		started <- nil
 		err := cmd.Wait()
 		stderr.Flush()
@@ -136,8 +143,9 @@ func (p *process) filterStdout(r io.Reader, w *io.PipeWriter, maxLine int) {
 		line = append(line, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
 			if len(line) > maxLine {
-				p.log.Error("the server wrote a line longer than the limit on stdout; closing the connection", "limit_bytes", maxLine)
-				w.CloseWithError(fmt.Errorf("a line on stdout is longer than %d bytes", maxLine))
+				err := tooLarge(maxLine, "a line on stdout")
+				p.log.Error("closing the connection", "err", err)
+				w.CloseWithError(err)
 				io.Copy(io.Discard, br) // let the process finish writing
 				return
 			}
@@ -163,9 +171,12 @@ func (p *process) line(line []byte, w io.Writer) {
 	if len(t) == 0 {
 		return
 	}
-	if t[0] == '{' || t[0] == '[' {
-		if _, err := w.Write(append(t, '\n')); err != nil {
-			return // the connection is closed; drain
+	msgs, why := messages(t)
+	if why == "" {
+		for _, m := range msgs {
+			if _, err := w.Write(append(m, '\n')); err != nil {
+				return // the connection is closed; drain
+			}
 		}
 		return
 	}
@@ -178,8 +189,42 @@ func (p *process) line(line []byte, w io.Writer) {
 	p.mu.Unlock()
 	if n <= maxGarbageLogged || n%100 == 0 {
 		p.log.Warn("the server printed a line that is not JSON-RPC on stdout; ignored (an MCP stdio server must write only JSON-RPC there, and log to stderr)",
-			"line", clip.String(string(t), 200), "count", n)
+			"line", clip.String(string(t), 200), "why", why, "count", n)
 	}
+}
+
+// messages returns the JSON-RPC messages of a stdout line: the line itself,
+// or each member of a batch (passed on one by one: the go-sdk ends the
+// session at a batch on protocols from 2025-06-18 on). Anything the go-sdk
+// could not read as JSON-RPC, which would end the session, is junk: why
+// says what is wrong with it.
+func messages(line []byte) (msgs [][]byte, why string) {
+	if !json.Valid(line) { // also one value followed by more, which the go-sdk's decoder would not notice
+		return nil, "not one JSON value"
+	}
+	switch line[0] {
+	case '{':
+		if _, err := jsonrpc.DecodeMessage(line); err != nil {
+			return nil, clip.String(err.Error(), 200)
+		}
+		return [][]byte{line}, ""
+	case '[':
+		var batch []json.RawMessage
+		if err := json.Unmarshal(line, &batch); err != nil {
+			return nil, clip.String(err.Error(), 200)
+		}
+		if len(batch) == 0 {
+			return nil, "an empty batch"
+		}
+		for i, m := range batch {
+			if _, err := jsonrpc.DecodeMessage(m); err != nil {
+				return nil, fmt.Sprintf("batch member %d: %s", i+1, clip.String(err.Error(), 200))
+			}
+			msgs = append(msgs, m)
+		}
+		return msgs, ""
+	}
+	return nil, "not a JSON-RPC message (an object) nor a batch (an array)"
 }
 
 // explain adds what the process did to a start error: its exit, the junk
@@ -210,7 +255,8 @@ func (p *process) explain(err error) error {
 }
 
 // kill ends the process group: SIGTERM, then SIGKILL after grace, and
-// waits until the process is reaped. It may be called more than once.
+// waits until the process is reaped; then every process of its tree left
+// (one that left the group). It may be called more than once.
 func (p *process) kill(grace time.Duration) {
 	p.stdin.Close()
 	pgid := p.cmd.Process.Pid
@@ -225,8 +271,11 @@ func (p *process) kill(grace time.Duration) {
 			<-p.exited
 		}
 	}
-	// What the server started may outlive it in its group.
+	// What the server started may outlive it, in its group or not.
 	syscall.Kill(-pgid, syscall.SIGKILL)
+	if n := p.tree.Kill(); n > 0 {
+		p.log.Info("killed what the server left running", "processes", n)
+	}
 	p.stdout.Close()
 }
 

@@ -62,7 +62,9 @@ func TestSupervisedRestart(t *testing.T) {
 	if data, err := sup.Call(ctx, "add", json.RawMessage(`{"a":1,"b":1}`)); err != nil || string(data) != `"2"` {
 		t.Errorf("add after the restart: %s, %v", data, err)
 	}
-	wantLog(t, logs, "mcp server connection ended", "mcp=toy")
+	// The crash is logged whichever notices it first: the session's end or,
+	// on a slow machine, the health check's ping.
+	wantLog(t, logs, "MCP server crashed; restarting it")
 }
 
 // TestSupervisedListChanged: a tools change reaches the registry.

@@ -22,6 +22,7 @@ import (
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/supervise"
 	"github.com/agenthost/agenthost/internal/childenv"
+	"github.com/agenthost/agenthost/internal/proctree"
 	"github.com/agenthost/agenthost/internal/procwait"
 	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
 )
@@ -34,6 +35,7 @@ type instance struct {
 	desc     *pluginv1.Description
 	pid      int
 	thread   chan struct{} // closing it releases the OS thread that started the process
+	tree     *proctree.Tree
 	stopProc context.CancelFunc
 	done     chan struct{} // closed when the process has exited
 	killOnce sync.Once
@@ -97,7 +99,8 @@ func (m *Manager) startOnce(ctx context.Context, name, path string) (*instance, 
 		cmd = exec.CommandContext(procCtx, fmt.Sprintf("/proc/self/fd/%d", exe.Fd()))
 		cmd.Args[0] = path
 	}
-	cmd.Env = append(childenv.Environ(), "PLUGIN_UNIX_SOCKET_DIR="+m.socketDir)
+	tree := proctree.New() // what the plugin starts ends with it
+	cmd.Env = append(childenv.Environ(), "PLUGIN_UNIX_SOCKET_DIR="+m.socketDir, tree.Env())
 	if m.o.dataDir != "" {
 		cmd.Env = append(cmd.Env, pluginv1.EnvDataDir+"="+m.o.dataDir+"/"+name)
 	}
@@ -136,6 +139,7 @@ func (m *Manager) startOnce(ctx context.Context, name, path string) (*instance, 
 	fail := func(format string, a ...any) (*instance, error) {
 		client.Kill()
 		stopProc()
+		tree.Kill()
 		close(thread)
 		return nil, fmt.Errorf(format, a...)
 	}
@@ -160,9 +164,10 @@ func (m *Manager) startOnce(ctx context.Context, name, path string) (*instance, 
 	if err := r.rpc.Configure(ctx, m.pluginConfig(name)); err != nil {
 		return fail("it rejected its configuration (plugins.config.%s): %v", name, err)
 	}
-	inst := &instance{name: name, client: client, rpc: r.rpc, desc: desc, thread: thread, stopProc: stopProc, done: make(chan struct{})}
+	inst := &instance{name: name, client: client, rpc: r.rpc, desc: desc, thread: thread, tree: tree, stopProc: stopProc, done: make(chan struct{})}
 	if rc := client.ReattachConfig(); rc != nil {
 		inst.pid = rc.Pid
+		tree.Started(rc.Pid)
 	}
 	go inst.watchExit()
 	return inst, nil
@@ -235,11 +240,12 @@ func (i *instance) Info() supervise.Info {
 // Health implements supervise.Healther with the contract's Health RPC.
 func (i *instance) Health(ctx context.Context) error { return i.rpc.Health(ctx) }
 
-// Kill implements supervise.Child.
+// Kill implements supervise.Child: the process, then what it left running.
 func (i *instance) Kill() {
 	i.killOnce.Do(func() {
 		i.client.Kill()
 		i.stopProc()
+		i.tree.Kill()
 		close(i.thread)
 	})
 }

@@ -63,6 +63,10 @@ type Manager struct {
 	pins    map[string]string // name -> pinned sha256 digest
 	configs map[string]any    // name -> the plugin's config subtree
 
+	// incomplete holds the ELF binaries found not whole, by path, as they
+	// were when last looked at. Only Run's goroutine uses it.
+	incomplete map[string]incompleteFile
+
 	mu      sync.Mutex
 	plugins map[string]*plugin // by name
 	stopped bool               // Run is ending: no new plugins
@@ -97,7 +101,7 @@ func New(o Options, reg supervise.Registry) *Manager {
 		s.cache = descCache{dir: filepath.Join(state, "plugin-descriptions")}
 	}
 	log = log.With("component", "plugins")
-	return &Manager{o: s, log: log, plugins: map[string]*plugin{}, socketDir: filepath.Join(o.RuntimeDir, "plugins"),
+	return &Manager{o: s, log: log, plugins: map[string]*plugin{}, incomplete: map[string]incompleteFile{}, socketDir: filepath.Join(o.RuntimeDir, "plugins"),
 		pins: p.SHA256, configs: p.Config,
 		sup: supervise.Options{Kind: "plugin", Registry: reg, StartTimeout: p.StartTimeout.D(), StopGrace: p.StopGrace.D(),
 			Restart:    backoff.Backoff{Base: p.Restart.Base.D(), Cap: p.Restart.Cap.D()},
@@ -124,13 +128,14 @@ func (m *Manager) Run(ctx context.Context, ready func()) error {
 		}
 		defer w.Close()
 	}
+	var again []string // binaries to look at again once they settle
 	for _, dir := range m.o.dirs {
 		if w != nil {
 			if err := w.Add(dir); err != nil {
 				m.log.Warn("cannot watch a plugin folder; plugins added there later need a restart", "dir", dir, "err", err)
 			}
 		}
-		m.scan(dir)
+		again = append(again, m.scan(dir)...)
 	}
 	// Wait for the first start of every plugin found, so the first register is whole.
 	for _, p := range m.all() {
@@ -141,7 +146,7 @@ func (m *Manager) Run(ctx context.Context, ready func()) error {
 	}
 	ready()
 	if w != nil {
-		m.watch(ctx, w)
+		m.watch(ctx, w, again)
 	} else {
 		<-ctx.Done()
 	}
@@ -179,16 +184,20 @@ func (m *Manager) stopPlugin(p *plugin) {
 	}()
 }
 
-// scan looks at every file of a plugin folder.
-func (m *Manager) scan(dir string) {
+// scan looks at every file of a plugin folder. It returns the binaries to
+// look at again after the debounce (see changed).
+func (m *Manager) scan(dir string) (again []string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		m.log.Warn("cannot read a plugin folder", "dir", dir, "err", err)
-		return
+		return nil
 	}
 	for _, e := range entries {
-		m.changed(filepath.Join(dir, e.Name()))
+		if path := filepath.Join(dir, e.Name()); m.changed(path) {
+			again = append(again, path)
+		}
 	}
+	return again
 }
 
 // untrusted says why a plugin folder or binary must not be run: a user
@@ -202,8 +211,9 @@ func untrusted(path string) string {
 	return fsperm.Problem(fi, "fix: chmod go-w "+path, 0, os.Getuid())
 }
 
-// watch turns folder events into debounced per-file checks.
-func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher) {
+// watch turns folder events into debounced per-file checks; the paths in
+// again are checked once more after the debounce.
+func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher, again []string) {
 	timers := map[string]*time.Timer{}
 	due := make(chan string, 64)
 	defer func() {
@@ -211,6 +221,21 @@ func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher) {
 			t.Stop()
 		}
 	}()
+	later := func(name string) {
+		if t := timers[name]; t != nil {
+			t.Reset(m.o.debounce)
+			return
+		}
+		timers[name] = time.AfterFunc(m.o.debounce, func() {
+			select {
+			case due <- name:
+			case <-ctx.Done():
+			}
+		})
+	}
+	for _, path := range again {
+		later(path)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -229,27 +254,23 @@ func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher) {
 					t.Stop()
 					delete(timers, ev.Name)
 				}
-				m.changed(ev.Name)
-				continue
-			}
-			if t := timers[ev.Name]; t != nil {
-				t.Reset(m.o.debounce)
-				continue
-			}
-			name := ev.Name
-			timers[name] = time.AfterFunc(m.o.debounce, func() {
-				select {
-				case due <- name:
-				case <-ctx.Done():
+				if m.changed(ev.Name) {
+					later(ev.Name)
 				}
-			})
+				continue
+			}
+			later(ev.Name)
 		case path := <-due:
 			delete(timers, path)
 			if slices.Contains(m.o.dirs, path) {
-				m.scan(path) // the folder itself changed (its mode, say)
+				for _, p := range m.scan(path) { // the folder itself changed (its mode, say)
+					later(p)
+				}
 				continue
 			}
-			m.changed(path)
+			if m.changed(path) {
+				later(path)
+			}
 		case err, ok := <-w.Errors:
 			if !ok {
 				return
@@ -273,11 +294,13 @@ func ignored(base string) bool {
 	return false
 }
 
-// changed looks at one path after it settled and tells its plugin.
-func (m *Manager) changed(path string) {
+// changed looks at one path after it settled and tells its plugin. It
+// reports whether to look at the path again after the debounce: an ELF
+// binary that is not whole yet (see incompleteBinary).
+func (m *Manager) changed(path string) (again bool) {
 	base := filepath.Base(path)
 	if ignored(base) {
-		return
+		return false
 	}
 	fi, err := os.Stat(path)
 	gone := err != nil
@@ -285,10 +308,12 @@ func (m *Manager) changed(path string) {
 		m.log.Debug("not a plugin (not an executable file); ignored", "path", path)
 		gone = true
 	}
-	if !gone && !wholeBinary(path) && isELF(path) {
-		m.log.Debug("plugin binary still being written; waiting for the rest", "path", path)
-		return
+	if !gone && isELF(path) {
+		if why := missing(path); why != "" {
+			return m.incompleteBinary(path, fi, why)
+		}
 	}
+	delete(m.incomplete, path)
 	if !gone {
 		if problem := untrusted(filepath.Dir(path)); problem != "" {
 			m.log.Error("plugin folder refused: other users could change what agenthost runs", "dir", filepath.Dir(path), "plugin", base, "problem", problem)
@@ -303,22 +328,22 @@ func (m *Manager) changed(path string) {
 	switch {
 	case m.stopped:
 		m.mu.Unlock()
-		return
+		return false
 	case p != nil && p.path != path:
 		m.mu.Unlock()
 		if !gone {
 			m.log.Warn("two plugin folders hold a plugin of the same name; the first one found is used", "plugin", base, "used", p.path, "ignored", path)
 		}
-		return
+		return false
 	case gone && p != nil:
 		delete(m.plugins, base)
 		m.mu.Unlock()
 		m.stopPlugin(p)
 		m.log.Info("plugin removed; its services are gone", "plugin", base)
-		return
+		return false
 	case gone:
 		m.mu.Unlock()
-		return
+		return false
 	case p == nil:
 		o := m.sup
 		o.ID, o.Name, o.Log, o.Lazy = "plugin:"+base, base, m.log.With("plugin", base), m.o.lazy(base)
@@ -330,6 +355,39 @@ func (m *Manager) changed(path string) {
 		m.log.Info(st+" plugin's binary changed; trying it again", "plugin", base)
 	}
 	m.load(p)
+	return false
+}
+
+// incompleteFile is an ELF binary found not whole: its size and mtime then,
+// and whether it was refused with a warning at that size and mtime.
+type incompleteFile struct {
+	size    int64
+	mtime   time.Time
+	refused bool
+}
+
+// incompleteBinary handles an ELF binary that is not whole (why says what
+// is missing): one still being written is looked at again after the
+// debounce; one that has not changed (size and mtime) since the last look
+// is refused, once, with a warning that says why, until it changes. It
+// reports whether to look again.
+func (m *Manager) incompleteBinary(path string, fi os.FileInfo, why string) (again bool) {
+	prev, seen := m.incomplete[path]
+	cur := incompleteFile{size: fi.Size(), mtime: fi.ModTime()}
+	unchanged := seen && prev.size == cur.size && prev.mtime.Equal(cur.mtime)
+	if m.o.watch && !unchanged {
+		m.incomplete[path] = cur
+		m.log.Debug("plugin binary still being written; looking again once it has not changed for the debounce", "path", path, "missing", why)
+		return true
+	}
+	if !prev.refused || !unchanged {
+		m.log.Warn("plugin binary refused: it is incomplete or damaged and has not changed for "+m.o.debounce.String()+
+			"; it is started once it is whole (install by copying to a temporary name, then renaming)",
+			"plugin", filepath.Base(path), "path", path, "missing", why)
+	}
+	cur.refused = true
+	m.incomplete[path] = cur
+	return false
 }
 
 // load hands the binary now at p.path to p's supervisor, unless it is the

@@ -168,13 +168,25 @@ func (x *mgr) waitStatus(name, what string, ok func(pluginmgr.Status) bool) plug
 }
 
 // running calls service (which starts a lazy plugin) and returns the
-// plugin's status once a process serves it.
+// plugin's status once a process serves it. A lazy plugin's call can be
+// served by the process started only to describe it, which then stops as
+// unused: the call is made again until a process stays.
 func (x *mgr) running(name, service string) pluginmgr.Status {
 	x.t.Helper()
-	if out := x.call(service, `{}`); !out.Success {
-		x.t.Fatalf("%s: %+v", service, out)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if out := x.call(service, `{}`); !out.Success {
+			x.t.Fatalf("%s: %+v", service, out)
+		}
+		for again := time.Now().Add(time.Second); time.Now().Before(again); time.Sleep(10 * time.Millisecond) {
+			if s := x.status(name); s.State == "running" && s.PID != 0 {
+				return s
+			}
+		}
+		if time.Now().After(deadline) {
+			x.t.Fatalf("%s: never running; last status %+v", name, x.status(name))
+		}
 	}
-	return x.waitStatus(name, "running", func(s pluginmgr.Status) bool { return s.State == "running" && s.PID != 0 })
 }
 
 // ready reports a plugin that serves or, lazy, can be started by a call.
@@ -392,6 +404,10 @@ func TestSlowWriterIsNeverStartedHalfWritten(t *testing.T) {
 	}
 	x.waitStatus("faulty", "ready", ready)
 	x.running("faulty", "faulty_ok")
+	// The supervisor logs the start just after the child serves.
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(x.log.String(), `level=INFO msg="plugin started"`) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	log := x.log.String()
 	if n := strings.Count(log, `level=INFO msg="plugin started"`); n != 1 {
 		t.Fatalf("%d starts, want 1", n)

@@ -171,6 +171,12 @@ func (d *Dispatcher) DispatchFrom(ctx context.Context, c voice.Call, b *Budget, 
 		if why := d.reg.Refused(method); why != "" {
 			return failure(fmt.Sprintf("service %s is not allowed on this speaker (%s)", quoteShort(method), why))
 		}
+		if why := d.reg.LeftOutWhy(method); why != "" {
+			return failure(why)
+		}
+		if id := d.reg.HeldBy(method); id != "" {
+			return failure(fmt.Sprintf("service %s is not available now: %s, which offers it, is restarting; try again shortly", quoteShort(method), id))
+		}
 		return failure(d.unknown(method))
 	}
 	params, msg := validateParams(e, c.Params)
@@ -238,7 +244,7 @@ func (d *Dispatcher) run(ctx context.Context, sl slot, e Entry, params json.RawM
 		return voice.Outcome{Success: true, Data: json.RawMessage(`""`)}
 	}
 	if len(data) > d.opts().MaxResult {
-		return failure(fmt.Sprintf("result of %s is %d bytes, over the %s limit (services.max_result)", e.Name, len(data), sizeString(d.opts().MaxResult)))
+		return failure(fmt.Sprintf("result of %s is %d bytes, over the %s limit (services.max_result)", e.Name, len(data), SizeText(d.opts().MaxResult)))
 	}
 	if !json.Valid(data) {
 		return failure(fmt.Sprintf("%s failed: %s returned data that is not valid JSON", e.Name, e.Provider.ID()))
@@ -373,8 +379,9 @@ func validateParams(e Entry, raw json.RawMessage) (json.RawMessage, string) {
 	return raw, ""
 }
 
-// sizeString writes a byte count as "64 KiB", "1 MiB" or "1000 bytes".
-func sizeString(n int) string {
+// SizeText writes a byte count as "64 KiB", "1 MiB" or "1000 bytes", for
+// errors that name a bound.
+func SizeText(n int) string {
 	switch {
 	case n >= 1<<20 && n%(1<<20) == 0:
 		return fmt.Sprintf("%d MiB", n>>20)

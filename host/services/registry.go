@@ -9,11 +9,18 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"github.com/agenthost/agenthost/internal/clip"
+	"github.com/agenthost/agenthost/internal/pace"
 	"github.com/agenthost/agenthost/proto/voice"
 )
+
+// MinChangeInterval is the least time between two signals of Changes (and
+// of each subscription); changes that come sooner are folded into one.
+const MinChangeInterval = 250 * time.Millisecond
 
 // RegistryOptions configures a Registry.
 type RegistryOptions struct {
@@ -23,9 +30,22 @@ type RegistryOptions struct {
 	Prefixes map[string]string
 	// Policy keeps services out of the set (see Policy).
 	Policy Policy
+	// Order ranks providers: each entry is a provider ID ("mcp:fs") or a
+	// kind ending in ':' ("plugin:") that stands for every provider of that
+	// kind. See Registry for what the rank decides.
+	Order []string
+	// MaxDescription bounds a service's description: a longer one is cut
+	// (services.max_description). MaxRegister bounds the register payload:
+	// services that do not fit are left out, by rank then name (see
+	// LeftOut). Zero takes DefaultMaxDescription, DefaultMaxRegister.
+	MaxDescription, MaxRegister int
 	// Log receives overrides (info) and clashes (error); the caller adds
 	// its own attributes (component=…). Nil discards.
 	Log *slog.Logger
+	// MinChangeInterval paces the change signals (0: MinChangeInterval;
+	// negative: none, every change is signalled at once, for tests of what
+	// counts as a change).
+	MinChangeInterval time.Duration
 }
 
 // Entry is one registered service: its name as the server sees it (prefix
@@ -42,23 +62,32 @@ type Entry struct {
 // Registry merges providers into one set of services. It is safe for
 // concurrent use; lookups read an immutable snapshot and never wait for Put.
 //
-// Merging is by order of arrival: when two ordinary providers offer the same
-// name, the one that had it first keeps it and the clash is reported (log and
-// Conflicts) with the fix, a prefix for the other. A provider replaced by Put
-// with the same ID keeps its place in that order. A fallback provider (see
-// FallbackProvider) yields a name to any ordinary provider and gets it back
-// when that provider leaves.
+// Names have owners, by a stated rule and never by who answered first. Each
+// provider has a rank: its place in Order (an exact ID before its kind),
+// providers not in Order after all that are, ties by ID. When two ordinary
+// providers offer the same name, the one ranked first owns it and the clash
+// is reported (log and Conflicts) with the fix, a prefix for the other. A
+// fallback provider (see FallbackProvider) yields a name to any ordinary
+// provider and gets it back when that provider leaves. A provider that is
+// restarting (Hold) keeps its names: they leave the set until it is back,
+// and no other provider takes them meanwhile.
+//
+// The published set is bounded (see bounds.go): descriptions are cut to
+// MaxDescription, and the services that would take the register past
+// MaxRegister are left out, the lowest-ranked first.
 type Registry struct {
 	prefixes map[string]string
 	policy   Policy
 	log      *slog.Logger
 	changes  chan struct{}
+	pace     *pace.Pacer // of signal
 
 	subMu sync.Mutex
 	subs  map[*chan struct{}]struct{} // Subscribe's channels
 
 	mu      sync.Mutex // serialises Put and Remove
-	seq     uint64
+	order   []string
+	bounds  bounds
 	members map[string]*member
 
 	snap atomic.Pointer[snapshot]
@@ -67,13 +96,16 @@ type Registry struct {
 // member is one provider as the registry holds it.
 type member struct {
 	p        Provider
-	seq      uint64 // arrival order; kept across replacement
+	rank     int
 	fallback bool
+	held     bool      // restarting: its names are kept, out of the set
+	offered  []Service // as p listed them at Put (Reconfigure compiles them again)
 	services []Entry
 	// heldOut says why the provider's services do not fit the current
 	// configuration (a prefix that makes a name too long); they are out of
 	// the set until a Reconfigure under which they fit. "" when they are in.
 	heldOut string
+	cuts    []string // descriptions cut to the bound
 }
 
 // snapshot is one immutable merged set.
@@ -87,17 +119,27 @@ type snapshot struct {
 	overrides []string
 	refused   map[string]string // name -> the setting that keeps it out
 	heldOut   map[string]string // provider ID -> why its services are out
+	held      map[string]string // name -> the restarting provider that keeps it
+	cuts      []string
+	leftOut   []string          // in rank order
+	leftWhy   map[string]string // name -> why it is not in the register
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry(opts RegistryOptions) *Registry {
 	r := &Registry{
 		prefixes: make(map[string]string, len(opts.Prefixes)),
+		order:    append([]string(nil), opts.Order...),
+		bounds:   newBounds(opts.MaxDescription, opts.MaxRegister),
 		log:      opts.Log,
 		policy:   opts.Policy,
 		changes:  make(chan struct{}, 1),
 		members:  make(map[string]*member),
 	}
+	if opts.MinChangeInterval == 0 {
+		opts.MinChangeInterval = MinChangeInterval
+	}
+	r.pace = pace.New(max(opts.MinChangeInterval, 0), r.signal)
 	for k, v := range opts.Prefixes {
 		r.prefixes[k] = v
 	}
@@ -144,18 +186,12 @@ func (r *Registry) Put(p Provider) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	entries, err := r.entriesOf(p)
+	offered := p.Services()
+	entries, cuts, err := r.entriesOf(id, offered)
 	if err != nil {
 		return err
 	}
-	m := &member{p: p, fallback: isFallback(p), services: entries}
-	if old, ok := r.members[id]; ok {
-		m.seq = old.seq
-	} else {
-		r.seq++
-		m.seq = r.seq
-	}
-	r.members[id] = m
+	r.members[id] = &member{p: p, rank: r.rank(id), fallback: isFallback(p), offered: offered, services: entries, cuts: cuts}
 	r.publish()
 	return nil
 }
@@ -174,7 +210,7 @@ func (r *Registry) Reconfigure(prefixes map[string]string, policy Policy) {
 	}
 	r.policy = policy
 	for id, m := range r.members {
-		entries, err := r.entriesOf(m.p)
+		entries, cuts, err := r.entriesOf(id, m.offered)
 		if err != nil {
 			if m.heldOut != err.Error() {
 				r.log.Error("a provider's services do not fit the new configuration; they are out of the set until they fit (change services.prefixes and reload)",
@@ -186,7 +222,7 @@ func (r *Registry) Reconfigure(prefixes map[string]string, policy Policy) {
 		if m.heldOut != "" {
 			r.log.Info("a provider's services fit the configuration again; they are back in the set", "provider", id)
 		}
-		m.services, m.heldOut = entries, ""
+		m.services, m.cuts, m.heldOut = entries, cuts, ""
 	}
 	r.publish()
 }
@@ -198,33 +234,38 @@ func (r *Registry) HeldOut(id string) string {
 	return r.snap.Load().heldOut[id]
 }
 
-// entriesOf checks and compiles p's services under its prefix; r.mu held.
-func (r *Registry) entriesOf(p Provider) ([]Entry, error) {
-	id := p.ID()
+// entriesOf checks and compiles the services of provider id under its
+// prefix, sorted by name, with their descriptions cut to the bound (cuts
+// says which); r.mu held. The entries' Provider is set by build.
+func (r *Registry) entriesOf(id string, svcs []Service) ([]Entry, []string, error) {
 	prefix := r.prefixFor(id)
-	svcs := p.Services()
 	entries := make([]Entry, 0, len(svcs))
+	var cuts []string
 	seen := make(map[string]bool, len(svcs))
 	for _, s := range svcs {
 		if err := checkName(s.Name); err != nil {
-			return nil, fmt.Errorf("provider %s: service %s: %v", id, quoteShort(s.Name), err)
+			return nil, nil, fmt.Errorf("provider %s: service %s: %v", id, quoteShort(s.Name), err)
 		}
 		name := prefix + s.Name
 		if err := checkName(name); err != nil {
-			return nil, fmt.Errorf("provider %s: service %q with prefix %q: %v", id, s.Name, prefix, err)
+			return nil, nil, fmt.Errorf("provider %s: service %q with prefix %q: %v", id, s.Name, prefix, err)
 		}
 		if seen[s.Name] {
-			return nil, fmt.Errorf("provider %s: service %q: offered twice", id, s.Name)
+			return nil, nil, fmt.Errorf("provider %s: service %q: offered twice", id, s.Name)
 		}
 		seen[s.Name] = true
 		params, sch, err := compileParameters(s.Parameters)
 		if err != nil {
-			return nil, fmt.Errorf("provider %s: service %q: %v", id, s.Name, err)
+			return nil, nil, fmt.Errorf("provider %s: service %q: %v", id, s.Name, err)
 		}
 		s.Parameters = params
-		entries = append(entries, Entry{Name: name, Service: s, Provider: p, Schema: sch})
+		if cut := r.bounds.cut(id, &s); cut != "" {
+			cuts = append(cuts, cut)
+		}
+		entries = append(entries, Entry{Name: name, Service: s, Schema: sch})
 	}
-	return entries, nil
+	byName(entries)
+	return entries, cuts, nil
 }
 
 // Remove drops the provider with the given ID; an unknown ID does nothing.
@@ -257,7 +298,13 @@ func (r *Registry) publish() {
 	for _, m := range r.members {
 		members = append(members, m)
 	}
-	sort.Slice(members, func(i, j int) bool { return members[i].seq < members[j].seq })
+	sort.Slice(members, func(i, j int) bool {
+		a, b := members[i], members[j]
+		if a.rank != b.rank {
+			return a.rank < b.rank
+		}
+		return a.p.ID() < b.p.ID()
+	})
 	next, err := r.build(members)
 	prev := r.snap.Load()
 	if err != nil {
@@ -278,25 +325,42 @@ func (r *Registry) publish() {
 	for _, msg := range added(next.conflicts, prev.conflicts) {
 		r.log.Info("conflict resolved: " + msg)
 	}
+	for _, msg := range added(prev.cuts, next.cuts) {
+		r.log.Warn(msg)
+	}
+	if out := newKeys(prev.leftWhy, next.leftWhy); len(out) > 0 {
+		r.log.Error("services left out of the register: it would pass services.max_register", "limit", SizeText(r.bounds.register),
+			"count", len(out), "services", clip.String(strings.Join(out, ","), 4000), "rule", "kept in rank order (built-ins, plugins, MCP servers as configured), each provider's by name; see agenthost status")
+	}
+	if back := newKeys(next.leftWhy, prev.leftWhy); len(back) > 0 {
+		r.log.Info("services back in the register", "count", len(back), "services", clip.String(strings.Join(back, ","), 4000))
+	}
 	r.snap.Store(next)
 	if !bytes.Equal(prev.canonical, next.canonical) {
-		select {
-		case r.changes <- struct{}{}:
-		default:
-		}
-		r.notify()
+		r.pace.Signal() // then signal, at most once per MinChangeInterval
 	}
 }
 
-// build merges members, in arrival order, into a snapshot.
+// signal tells Changes and every subscriber, without blocking.
+func (r *Registry) signal() {
+	select {
+	case r.changes <- struct{}{}:
+	default:
+	}
+	r.notify()
+}
+
+// build merges members, in rank order, into a snapshot.
 func (r *Registry) build(members []*member) (*snapshot, error) {
-	s := &snapshot{byName: make(map[string]Entry), refused: make(map[string]string), heldOut: make(map[string]string)}
+	s := &snapshot{byName: make(map[string]Entry), refused: make(map[string]string), held: make(map[string]string), heldOut: make(map[string]string)}
 	owner := make(map[string]*member)
 	for _, m := range members {
 		if m.heldOut != "" {
 			s.heldOut[m.p.ID()] = m.heldOut
 		}
+		s.cuts = append(s.cuts, m.cuts...)
 		for _, e := range m.services {
+			e.Provider = m.p
 			if why := r.policy.refuses(e.Name); why != "" {
 				s.refused[e.Name] = why
 				continue
@@ -314,6 +378,30 @@ func (r *Registry) build(members []*member) (*snapshot, error) {
 				continue
 			}
 			owner[e.Name] = m
+			if m.held {
+				delete(s.byName, e.Name)
+				s.held[e.Name] = m.p.ID()
+				continue
+			}
+			delete(s.held, e.Name)
+			s.byName[e.Name] = e
+		}
+	}
+	// What fits the register: the owned services in rank order, each
+	// provider's by name (entriesOf sorted them).
+	var cands []Entry
+	for _, m := range members {
+		for _, e := range m.services {
+			if owned, ok := s.byName[e.Name]; ok && owned.Provider.ID() == m.p.ID() {
+				cands = append(cands, owned)
+			}
+		}
+	}
+	kept, leftOut, why := r.bounds.fit(cands)
+	s.leftOut, s.leftWhy = leftOut, why
+	if len(leftOut) > 0 {
+		s.byName = make(map[string]Entry, len(kept))
+		for _, e := range kept {
 			s.byName[e.Name] = e
 		}
 	}
@@ -357,6 +445,18 @@ func (r *Registry) conflictMessage(name, keeper, loser, svc string) string {
 		name, keeper, loser, keeper, loser, key, key+"_", key+"_"+svc)
 }
 
+// newKeys lists, sorted, the keys of next that prev lacks.
+func newKeys(prev, next map[string]string) []string {
+	var out []string
+	for k := range next {
+		if _, ok := prev[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
 // added returns the messages in next that are not in prev.
 func added(prev, next []string) []string {
 	var out []string
@@ -397,6 +497,9 @@ func (r *Registry) Canonical() []byte {
 // whenever the merged set's canonical JSON changes. Signals coalesce: a
 // receiver that was away finds one signal and reads the current set with
 // Register. A Put or Remove that leaves the set identical signals nothing.
+// Signals come at most once per MinChangeInterval: changes that follow one
+// sooner are signalled together when it has run out, so the last is never
+// missed (a provider whose set flaps cannot turn into a flood of registers).
 func (r *Registry) Changes() <-chan struct{} {
 	return r.changes
 }
@@ -454,7 +557,7 @@ func (r *Registry) Names() []string {
 	return append([]string(nil), r.snap.Load().names...)
 }
 
-// Conflicts returns the current clash messages, in arrival order of the
+// Conflicts returns the current clash messages, in rank order of the
 // providers that lost; empty when there are none.
 func (r *Registry) Conflicts() []string {
 	return append([]string(nil), r.snap.Load().conflicts...)

@@ -138,7 +138,7 @@ func TestClash(t *testing.T) {
 	mustPut(t, r, provider("plugin:b", "x", "onlyb"))
 
 	if o := owner(t, r, "x"); o != "plugin:a" {
-		t.Fatalf("x owned by %s, want plugin:a (it had it first)", o)
+		t.Fatalf("x owned by %s, want plugin:a (neither is in the order: by ID)", o)
 	}
 	if got := names(r); got != "onlya,onlyb,x" {
 		t.Errorf("names = %s", got)
@@ -156,7 +156,7 @@ func TestClash(t *testing.T) {
 		t.Errorf("clash not logged as an error:\n%s", logs)
 	}
 
-	// A hot reload of the first keeps its place.
+	// A hot reload of the keeper keeps the name.
 	mustPut(t, r, provider("plugin:a", "x", "onlya"))
 	if o := owner(t, r, "x"); o != "plugin:a" {
 		t.Errorf("after reloading plugin:a, x owned by %s", o)
@@ -213,7 +213,7 @@ func signalled(r *services.Registry) bool {
 }
 
 func TestChanges(t *testing.T) {
-	r := services.NewRegistry(services.RegistryOptions{})
+	r := services.NewRegistry(services.RegistryOptions{MinChangeInterval: -1}) // what counts as a change; pacing: TestChangesArePaced
 	if signalled(r) {
 		t.Fatal("new registry signalled")
 	}
@@ -355,7 +355,7 @@ func TestServiceTimeoutKeptInEntry(t *testing.T) {
 // changes, Changes keeps working beside them, an unchanged set signals
 // nothing, and a cancelled subscription gets no more.
 func TestSubscribe(t *testing.T) {
-	r := services.NewRegistry(services.RegistryOptions{})
+	r := services.NewRegistry(services.RegistryOptions{MinChangeInterval: -1})
 	a, cancelA := r.Subscribe()
 	b, cancelB := r.Subscribe()
 	defer cancelB()

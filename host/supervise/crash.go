@@ -60,7 +60,7 @@ func (s *Supervisor) crash(l *life, why string) {
 	s.retire(l, 0)
 	if s.o.UnregisterWhileDown {
 		s.trans.Lock()
-		s.o.Registry.RemoveProvider(s)
+		s.o.Registry.Hold(s) // its names stay its own while it restarts
 		s.mu.Lock()
 		s.desc = nil
 		s.mu.Unlock()

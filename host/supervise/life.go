@@ -18,6 +18,7 @@ type life struct {
 
 	mu       sync.Mutex
 	calls    int
+	used     bool // a call was admitted
 	retiring bool
 	drained  chan struct{} // closed when retiring and calls reach 0
 	idleT    *time.Timer
@@ -48,6 +49,7 @@ func (l *life) acquire() bool {
 		return false
 	}
 	l.calls++
+	l.used = true
 	if l.idleT != nil {
 		l.idleT.Stop()
 	}
@@ -78,6 +80,13 @@ func (l *life) armIdle(d time.Duration, f func()) {
 		return
 	}
 	l.idleT.Reset(d)
+}
+
+// unused reports whether no call was ever admitted.
+func (l *life) unused() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return !l.used
 }
 
 // idle reports whether no call runs, for an idle stop.

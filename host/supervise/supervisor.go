@@ -18,6 +18,9 @@ import (
 type Registry interface {
 	Put(services.Provider) error
 	RemoveProvider(services.Provider) // only if it still holds its ID
+	// Hold takes the services out of the set while the provider restarts,
+	// keeping their names its own (services.Registry.Hold).
+	Hold(services.Provider)
 }
 
 // FailedStart says what a start that fails means for a provider.
@@ -56,7 +59,8 @@ type Options struct {
 	Lazy     bool
 	IdleStop time.Duration
 	// UnregisterWhileDown takes the services out of the register while a
-	// child that died is being restarted (an MCP server); otherwise they stay
+	// child that died is being restarted (an MCP server), their names held
+	// for it (Registry.Hold) until it is back or parked; otherwise they stay
 	// and calls fail fast until the restart (a plugin, whose restart takes
 	// milliseconds). Not for a Lazy provider: a crashed lazy child waits
 	// for a call to restart, and a call cannot reach unregistered services.
@@ -330,10 +334,10 @@ func (s *Supervisor) load(ctx context.Context, start Starter, desc []services.Se
 			return
 		}
 		// Started only to be described: stopped now, unless a call got to
-		// it first (calls take s.mu to find it), in which case it stays
-		// until idle.
+		// it first (calls take s.mu to find it; one may be over already),
+		// in which case it stays until idle.
 		s.mu.Lock()
-		unused := s.cur == l && l.idle()
+		unused := s.cur == l && l.idle() && l.unused()
 		if unused {
 			s.cur, s.state = nil, StateIdle
 		}
@@ -497,11 +501,17 @@ func (s *Supervisor) stop() {
 }
 
 // unregister takes the services out of the registry, then records the state
-// that explains why, so that whoever sees the state finds them gone.
+// that explains why, so that whoever sees the state finds them gone. A
+// provider that is down and retried keeps its names (Hold); any other state
+// gives them up.
 func (s *Supervisor) unregister(state, why string) {
 	s.trans.Lock()
 	defer s.trans.Unlock()
-	s.o.Registry.RemoveProvider(s)
+	if state == StateDown {
+		s.o.Registry.Hold(s)
+	} else {
+		s.o.Registry.RemoveProvider(s)
+	}
 	s.mu.Lock()
 	s.state, s.desc = state, nil
 	if why != "" {

@@ -45,6 +45,10 @@ type lab struct {
 	log      []string
 	children []*testChild
 	puts     int
+	// afterPut, when set, runs once after the next Put reached the
+	// registry (on the supervisor's goroutine, as a call from the server
+	// that saw the register would race it).
+	afterPut func()
 	// anyPut lets a Put list services no live child serves (a lazy
 	// provider registered from its description).
 	anyPut bool
@@ -94,14 +98,26 @@ func (l *lab) Put(p services.Provider) error {
 			}
 		}
 	}
+	after := l.afterPut
+	l.afterPut = nil
 	l.mu.Unlock()
-	return l.reg.Put(p)
+	err := l.reg.Put(p)
+	if after != nil {
+		after()
+	}
+	return err
 }
 
 // RemoveProvider implements supervise.Registry.
 func (l *lab) RemoveProvider(p services.Provider) {
 	l.note("remove %s", p.ID())
 	l.reg.RemoveProvider(p)
+}
+
+// Hold implements supervise.Registry.
+func (l *lab) Hold(p services.Provider) {
+	l.note("hold %s", p.ID())
+	l.reg.Hold(p)
 }
 
 func (l *lab) putCount() int {

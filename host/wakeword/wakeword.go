@@ -236,6 +236,7 @@ type noRegistry struct{}
 
 func (noRegistry) Put(services.Provider) error      { return nil }
 func (noRegistry) RemoveProvider(services.Provider) {}
+func (noRegistry) Hold(services.Provider)           {}
 
 // Check runs the detector (command, "" for FindBinary) with --check: it
 // loads the library and models, runs them once and exits. The error says

@@ -1,6 +1,7 @@
 // Package clip shortens text for log lines and error messages, so that a
 // long or hostile value (a tool name, a server's output, an Origin header)
-// cannot make a huge one.
+// cannot make a huge one. Its Handler does so for every string of every
+// line of a slog logger.
 package clip
 
 import "unicode/utf8"

@@ -2,7 +2,8 @@
 // run, from which executable, in which state, and how much memory they hold.
 // `agenthost check`, the tests, the benchmarks and the soak harness use it to
 // find processes and to prove none was left behind; procwait polls with it
-// where a pidfd cannot tell when a process ends.
+// where a pidfd cannot tell when a process ends; proctree finds a child's
+// descendants with it.
 package procs
 
 import (
@@ -20,6 +21,8 @@ import (
 // Proc is one process as /proc shows it.
 type Proc struct {
 	PID, PPID int
+	PGID, SID int    // its process group and session
+	Start     uint64 // when it started, in clock ticks since boot: a PID with another Start is another process
 	Comm      string // the short name (/proc/<pid>/comm)
 	State     byte   // R, S, D, Z, X…
 	UID       int    // the owner of /proc/<pid>, -1 when unknown
@@ -33,23 +36,11 @@ func (p Proc) Alive() bool { return p.State != 'Z' && p.State != 'X' }
 
 // Read reads one process.
 func Read(pid int) (Proc, error) {
-	dir := "/proc/" + strconv.Itoa(pid)
-	b, err := os.ReadFile(dir + "/stat")
+	p, err := Stat(pid)
 	if err != nil {
 		return Proc{}, err
 	}
-	// pid (comm) state ppid …: comm may hold spaces and ')', so the fields
-	// are those after the last ')'.
-	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-	if open < 0 || end < open {
-		return Proc{}, fmt.Errorf("%s/stat: unexpected format", dir)
-	}
-	f := strings.Fields(string(b[end+1:]))
-	if len(f) < 2 {
-		return Proc{}, fmt.Errorf("%s/stat: unexpected format", dir)
-	}
-	p := Proc{PID: pid, Comm: string(b[open+1 : end]), State: f[0][0], UID: -1}
-	p.PPID, _ = strconv.Atoi(f[1])
+	dir := "/proc/" + strconv.Itoa(pid)
 	if fi, err := os.Stat(dir); err == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			p.UID = int(st.Uid)
@@ -62,26 +53,78 @@ func Read(pid int) (Proc, error) {
 	return p, nil
 }
 
+// Stat reads one process's stat line only: PID, PPID, PGID, SID, Start,
+// Comm and State (UID is -1, Exe and Cmdline empty).
+func Stat(pid int) (Proc, error) {
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return Proc{}, err
+	}
+	// pid (comm) state ppid pgrp session tty_nr tpgid flags minflt cminflt
+	// majflt cmajflt utime stime cutime cstime priority nice num_threads
+	// itrealvalue starttime …: comm may hold spaces and ')', so the fields
+	// are those after the last ')'.
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return Proc{}, fmt.Errorf("%s: unexpected format", path)
+	}
+	f := strings.Fields(string(b[end+1:]))
+	if len(f) < 20 {
+		return Proc{}, fmt.Errorf("%s: unexpected format", path)
+	}
+	p := Proc{PID: pid, Comm: string(b[open+1 : end]), State: f[0][0], UID: -1}
+	p.PPID, _ = strconv.Atoi(f[1])
+	p.PGID, _ = strconv.Atoi(f[2])
+	p.SID, _ = strconv.Atoi(f[3])
+	p.Start, _ = strconv.ParseUint(f[19], 10, 64)
+	return p, nil
+}
+
+// Stats lists every process by Stat, by PID: cheaper than All.
+func Stats() []Proc {
+	var out []Proc
+	for _, pid := range pids() {
+		if p, err := Stat(pid); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Environ returns a process's environment as it was given to it, entries
+// separated by NUL bytes. Only processes of this process's user can be read.
+func Environ(pid int) ([]byte, error) {
+	return os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
+}
+
+// pids lists the PIDs in /proc, in order.
+func pids() []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		if pid, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, pid)
+		}
+	}
+	sort.Ints(out)
+	return out
+}
+
 // All lists every process that can be read, by PID.
 func All() []Proc {
-	ents, _ := os.ReadDir("/proc")
 	var out []Proc
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
+	for _, pid := range pids() {
 		if p, err := Read(pid); err == nil {
 			out = append(out, p)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].PID < out[j].PID })
 	return out
 }
 
 // Alive reports whether pid runs and is not a zombie.
 func Alive(pid int) bool {
-	p, err := Read(pid)
+	p, err := Stat(pid)
 	return err == nil && p.Alive()
 }
 
@@ -96,6 +139,21 @@ func Gone(pid int, within time.Duration) bool {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return true
+}
+
+// Find lists the live processes whose command line holds every one of parts.
+func Find(parts ...string) []Proc {
+	var out []Proc
+	for _, p := range All() {
+		all := p.Alive()
+		for _, part := range parts {
+			all = all && strings.Contains(p.Cmdline, part)
+		}
+		if all {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // In lists the live processes whose executable is (or was, before a rename
@@ -115,6 +173,7 @@ func In(dir string) []Proc {
 type Mem struct {
 	RSS  int64 // VmRSS: all resident pages
 	Anon int64 // RssAnon: the heap, stacks and other anonymous pages
+	Peak int64 // VmHWM: the most VmRSS has been
 }
 
 // Memory reads a process's resident memory from /proc/<pid>/status.
@@ -135,6 +194,8 @@ func Memory(pid int) (Mem, error) {
 			m.RSS = kb << 10
 		case "RssAnon:":
 			m.Anon = kb << 10
+		case "VmHWM:":
+			m.Peak = kb << 10
 		}
 	}
 	return m, nil

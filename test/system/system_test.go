@@ -234,6 +234,17 @@ func TestSystem(t *testing.T) {
 			t.Fatalf("the upgrade changed the edited config")
 		}
 		t.Logf("upgraded to %s; the edited config is kept", b.must("dpkg-query", "-W", "-f", "${Version}", "agenthost"))
+		// On trixie the previous version had the unit in /lib/systemd/system (bookworm's
+		// layout) and this one in /usr/lib/systemd/system: the same file by two names
+		// (merged /usr). dpkg must not remove it as the old version's leftover.
+		b.must("systemctl", "daemon-reload")
+		if frag := b.prop("FragmentPath"); frag == "" {
+			t.Fatalf("after the upgrade systemd has no unit file for agenthost")
+		} else if out, err := b.run("", "dpkg", "-S", "agenthost.service"); err != nil {
+			t.Errorf("dpkg -S agenthost.service: %v\n%s", err, out)
+		} else {
+			t.Logf("unit file %s; dpkg: %s", frag, strings.TrimSpace(out))
+		}
 	})
 
 	step("!start returns after READY=1; AUTH and register reach the server", func(t *testing.T, b *box) {

@@ -1,7 +1,8 @@
 // Package mcptest finds, and installs when missing, the third-party MCP
 // programs the tests run against (scripts/install-mcp-test-deps.sh:
-// @modelcontextprotocol/server-everything and the MCP Inspector), and starts
-// server-everything in its HTTP modes on a free loopback port. For tests only.
+// @modelcontextprotocol/server-everything and the MCP Inspector), starts
+// server-everything in its HTTP modes on a free loopback port, and starts
+// hostile HTTP servers (Huge). For tests only.
 package mcptest
 
 import (
@@ -152,15 +153,4 @@ func (s *Server) Stop() {
 // Running reports whether a process whose command line contains every one
 // of parts is alive (a zombie does not count), to show that a test left
 // no process behind.
-func Running(parts ...string) bool {
-	for _, p := range procs.All() {
-		all := p.Alive()
-		for _, part := range parts {
-			all = all && strings.Contains(p.Cmdline, part)
-		}
-		if all {
-			return true
-		}
-	}
-	return false
-}
+func Running(parts ...string) bool { return len(procs.Find(parts...)) > 0 }

@@ -103,6 +103,10 @@ type Faults struct {
 	WithholdAuthAck bool
 	// DropAfter closes a connection after receiving this many frames (0 = never).
 	DropAfter int
+	// IgnoreTurns answers PINGs, DISCONNECT and MCP but never acknowledges
+	// a turn: no "listening" STATUS, no LISTEN, no reply, nothing on the
+	// turn's task.
+	IgnoreTurns bool
 }
 
 // Received is one frame the server read, with the number of its connection (from 1).
@@ -209,6 +213,22 @@ func (s *Server) Drop() {
 	for _, c := range s.conns {
 		c.conn.Close()
 	}
+}
+
+// BlackHole makes the connections open now fall silent, as a path that died
+// without a FIN or RST (a Wi-Fi roam, a NAT reset) or a proxy that stopped
+// forwarding: each stays open and is read (its frames are still in
+// Received), but nothing more is written on it, not even a PONG, and
+// nothing it sends is acted on. Connections made later are served as usual.
+// It returns how many connections fell silent.
+func (s *Server) BlackHole() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.conns {
+		c.out.silence()
+	}
+	s.notifyLocked()
+	return len(s.conns)
 }
 
 func (s *Server) accept() {
@@ -374,6 +394,18 @@ func (s *Server) Say(text string) (task string, err error) {
 	}
 	task = "say" + strconv.Itoa(int(s.callSeq.Add(1))%100000)
 	c.startReply(task, func() string { return text })
+	return task, nil
+}
+
+// SayAudio is Say with its own reply audio (16 kHz s16le mono) in place
+// of the configured one.
+func (s *Server) SayAudio(text string, pcm []byte) (task string, err error) {
+	c, err := s.current()
+	if err != nil {
+		return "", err
+	}
+	task = "say" + strconv.Itoa(int(s.callSeq.Add(1))%100000)
+	c.startReplyPCM(task, func() string { return text }, pcm)
 	return task, nil
 }
 

@@ -1,6 +1,7 @@
 package voicetest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -443,6 +444,53 @@ func TestDropAndInject(t *testing.T) {
 	}
 }
 
+// TestBlackHole: a black-holed connection stays open and is read, but
+// nothing comes back, not even a PONG; a new connection is served.
+func TestBlackHole(t *testing.T) {
+	s := start(t, Options{})
+	c := dial(t, s, "tok")
+	c.next(isType(voice.TypeStatus))
+	if n := s.BlackHole(); n != 1 {
+		t.Fatalf("BlackHole silenced %d connections", n)
+	}
+	c.send(voice.StatusFrame(voice.StatusPing))
+	c.send(voice.Frame{Type: voice.TypeText, Task: "t1", Payload: []byte("hi")})
+	c.send(voice.Frame{Type: voice.TypeEnd, Task: "t1", Seq: 1})
+	if err := s.WaitFor(ctx10(t), func() bool { return len(s.Received()) == 4 }); err != nil {
+		t.Fatal(err)
+	}
+	c.conn.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if f, err := c.dec.Decode(); err == nil {
+		t.Fatalf("a black hole sent %v", f)
+	} else if ne, ok := err.(net.Error); !ok || !ne.Timeout() {
+		t.Fatalf("the black-holed connection failed: %v", err)
+	}
+	if s.Open() != 1 {
+		t.Fatal("the black-holed connection was closed")
+	}
+	c2 := dial(t, s, "tok")
+	c2.next(isType(voice.TypeStatus))
+	c2.send(voice.StatusFrame(voice.StatusPing))
+	if f := c2.next(isType(voice.TypeStatus)); string(f.Payload) != voice.StatusPong {
+		t.Fatalf("the new connection got %v", f)
+	}
+}
+
+// TestIgnoreTurns: PINGs are answered; turns of every kind get nothing.
+func TestIgnoreTurns(t *testing.T) {
+	s := start(t, Options{Faults: Faults{IgnoreTurns: true}})
+	c := dial(t, s, "tok", voice.Param{Key: "mode", Value: "vad"})
+	c.next(isType(voice.TypeStatus))
+	c.send(voice.Frame{Type: voice.TypeText, Task: "t1", Payload: []byte("hi")})
+	c.send(voice.Frame{Type: voice.TypeEnd, Task: "t1", Seq: 1})
+	c.send(voice.ListenFrame("t2", voice.ListenStart, ""))
+	c.send(voice.Frame{Type: voice.TypeSpeak, Task: "t3", Payload: []byte("say this")})
+	c.send(voice.StatusFrame(voice.StatusPing))
+	if f := c.next(func(voice.Frame) bool { return true }); string(f.Payload) != voice.StatusPong {
+		t.Fatalf("first frame after the turns was %v, want only the PONG", f)
+	}
+}
+
 func TestMatchService(t *testing.T) {
 	svcs := map[string]voice.ServiceDef{"get_current_time": {}, "create_file": {}, "read_file": {}, "list_files": {}}
 	for text, want := range map[string]string{
@@ -456,5 +504,29 @@ func TestMatchService(t *testing.T) {
 		if got, _ := matchService(text, svcs); got != want {
 			t.Errorf("%q: got %q want %q", text, got, want)
 		}
+	}
+}
+
+func TestSayAudio(t *testing.T) {
+	s := start(t, Options{ReplyDuration: 60 * time.Millisecond})
+	c := dial(t, s, "tok")
+	c.next(isType(voice.TypeStatus))
+	pcm := tone(500, 180*time.Millisecond)
+	task, err := s.SayAudio("a reminder", pcm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []byte
+	for {
+		f := c.next(func(f voice.Frame) bool {
+			return f.Task == task && (f.Type == voice.TypeAudio || f.Type == voice.TypeEnd)
+		})
+		if f.Type == voice.TypeEnd {
+			break
+		}
+		got = append(got, f.Payload...)
+	}
+	if !bytes.Equal(got, pcm) {
+		t.Fatalf("the reply carried %d bytes of audio, want the %d given", len(got), len(pcm))
 	}
 }

@@ -97,6 +97,9 @@ func (c *session) run() error {
 			return err
 		}
 		c.record(f)
+		if c.out.isSilent() {
+			continue // a black hole reads, and does nothing more
+		}
 		if n := c.s.opts.Faults.DropAfter; n > 0 && c.received >= n {
 			return fmt.Errorf("fault injection: dropped after %d frames", n)
 		}
@@ -171,6 +174,12 @@ func (c *session) checkToken(tok string) error {
 }
 
 func (c *session) handle(ctx context.Context, f voice.Frame) error {
+	if c.s.opts.Faults.IgnoreTurns {
+		switch f.Type {
+		case voice.TypeText, voice.TypeAudio, voice.TypeEnd, voice.TypeSpeak, voice.TypeListen:
+			return nil
+		}
+	}
 	switch f.Type {
 	case voice.TypeStatus:
 		switch voice.ClassifyStatus(f.Payload) {
@@ -418,7 +427,10 @@ func (c *session) call(ctx context.Context, method string, params any) (voice.Ou
 // startReply streams EMOJI, TEXT, audio and END_FRAME for task, replacing any
 // reply still streaming. text runs in the reply's goroutine, since it may wait
 // for an MCP result that the session's read loop delivers.
-func (c *session) startReply(task string, text func() string) {
+func (c *session) startReply(task string, text func() string) { c.startReplyPCM(task, text, nil) }
+
+// startReplyPCM is startReply with its own audio (nil: the configured reply).
+func (c *session) startReplyPCM(task string, text func() string, pcm []byte) {
 	ctx, cancel := context.WithCancel(context.Background())
 	c.mu.Lock()
 	if c.reply != nil {
@@ -437,11 +449,11 @@ func (c *session) startReply(task string, text func() string) {
 			c.mu.Unlock()
 			cancel()
 		}()
-		c.streamReply(ctx, task, text())
+		c.streamReply(ctx, task, text(), pcm)
 	}()
 }
 
-func (c *session) streamReply(ctx context.Context, task, text string) {
+func (c *session) streamReply(ctx context.Context, task, text string, pcm []byte) {
 	o := c.s.opts
 	seq := 0
 	if c.emoj {
@@ -452,7 +464,9 @@ func (c *session) streamReply(ctx context.Context, task, text string) {
 		return
 	}
 	seq++
-	pcm := o.ReplyPCM
+	if pcm == nil {
+		pcm = o.ReplyPCM
+	}
 	if pcm == nil {
 		pcm = tone(o.ToneHz, o.ReplyDuration)
 	}

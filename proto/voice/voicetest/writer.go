@@ -19,6 +19,7 @@ type writer struct {
 	pending []byte // coalesced bytes not yet written
 	timer   *time.Timer
 	err     error
+	silent  bool // a black hole: nothing more is written
 }
 
 func newWriter(conn net.Conn, f Faults, onSent func(voice.Frame)) *writer {
@@ -39,6 +40,9 @@ func (w *writer) send(f voice.Frame) error {
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
+	}
+	if w.silent {
+		return nil
 	}
 	w.onSent(f)
 	if w.faults.Coalesce {
@@ -61,6 +65,9 @@ func (w *writer) writeLocked(b []byte) error {
 	if w.err != nil {
 		return w.err
 	}
+	if w.silent {
+		return nil
+	}
 	step := len(b)
 	if w.faults.SplitWrites > 0 {
 		step = w.faults.SplitWrites
@@ -74,6 +81,19 @@ func (w *writer) writeLocked(b []byte) error {
 		b = b[n:]
 	}
 	return nil
+}
+
+// silence drops everything from now on, coalesced frames included.
+func (w *writer) silence() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.silent, w.pending = true, nil
+}
+
+func (w *writer) isSilent() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.silent
 }
 
 // flush writes coalesced frames now.

@@ -1,0 +1,176 @@
+package device_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agenthost/agenthost/host/device"
+	"github.com/agenthost/agenthost/host/services"
+)
+
+// speaker stands for the conversation's player: it counts the cues (the
+// ring sound) it is given. tell stands for the link.
+type speaker struct {
+	mu    sync.Mutex
+	cues  int
+	up    bool
+	told  []string
+	sound []int16
+}
+
+func (s *speaker) cue(p []int16) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.cues++
+	s.sound = p
+}
+
+func (s *speaker) tell(text string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.up {
+		return errors.New("not connected")
+	}
+	s.told = append(s.told, text)
+	return nil
+}
+
+func (s *speaker) state() (cues int, told []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cues, append([]string(nil), s.told...)
+}
+
+func runDevice(d *device.Device) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.Run(ctx, func() {}); close(done) }()
+	return func() { cancel(); <-done }
+}
+
+// TestARingingTimerIsHeardOnAMutedSpeaker: a timer rings with the chime,
+// over and over, at the ring floor although the speaker is muted and low,
+// until it is stopped; the server, which was away, is told when the link
+// comes up; the hooks see it ring and stop.
+func TestARingingTimerIsHeardOnAMutedSpeaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ev := &events{}
+		sp := &speaker{}
+		d := newDevice(t, device.Options{StateDir: t.TempDir(), Volume: 10, RingFloor: 60, RingTimeout: time.Hour,
+			Hook: ev.hook, Cue: sp.cue, Tell: sp.tell, TellServer: true})
+		stop := runDevice(d)
+		defer stop()
+		d.MuteSpeaker(true)
+		disp := dispatcher(t, d)
+		if out := call(disp, services.CallerVoiceServer, "set_timer", `{"seconds":120,"label":"tea"}`); !out.Success {
+			t.Fatal(out.Error)
+		}
+		time.Sleep(119 * time.Second)
+		synctest.Wait()
+		if cues, _ := sp.state(); cues != 0 || d.Ringing() {
+			t.Fatal("rang early")
+		}
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		cues, told := sp.state()
+		if !d.Ringing() || cues < 5 {
+			t.Fatalf("ringing %v, %d cues in 10 s", d.Ringing(), cues)
+		}
+		if g := d.Gain(); g != device.Curve(60, device.DefaultRange) {
+			t.Fatalf("rings at gain %g, want the floor's %g", g, device.Curve(60, device.DefaultRange))
+		}
+		if len(told) != 0 {
+			t.Fatalf("told a server that is away: %q", told)
+		}
+		sp.mu.Lock()
+		sp.up = true
+		sp.mu.Unlock()
+		d.LinkUp()
+		if _, told = sp.state(); len(told) != 1 || !strings.Contains(told[0], `The timer "tea" (2 minutes) has gone off`) {
+			t.Fatalf("told %q", told)
+		}
+		out := call(disp, services.CallerVoiceServer, "stop_ringing", `{}`)
+		if !out.Success || out.Data["message"] != `stopped the timer "tea"` || d.Ringing() {
+			t.Fatalf("stop_ringing: %+v", out)
+		}
+		if d.Gain() != 0 {
+			t.Fatalf("after the ringing the muted speaker has gain %g", d.Gain())
+		}
+		cues, _ = sp.state()
+		time.Sleep(time.Minute)
+		synctest.Wait()
+		if c, _ := sp.state(); c != cues {
+			t.Fatalf("%d more cues after it stopped", c-cues)
+		}
+		want := "mute DEVICE=speaker MUTED=true\ntimer ID=1 LABEL=tea STATE=ringing\ntimer ID=1 LABEL=tea STATE=stopped"
+		if got := ev.all(); got != want {
+			t.Errorf("hooks:\n%s\nwant:\n%s", got, want)
+		}
+	})
+}
+
+// TestRingingStopsAfterTheTimeout: unstopped, the ringing ends after
+// RingTimeout; a second timer that rings meanwhile gives it its full time
+// again.
+func TestRingingStopsAfterTheTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &speaker{}
+		d := newDevice(t, device.Options{RingTimeout: 5 * time.Minute, Cue: sp.cue})
+		stop := runDevice(d)
+		defer stop()
+		disp := dispatcher(t, d)
+		call(disp, services.CallerOwner, "set_timer", `{"seconds":60}`)
+		call(disp, services.CallerOwner, "set_timer", `{"seconds":240}`)
+		time.Sleep(61 * time.Second)
+		synctest.Wait()
+		if !d.Ringing() {
+			t.Fatal("not ringing")
+		}
+		time.Sleep(7 * time.Minute) // the second rang at 4 minutes: 5 more from there
+		synctest.Wait()
+		if !d.Ringing() {
+			t.Fatal("the second timer did not renew the ringing")
+		}
+		time.Sleep(2 * time.Minute)
+		synctest.Wait()
+		if d.Ringing() {
+			t.Fatal("still ringing after the timeout")
+		}
+		if st := d.Status(); len(st.Recent) != 2 || st.Recent[0].State != "ringing" {
+			t.Fatalf("recent: %+v", st.Recent)
+		}
+	})
+}
+
+// TestMissedTimersAreToldNotRung: a timer that came due long before the
+// device started is reported (hook, server) and does not ring.
+func TestMissedTimersAreToldNotRung(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		dir := t.TempDir()
+		d := newDevice(t, device.Options{StateDir: dir})
+		dispatcher(t, d)
+		call(dispatcher(t, d), services.CallerOwner, "set_timer", `{"seconds":60,"label":"eggs"}`)
+		time.Sleep(time.Hour) // the daemon is down all this time
+		ev := &events{}
+		sp := &speaker{up: true}
+		d2 := newDevice(t, device.Options{StateDir: dir, Grace: 10 * time.Minute, Hook: ev.hook, Cue: sp.cue, Tell: sp.tell, TellServer: true})
+		stop := runDevice(d2)
+		defer stop()
+		synctest.Wait()
+		cues, told := sp.state()
+		if d2.Ringing() || cues != 0 {
+			t.Fatal("a missed timer rang")
+		}
+		if len(told) != 1 || !strings.Contains(told[0], `The timer "eggs" came due at`) || !strings.Contains(told[0], "it did not ring") {
+			t.Fatalf("told %q", told)
+		}
+		if got := ev.all(); got != "timer ID=1 LABEL=eggs STATE=missed" {
+			t.Fatalf("hooks %q", got)
+		}
+	})
+}

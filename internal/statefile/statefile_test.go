@@ -1,0 +1,71 @@
+package statefile_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/internal/statefile"
+)
+
+type doc struct {
+	Volume int      `json:"volume"`
+	Names  []string `json:"names"`
+}
+
+func TestWriteAndRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "sub", "state.json")
+	var d doc
+	if found, err := statefile.Read(path, &d); found || err != nil {
+		t.Fatalf("missing file: found %v, err %v", found, err)
+	}
+	if err := statefile.Write(path, doc{Volume: 40, Names: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, %v", fi.Mode(), err)
+	}
+	if found, err := statefile.Read(path, &d); !found || err != nil || d.Volume != 40 || len(d.Names) != 1 {
+		t.Fatalf("read back %+v, %v, %v", d, found, err)
+	}
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	if len(entries) != 1 {
+		t.Fatalf("left behind: %v", entries)
+	}
+}
+
+// A corrupt document is set aside, reported, and leaves v as it was.
+func TestCorruptIsSetAside(t *testing.T) {
+	for name, content := range map[string]string{
+		"not json":      "{\"volume\": 4",
+		"wrong shape":   `{"volume": "loud"}`,
+		"unknown field": `{"volume": 3, "colour": "red"}`,
+		"two documents": `{"volume": 3} {"volume": 4}`,
+		"too large":     `{"names":["` + strings.Repeat("x", statefile.MaxSize) + `"]}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "state.json")
+			os.WriteFile(path, []byte(content), 0o600)
+			d := doc{Volume: 7}
+			found, err := statefile.Read(path, &d)
+			var ce *statefile.CorruptError
+			if found || !errors.As(err, &ce) || ce.SetAside == "" {
+				t.Fatalf("found %v, err %v", found, err)
+			}
+			if d.Volume != 7 {
+				t.Errorf("v changed to %+v", d)
+			}
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the corrupt file is still at %s", path)
+			}
+			if b, err := os.ReadFile(ce.SetAside); err != nil || string(b) != content {
+				t.Errorf("set aside as %s: %v", ce.SetAside, err)
+			}
+			if !strings.Contains(err.Error(), "set aside as "+ce.SetAside) {
+				t.Errorf("message %q", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,366 @@
+//go:build system
+
+package system
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/proto/voice"
+	"github.com/agenthost/agenthost/proto/voice/voicetest"
+)
+
+// pipewireDevices gives PipeWire a speaker (a null sink) and a microphone (a
+// loopback: what is played into test-mic-in comes out of the source
+// test-mic), so no sound card is needed. A null sink of class
+// Audio/Source/Virtual would do for the microphone, but WirePlumber will not
+// make a virtual node the default, and ALSA's "default" (pipewire-alsa) is
+// the default source.
+const pipewireDevices = `context.objects = [
+  { factory = adapter
+    args = { factory.name = support.null-audio-sink
+             node.name = "test-speaker"  node.description = "Test speaker"
+             media.class = Audio/Sink  audio.position = [ MONO ] } }
+]
+context.modules = [
+  { name = libpipewire-module-loopback
+    args = { node.description = "Test microphone"
+             capture.props = { node.name = "test-mic-in" media.class = Audio/Sink audio.position = [ MONO ] }
+             playback.props = { node.name = "test-mic" media.class = Audio/Source audio.position = [ MONO ] } } }
+]
+`
+
+// WirePlumber's remembered defaults: the speaker and the microphone above.
+const wireplumberDefaults = "[default-nodes]\ndefault.configured.audio.sink=test-speaker\ndefault.configured.audio.source=test-mic\n"
+
+// TestDesktop is the desktop Raspberry Pi OS path on trixie: user pi's
+// session runs PipeWire and WirePlumber (under pi's systemd user manager,
+// lingering), the package is installed, the system service is switched off
+// and the user unit on, as README.Debian says; a reply from the server is
+// played into PipeWire and recorded back from the speaker's monitor with
+// pw-record (its level, length and pitch checked), and a tone played into
+// the microphone with pw-cat reaches the server during a push-to-talk turn.
+func TestDesktop(t *testing.T) {
+	pid, root, deb := os.Getenv("SYSTEM_TEST_PID"), os.Getenv("SYSTEM_TEST_ROOT"), os.Getenv("SYSTEM_TEST_DEB")
+	if pid == "" || root == "" || deb == "" {
+		t.Skip("needs a booted systemd; run scripts/test-system.sh")
+	}
+	b := &box{t: t, pid: pid, root: root}
+	if _, err := b.run("", "which", "pipewire", "wireplumber", "pw-record", "pw-cat"); err != nil {
+		t.Skip("this root has no PipeWire (only the trixie root does)")
+	}
+	tok := make([]byte, 16)
+	rand.Read(tok)
+	token := "desktoptest-" + hex.EncodeToString(tok)
+	srv, err := voicetest.NewServer(voicetest.Options{Addr: "127.0.0.1:0", Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+
+	b.run("", "dpkg", "--purge", "agenthost")
+	b.run("", "rm", "-rf", "/etc/agenthost") // left by install.sh --uninstall in TestSystem
+	if _, err := b.run("", "id", "pi"); err != nil {
+		b.must("useradd", "-m", "pi")
+	}
+	uid := strings.TrimSpace(b.must("id", "-u", "pi"))
+	asPi := func(args ...string) []string {
+		return append([]string{"runuser", "-u", "pi", "--", "env", "HOME=/home/pi", "XDG_RUNTIME_DIR=/run/user/" + uid,
+			"DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/" + uid + "/bus"}, args...)
+	}
+	pi := func(args ...string) (string, error) { return b.run("", asPi(args...)...) }
+	mustPi := func(t *testing.T, args ...string) string {
+		t.Helper()
+		out, err := pi(args...)
+		if err != nil {
+			t.Fatalf("as pi: %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return out
+	}
+	writePi := func(t *testing.T, path, content string) {
+		t.Helper()
+		if out, err := b.run(content, asPi("sh", "-ec", `mkdir -p "$(dirname "$1")" && cat > "$1"`, "sh", path)...); err != nil {
+			t.Fatalf("writing %s as pi: %v\n%s", path, err, out)
+		}
+	}
+
+	// pi's session: lingering starts the user manager, which starts PipeWire and WirePlumber (socket-activated).
+	b.must("loginctl", "enable-linger", "pi")
+	writePi(t, "/home/pi/.config/pipewire/pipewire.conf.d/agenthost-test.conf", pipewireDevices)
+	writePi(t, "/home/pi/.local/state/wireplumber/default-nodes", wireplumberDefaults)
+	if !eventually(time.Minute, func() bool {
+		out, _ := pi("systemctl", "--user", "is-active", "pipewire.socket")
+		return strings.TrimSpace(out) == "active"
+	}) {
+		t.Fatalf("pi's user manager did not start pipewire.socket:\n%s", b.must("journalctl", "--no-pager", "-n", "50"))
+	}
+	mustPi(t, "systemctl", "--user", "restart", "pipewire.service", "wireplumber.service")
+	defaults := func() string {
+		s, _ := pi("wpctl", "inspect", "@DEFAULT_AUDIO_SINK@")
+		m, _ := pi("wpctl", "inspect", "@DEFAULT_AUDIO_SOURCE@")
+		return s + m
+	}
+	if !eventually(time.Minute, func() bool {
+		d := defaults()
+		return strings.Contains(d, `node.name = "test-speaker"`) && strings.Contains(d, `node.name = "test-mic"`)
+	}) {
+		st, _ := pi("wpctl", "status")
+		t.Fatalf("PipeWire's defaults are not the test speaker and microphone:\n%s\n%s", defaults(), st)
+	}
+	ver, _ := pi("pipewire", "--version")
+	t.Logf("PipeWire in pi's session: %s", strings.Join(strings.Fields(ver), " "))
+
+	// The package; postinst sees PipeWire in the installing user's session and says to use the user unit.
+	out := b.must("env", "SUDO_USER=pi", "dpkg", "-i", deb)
+	t.Logf("dpkg -i:\n%s", out)
+	if !strings.Contains(out, "PipeWire runs in pi's session") {
+		t.Errorf("postinst did not point pi at the user unit")
+	}
+	defer b.run("", "dpkg", "--purge", "agenthost")
+	b.must("systemctl", "disable", "--now", unit)
+	cfg := b.read(config)
+	b.write(config, strings.Replace(cfg, "address: 127.0.0.1:8009", "address: "+srv.Addr(), 1), "0644")
+	writePi(t, "/home/pi/.config/agenthost/credentials/token", token+"\n")
+	mustPi(t, "chmod", "600", "/home/pi/.config/agenthost/credentials/token")
+	// dpkg does not tell user managers about the new unit file: daemon-reload, then enable and (re)start.
+	mustPi(t, "systemctl", "--user", "daemon-reload")
+	mustPi(t, "systemctl", "--user", "enable", unit)
+	mustPi(t, "systemctl", "--user", "restart", unit)
+	defer pi("systemctl", "--user", "disable", "--now", unit)
+	userJournal := func() string {
+		j, _ := b.run("", "journalctl", "--no-pager", "-o", "cat", "_UID="+uid, "_COMM=agenthost")
+		return j
+	}
+	waitFor(t, srv, time.Minute, "AUTH from the user unit", func() bool {
+		a := srv.Auths()
+		return len(a) > 0 && a[len(a)-1].Token == token
+	})
+	waitFor(t, srv, time.Minute, "a register from the user unit", func() bool { return lastRegisterHas(srv, "get_current_time") })
+
+	t.Run("a reply is played into PipeWire", func(t *testing.T) {
+		const rec = "/home/pi/reply.wav"
+		startRecorder := `echo $$ > /home/pi/pw-record.pid; exec pw-record --target test-speaker -P '{ stream.capture.sink = true }' --rate 16000 --channels 1 --format s16 "$1"`
+		recCmd := b.background(asPi("sh", "-c", startRecorder, "sh", rec)...)
+		if !eventually(20*time.Second, func() bool {
+			links, _ := pi("pw-link", "-l")
+			return strings.Contains(links, "pw-record") || strings.Contains(links, "pw-cat")
+		}) {
+			t.Fatalf("pw-record did not link to the speaker's monitor")
+		}
+		out := mustPi(t, "agenthost", "say", "play something")
+		task := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "sent on task"))
+		if !eventually(30*time.Second, func() bool {
+			return strings.Contains(userJournal(), `msg="reply ended" component=conversation task=`+task)
+		}) {
+			t.Fatalf("the user unit did not finish playing the reply to task %s:\n%s", task, userJournal())
+		}
+		// The reply's tail is still in PipeWire's and pw-record's buffers: record
+		// until half a second of silence follows the loud part.
+		var st toneStats
+		eventually(30*time.Second, func() bool {
+			pcm, err := wavData([]byte(b.read(rec)))
+			st = analyse(pcm, 16000)
+			return err == nil && st.loud > 0 && st.quietAfter >= 500*time.Millisecond
+		})
+		mustPi(t, "sh", "-c", "kill -INT $(cat /home/pi/pw-record.pid)")
+		recCmd.wait(t, 10*time.Second)
+		pcm, err := wavData([]byte(b.read(rec)))
+		if err != nil {
+			t.Fatalf("the recording: %v", err)
+		}
+		// The simulator's reply: 1 s of 880 Hz at half scale (16000).
+		st = analyse(pcm, 16000)
+		t.Logf("recorded from the speaker's monitor: %s", st)
+		if st.loud < 800*time.Millisecond || st.loud > 1300*time.Millisecond {
+			t.Errorf("the reply sounded for %s, want about 1 s", st.loud)
+		}
+		if st.peak < 12000 || st.peak > 20000 {
+			t.Errorf("the reply's peak is %d, want about 16000 (half scale)", st.peak)
+		}
+		if math.Abs(st.hz-880) > 60 {
+			t.Errorf("the reply's pitch is %.0f Hz, want 880", st.hz)
+		}
+	})
+
+	t.Run("the microphone is read from PipeWire", func(t *testing.T) {
+		const toneFile = "/home/pi/mic-tone.wav"
+		writePi(t, toneFile, string(toneWAV(440, 1500*time.Millisecond, 11000)))
+		out := mustPi(t, "agenthost", "talk", "start")
+		task := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "talk start on task"))
+		if task == "" || strings.Contains(task, " ") {
+			t.Fatalf("agenthost talk start said %q", out)
+		}
+		if !eventually(20*time.Second, func() bool {
+			links, _ := pi("pw-link", "-l")
+			return regexp.MustCompile(`test-mic:capture_MONO\s*\n\s*\|-> alsa_capture\.agenthost`).MatchString(links)
+		}) {
+			links, _ := pi("pw-link", "-l")
+			t.Fatalf("the host's capture stream is not linked to the test microphone:\n%s\n%s", links, userJournal())
+		}
+		mustPi(t, "pw-cat", "--playback", "--target", "test-mic-in", toneFile)
+		mustPi(t, "agenthost", "talk", "stop")
+		waitFor(t, srv, 30*time.Second, "the end of the turn", func() bool {
+			for _, r := range srv.Received() {
+				if r.Frame.Task == task && r.Frame.Type == voice.TypeEnd {
+					return true
+				}
+			}
+			return false
+		})
+		st := analyse(srv.Audio(task), 16000)
+		t.Logf("the server heard (task %s): %s", task, st)
+		if st.loud < 1200*time.Millisecond || st.loud > 1800*time.Millisecond {
+			t.Errorf("the microphone's tone lasted %s at the server, want about 1.5 s", st.loud)
+		}
+		if st.peak < 8000 || st.peak > 14000 {
+			t.Errorf("the microphone's peak is %d at the server, want about 11000", st.peak)
+		}
+		if math.Abs(st.hz-440) > 25 {
+			t.Errorf("the microphone's pitch is %.0f Hz at the server, want 440", st.hz)
+		}
+	})
+	if t.Failed() {
+		t.Logf("the user unit's journal:\n%s", userJournal())
+	}
+}
+
+// toneStats describe 16-bit mono audio: how long it was loud (20 ms windows
+// with an RMS above a tenth of the peak's), its peak, and its pitch (zero
+// crossings in the loud windows).
+type toneStats struct {
+	total, loud time.Duration
+	quietAfter  time.Duration // after the last loud window
+	peak        int
+	hz          float64
+}
+
+func (s toneStats) String() string {
+	return fmt.Sprintf("%s of audio, loud for %s, peak %d, %.0f Hz", s.total, s.loud, s.peak, s.hz)
+}
+
+func analyse(pcm []byte, rate int) toneStats {
+	n := len(pcm) / 2
+	s := make([]int, n)
+	peak := 0
+	for i := range n {
+		s[i] = int(int16(binary.LittleEndian.Uint16(pcm[2*i:])))
+		peak = max(peak, abs(s[i]))
+	}
+	st := toneStats{total: time.Duration(n) * time.Second / time.Duration(rate), peak: peak}
+	win := rate / 50
+	loudWin, crossings, loudSamples, lastLoud := 0, 0, 0, 0
+	for off := 0; off+win <= n; off += win {
+		sum := 0.0
+		for _, v := range s[off : off+win] {
+			sum += float64(v * v)
+		}
+		if math.Sqrt(sum/float64(win)) < float64(peak)/10 || peak < 500 {
+			continue
+		}
+		loudWin++
+		loudSamples += win
+		lastLoud = off + win
+		for i := off + 1; i < off+win; i++ {
+			if (s[i-1] < 0) != (s[i] < 0) {
+				crossings++
+			}
+		}
+	}
+	st.loud = time.Duration(loudWin) * 20 * time.Millisecond
+	st.quietAfter = time.Duration(n-lastLoud) * time.Second / time.Duration(rate)
+	if loudSamples > 0 {
+		st.hz = float64(crossings) / 2 / (float64(loudSamples) / float64(rate))
+	}
+	return st
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}
+
+// wavData returns the samples of a WAV file's data chunk.
+func wavData(b []byte) ([]byte, error) {
+	if len(b) < 12 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WAVE" {
+		return nil, fmt.Errorf("not a WAV file (%d bytes)", len(b))
+	}
+	for off := 12; off+8 <= len(b); {
+		id, size := string(b[off:off+4]), int(binary.LittleEndian.Uint32(b[off+4:]))
+		off += 8
+		if id == "data" {
+			if size == 0 || off+size > len(b) { // still being written
+				size = len(b) - off
+			}
+			return b[off : off+size&^1], nil
+		}
+		off += size + size%2
+	}
+	return nil, fmt.Errorf("no data chunk")
+}
+
+// toneWAV is d of a sine at hz, 16 kHz mono s16 at amplitude amp, with 200 ms of silence either side.
+func toneWAV(hz float64, d time.Duration, amp float64) []byte {
+	const rate = 16000
+	pad := rate / 5
+	n := int(d.Seconds() * rate)
+	pcm := make([]byte, 2*(n+2*pad))
+	for i := range n {
+		v := int16(amp * math.Sin(2*math.Pi*hz*float64(i)/rate))
+		binary.LittleEndian.PutUint16(pcm[2*(pad+i):], uint16(v))
+	}
+	var w bytes.Buffer
+	w.WriteString("RIFF")
+	binary.Write(&w, binary.LittleEndian, uint32(36+len(pcm)))
+	w.WriteString("WAVEfmt ")
+	for _, v := range []any{uint32(16), uint16(1), uint16(1), uint32(rate), uint32(2 * rate), uint16(2), uint16(16)} {
+		binary.Write(&w, binary.LittleEndian, v) // fmt: PCM, mono, 16 kHz, 16 bits
+	}
+	w.WriteString("data")
+	binary.Write(&w, binary.LittleEndian, uint32(len(pcm)))
+	w.Write(pcm)
+	return w.Bytes()
+}
+
+// background starts args in the root (as box.run does) without waiting.
+func (b *box) background(args ...string) *bgCmd {
+	b.t.Helper()
+	c := &bgCmd{done: make(chan error, 1)}
+	cmd := exec.Command("nsenter", append([]string{"-t", b.pid, "-m", "-p", "-r", "-w", "--"}, args...)...)
+	cmd.Env = boxEnv
+	cmd.Stdout, cmd.Stderr = &c.out, &c.out
+	if err := cmd.Start(); err != nil {
+		b.t.Fatal(err)
+	}
+	go func() { c.done <- cmd.Wait() }()
+	c.cmd = cmd
+	return c
+}
+
+type bgCmd struct {
+	cmd  *exec.Cmd
+	out  bytes.Buffer
+	done chan error
+}
+
+func (c *bgCmd) wait(t *testing.T, d time.Duration) {
+	t.Helper()
+	select {
+	case <-c.done:
+	case <-time.After(d):
+		c.cmd.Process.Kill()
+		<-c.done
+		t.Errorf("%s did not end within %s:\n%s", strings.Join(c.cmd.Args, " "), d, c.out.String())
+	}
+}
