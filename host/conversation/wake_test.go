@@ -259,3 +259,27 @@ func TestWakeDuringAReplyInterruptsIt(t *testing.T) {
 		t.Fatalf("barge-ins %d, want the reply cut short once", st.BargeIns)
 	}
 }
+
+// TestMutedMicrophoneStartsNoWakeTurn: while the microphone is muted the
+// detector is fed nothing and a detection starts no turn, not even one
+// that arrived just before the mute and is taken after it ends.
+func TestMutedMicrophoneStartsNoWakeTurn(t *testing.T) {
+	var fed atomic.Int64
+	var muted atomic.Bool
+	muted.Store(true)
+	r := newWakeRig(t, Options{Mode: "manual", Wake: &WakeOptions{}, MicMuted: muted.Load}, func(int64) bool { return true }, &fed)
+	r.c.LinkUp()
+	before := r.mic.read()
+	eventually(t, "the microphone to be read while muted", func() bool { return r.mic.read() > before+16000 })
+	if n := fed.Load(); n != 0 {
+		t.Fatalf("the detector was fed up to sample %d while the microphone was muted", n)
+	}
+	r.c.Wake(Detection{Model: "hey_jarvis", Score: 0.9, End: 0})
+	time.Sleep(300 * time.Millisecond)
+	muted.Store(false)
+	eventually(t, "the detector to be fed again", func() bool { return fed.Load() > 0 })
+	time.Sleep(500 * time.Millisecond)
+	if fs := r.out.all(); len(fs) != 0 {
+		t.Fatalf("%d frames sent after a detection taken while muted (first %v), want none", len(fs), fs[0].Type)
+	}
+}
