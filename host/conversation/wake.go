@@ -64,6 +64,9 @@ type waker struct {
 	ring      []int16 // the last samples read; ring[0] is at ringStart
 	ringStart int64
 	lastEnd   int64 // where the last turn ended: older detections are stale
+	// where the stream last began (device opened, microphone unmuted):
+	// detections in audio from before it are stale too
+	streamStart int64
 
 	turn      bool  // a turn this waker started streams
 	turnStart int64 // where it started (the detection, or the speech)
@@ -119,13 +122,17 @@ func (c *Conversation) wakeReplyOver() {
 	}
 }
 
-// wakeReset starts a new stream (the microphone was opened again): a gap
-// for the detector, and no audio of the old device in a pre-roll.
+// wakeReset starts a new stream (the microphone was opened again, or is
+// on again after a mute): a gap for the detector, no old audio in a
+// pre-roll, and no detection of the old stream left to start a turn.
 func (c *Conversation) wakeReset() {
 	w := c.wk
 	w.pos += int64(w.rate)
-	w.ring, w.ringStart = w.ring[:0], w.pos
+	w.ring, w.ringStart, w.streamStart = w.ring[:0], w.pos, w.pos
 	w.followTill = 0
+	w.mu.Lock()
+	w.pending, w.follow = nil, false
+	w.mu.Unlock()
 }
 
 // wakeFrame takes one microphone frame: it feeds the detector, keeps the
@@ -161,6 +168,8 @@ func (c *Conversation) wakeFrame(buf []int16) [][]int16 {
 		c.log.Debug("follow-up window open", "follow_up", w.o.FollowUp)
 	}
 	switch {
+	case d != nil && d.End < w.streamStart:
+		c.log.Debug("wake word heard in audio from before a mute or a device change; ignored", "model", d.Model)
 	case d != nil && !talking && d.End >= w.lastEnd:
 		return c.wakeTurn(*d, buf)
 	case d != nil:

@@ -85,6 +85,9 @@ func newWakeRig(t *testing.T, o Options, loud func(int64) bool, fed *atomic.Int6
 	r.stop = func() { cancel(); <-done }
 	t.Cleanup(r.stop)
 	eventually(t, "the devices to open", func() bool { return c.hasMic() && r.sinkReady() && mic.read() > 0 })
+	if o.MicMuted == nil {
+		eventually(t, "the detector to be fed", func() bool { return fed.Load() > 0 })
+	}
 	return &wakeRig{rig: r, mic: mic}
 }
 
@@ -278,6 +281,7 @@ func TestMutedMicrophoneStartsNoWakeTurn(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	muted.Store(false)
 	eventually(t, "the detector to be fed again", func() bool { return fed.Load() > 0 })
+	r.c.Wake(Detection{Model: "hey_jarvis", Score: 0.9, End: 0}) // the detector's late word on audio from before
 	time.Sleep(500 * time.Millisecond)
 	if fs := r.out.all(); len(fs) != 0 {
 		t.Fatalf("%d frames sent after a detection taken while muted (first %v), want none", len(fs), fs[0].Type)
