@@ -351,3 +351,55 @@ func TestCheckNamesAWrongWakeModelOrLibrary(t *testing.T) {
 		}
 	}
 }
+
+// TestWakeWordWithTheDevice: with the microphone muted the wake phrase is
+// not heard (no detection, no AUDIO frame); on again, the phrase said while
+// a timer rings stops the ringing and starts the turn.
+func TestWakeWordWithTheDevice(t *testing.T) {
+	say := func(text string) []int16 {
+		return audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-gb", WPM: 140}, text)
+	}
+	var pcm []int16
+	pcm = append(pcm, make([]int16, 4*16000)...)
+	pcm = append(pcm, say("hey jarvis, what time is it")...)
+	mutedPhraseEnd := len(pcm)
+	pcm = append(pcm, make([]int16, 8*16000)...)
+	pcm = append(pcm, say("hey jarvis, stop")...)
+	pcm = append(pcm, make([]int16, 8*16000)...)
+	dir := t.TempDir()
+	input := filepath.Join(dir, "mic.s16")
+	if err := audiotest.WriteRaw(input, pcm); err != nil {
+		t.Fatal(err)
+	}
+	hooks := hookLog(filepath.Join(dir, "hooks.log"))
+	sim := newSim(t, voicetest.Options{})
+	d := startHost(t, sim, append(wakeSets(t, input), "server.params.mode=manual", "plugins.state_dir="+filepath.Join(dir, "state"),
+		"conversation.hooks.timer="+hooks.set(), "device.ring.timeout=1h")...)
+	ready(t, sim, 1) // the control socket is up before the register
+	if out, err := d.cli("mic", "off"); err != nil || !strings.Contains(out, "microphone off") {
+		t.Fatalf("agenthost mic off: %v %s", err, out)
+	}
+	// 60 ms frames: wait until the first phrase is well past.
+	d.waitWithheld(t, int64(mutedPhraseEnd/960+20))
+	var st struct {
+		WakeWord struct{ Detections int64 } `json:"wake_word"`
+	}
+	out, err := d.cli("status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	json.Unmarshal([]byte(out), &st)
+	if st.WakeWord.Detections != 0 || audioFrames(sim) != 0 {
+		t.Fatalf("with the microphone muted: %d detections, %d AUDIO frames; want none", st.WakeWord.Detections, audioFrames(sim))
+	}
+	if res := call(t, sim, "set_timer", `{"seconds":1,"label":"tea"}`); !res.Success {
+		t.Fatalf("set_timer: %+v", res)
+	}
+	hooks.wait(t, "tea", "ringing")
+	if out, err := d.cli("mic", "on"); err != nil || !strings.Contains(out, "microphone on") {
+		t.Fatalf("agenthost mic on: %v %s", err, out)
+	}
+	hooks.wait(t, "tea", "stopped")
+	waitFor(t, sim, "the wake turn's audio", func() bool { return audioFrames(sim) > 0 })
+	d.logShows("the wake word was heard")
+}
