@@ -157,6 +157,9 @@ func TestDesktop(t *testing.T) {
 		}) {
 			t.Fatalf("pw-record did not link to the speaker's monitor")
 		}
+		// At full volume the reply plays at the level the server sent (the
+		// default volume, 70, is 15 dB below it).
+		mustPi(t, "agenthost", "volume", "100")
 		out := mustPi(t, "agenthost", "say", "play something")
 		task := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "sent on task"))
 		if !eventually(30*time.Second, func() bool {
