@@ -137,8 +137,9 @@ func TestDesktop(t *testing.T) {
 	mustPi(t, "systemctl", "--user", "enable", unit)
 	mustPi(t, "systemctl", "--user", "restart", unit)
 	defer pi("systemctl", "--user", "disable", "--now", unit)
+	// Not _COMM: journald may keep the name systemd gives the child before exec, "(genthost)".
 	userJournal := func() string {
-		j, _ := b.run("", "journalctl", "--no-pager", "-o", "cat", "_UID="+uid, "_COMM=agenthost")
+		j, _ := b.run("", "journalctl", "--no-pager", "-o", "cat", "_UID="+uid, "SYSLOG_IDENTIFIER=agenthost")
 		return j
 	}
 	waitFor(t, srv, time.Minute, "AUTH from the user unit", func() bool {

@@ -45,6 +45,7 @@ func TestWakeWordFromThePackage(t *testing.T) {
 	b.run("", "rm", "-rf", "/etc/agenthost", "/var/lib/agenthost")
 	b.must("dpkg", "-i", deb)
 	defer b.run("", "dpkg", "--purge", "agenthost")
+	b.must("mkdir", "-p", "/etc/credstore")
 	b.write("/etc/credstore/agenthost.token", token+"\n", "0600")
 
 	out := b.must("/usr/lib/agenthost/fetch-wakeword", "--from", packs)
