@@ -281,10 +281,12 @@ type Conversation struct {
 	Earcons       Earcons `yaml:"earcons"`
 	// Hooks maps an event name (see HookEvents) to a shell command.
 	Hooks map[string]string `yaml:"hooks"`
+	// WakeWord starts turns by a spoken phrase (wakeword.go).
+	WakeWord WakeWord `yaml:"wake_word"`
 }
 
 // HookEvents are the event names accepted as keys of conversation.hooks.
-var HookEvents = []string{"text", "emoji", "speak", "listen_start", "listen_stop", "turn_end", "turn_failed", "link_down", "link_up"}
+var HookEvents = []string{"text", "emoji", "speak", "listen_start", "listen_stop", "turn_end", "turn_failed", "link_down", "link_up", "wake"}
 
 // GPIO names a push-to-talk button line. Chip "" or Line -1 means none.
 type GPIO struct {
@@ -298,6 +300,8 @@ type GPIO struct {
 type Earcons struct {
 	ListenStart string `yaml:"listen_start"`
 	ListenEnd   string `yaml:"listen_end"`
+	// Wake is played when the wake word is heard.
+	Wake        string `yaml:"wake"`
 	Unreachable string `yaml:"unreachable"`
 }
 
@@ -448,6 +452,7 @@ func Default() *Config {
 			GPIO:          GPIO{Line: -1},
 			Earcons:       Earcons{Unreachable: EarconBuiltin},
 			Hooks:         map[string]string{},
+			WakeWord:      defaultWakeWord(),
 		},
 		Device: defaultDevice(),
 		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{

@@ -248,6 +248,7 @@ func (l *loader) validate(c *Config) {
 	if cv.GPIO.Chip != "" && cv.GPIO.Line < 0 {
 		l.errorf(path("conversation.gpio.line"), "conversation.gpio.chip is set but no line is; give the line number of the button")
 	}
+	l.wakeWord(c)
 	for _, k := range sortedKeys(cv.Hooks) {
 		p := []string{"conversation", "hooks", k}
 		if !contains(HookEvents, k) {

@@ -29,6 +29,7 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 			a := h.link.Attend(why)
 			return a.Answer(), a.Release
 		},
+		Wake: h.wakeOptions(),
 	}
 	o.OpenSource, o.OpenSink = h.audioDevices(a)
 	o.MicMuted, o.Withheld = h.device.MicMuted, h.device.Withheld

@@ -24,6 +24,7 @@ import (
 	"github.com/agenthost/agenthost/host/mcpclient"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/services"
+	hostwake "github.com/agenthost/agenthost/host/wakeword"
 	"github.com/agenthost/agenthost/internal/memtrim"
 	"github.com/agenthost/agenthost/proto/voice"
 )
@@ -54,6 +55,7 @@ type Host struct {
 
 	plugins    *pluginmgr.Manager
 	conv       *conversation.Conversation
+	wake       *hostwake.Detector // the wake word's detector; nil when off
 	calls      sync.WaitGroup
 	work       chan callWork   // to an idle call worker
 	workers    sync.WaitGroup  // call workers, which end after shutdown
@@ -409,7 +411,9 @@ type Status struct {
 	LeftOut   []string    `json:"left_out,omitempty"` // services over services.max_register
 	InFlight  int         `json:"calls_in_flight"`
 	MCP       []MCPStatus `json:"mcp_servers,omitempty"`
-	Process   Process     `json:"process"`
+	// WakeWord says whether the wake word is on, and why not.
+	WakeWord hostwake.Status `json:"wake_word"`
+	Process  Process         `json:"process"`
 
 	// Device is the speaker's own state (host/device).
 	Device *device.Status `json:"device,omitempty"`
@@ -450,6 +454,7 @@ func (h *Host) Status() Status {
 	if h.mcpSrv != nil {
 		s.MCP = h.mcpSrv.status()
 	}
+	s.WakeWord = h.wakeStatus()
 	ds := h.device.Status()
 	s.Device = &ds
 	return s

@@ -136,6 +136,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		counter(descUnderruns, float64(cs.Underruns))
 		counter(descBargeIns, float64(cs.BargeIns))
 	}
+	m.collectWake(gauge, counter)
 	gauge(descBuild, 1, Version, runtime.Version())
 }
 

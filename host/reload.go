@@ -21,6 +21,7 @@ var liveKeys = []string{
 	"services",
 	"plugins.config", "plugins.sha256",
 	"conversation.hooks",
+	"conversation.wake_word.models", "conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
 	"mcp.servers", "mcp.servers_file",
 	"audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace",
 	"audio.capture", "audio.echo_room",
@@ -70,6 +71,7 @@ func (h *Host) Apply(next *config.Config) []string {
 	}
 	if len(changed) == 0 {
 		h.log.Info("configuration reloaded: nothing changed")
+		h.applyWakeWord(prev, next, nil) // a detector that could not run is tried again
 		return nil
 	}
 	var live, later []string
@@ -122,6 +124,7 @@ func (h *Host) Apply(next *config.Config) []string {
 			h.conv.SetDevices(h.audioDevices(next.Audio))
 		}
 	}
+	h.applyWakeWord(prev, next, changed)
 	h.mu.Lock()
 	h.cfg = next
 	h.mu.Unlock()

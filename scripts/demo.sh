@@ -51,6 +51,28 @@ case "$audio" in
   *) echo "demo: --audio takes file, portaudio, echo-room or none" >&2; exit 2 ;;
 esac
 
+# --wake (anywhere among the arguments): the wake word. The microphone says
+# "hey jarvis, what time is it?" (the file in a loop, or the echo room's
+# person), and nothing is sent to the server before the phrase; after the
+# reply the speaker waits for the phrase again. The models (openWakeWord's,
+# CC BY-NC-SA 4.0: non-commercial use) and, on bookworm, ONNX Runtime are
+# fetched once into ~/.cache/agenthost/wakeword by scripts/fetch-wakeword.sh.
+wake=0 rest=()
+for a in "$@"; do if [ "$a" = --wake ]; then wake=1; else rest+=("$a"); fi; done
+set -- "${rest[@]+"${rest[@]}"}"
+if [ "$wake" = 1 ]; then
+  wakedir=$(scripts/fetch-wakeword.sh --dest "${XDG_CACHE_HOME:-$HOME/.cache}/agenthost/wakeword")
+  go build -o bin/agenthost-wakeword ./cmd/agenthost-wakeword   # beside bin/agenthost, where the host looks
+  espeak-ng -v en-gb -s 140 -w run/wake-raw.wav "hey jarvis"
+  espeak-ng -v en-gb -s 150 -w run/command-raw.wav "what time is it?"
+  sox run/wake-raw.wav -r 16000 -c 1 -b 16 -e signed-integer run/wake-16k.wav
+  sox run/command-raw.wav -r 16000 -c 1 -b 16 -e signed-integer run/command-16k.wav
+  sox run/wake-16k.wav run/command-16k.wav run/wake.wav pad 1 6   # the phrase, the command in the same breath
+  audio_flags+=(--set conversation.wake_word.models=hey_jarvis --set "conversation.wake_word.dir=$wakedir"
+    --set audio.input_file=run/wake.wav --set audio.echo_room.speech=run/wake.wav)
+  echo "== wake word on: say (or the demo's microphone says) \"hey jarvis\", then the question" >&2
+fi
+
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done

@@ -99,6 +99,7 @@ if [ -z "$from" ]; then
   version=0.0.0+git$(git log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S 2>/dev/null || echo 0).$(git rev-parse --short=7 HEAD 2>/dev/null || echo local)
   say "building agenthost $version and the bundled plugins"
   go build -tags nolibopusfile,grpcnotrace -buildmode=pie -trimpath -ldflags "-s -w -X main.version=$version" -o "$from/agenthost" ./cmd/agenthost
+  go build -buildmode=pie -trimpath -ldflags "-s -w" -o "$from/agenthost-wakeword" ./cmd/agenthost-wakeword
   for d in plugins/*/; do
     d=${d%/}
     [ "$(go list -f '{{.Name}}' "./$d" 2>/dev/null || true)" = main ] || continue
@@ -126,6 +127,9 @@ put() {
 
 put "$from/agenthost" /usr/bin/agenthost 0755
 for p in "$from"/plugins/*; do put "$p" "/usr/lib/agenthost/plugins/$(basename "$p")" 0755; done
+# The wake-word detector and the script that fetches its models (not installed by this script).
+[ -x "$from/agenthost-wakeword" ] && put "$from/agenthost-wakeword" /usr/lib/agenthost/agenthost-wakeword 0755
+put scripts/fetch-wakeword.sh /usr/lib/agenthost/fetch-wakeword 0755
 put systemd/agenthost.service /lib/systemd/system/agenthost.service 0644
 put systemd/user/agenthost.service /usr/lib/systemd/user/agenthost.service 0644
 put packaging/sysusers.conf /usr/lib/sysusers.d/agenthost.conf 0644

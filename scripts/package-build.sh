@@ -59,13 +59,14 @@ for arch in "$@"; do
   }
   start=$SECONDS
   build "$stage/agenthost" ./cmd/agenthost
+  build "$stage/agenthost-wakeword" ./cmd/agenthost-wakeword   # loads ONNX Runtime at run time: no Depends
   for p in "${plugins[@]}"; do build "$stage/plugins/$p" "./plugins/$p"; done
   echo "package: $suite/$arch built in $((SECONDS - start)) s; agenthost $(stat -c %s "$stage/agenthost") bytes" >&2
   echo "package: $suite/$arch agenthost NEEDED: $("$objdump" -p "$stage/agenthost" | awk '/NEEDED/ {printf "%s ", $2}')" >&2
 
   # Depends from the binaries, the Debian way.
   printf 'Source: agenthost\n\nPackage: agenthost\nArchitecture: any\n' > "$stage/shlibs/debian/control"
-  bins=("$repo/$stage/agenthost"); for p in "${plugins[@]}"; do bins+=("$repo/$stage/plugins/$p"); done
+  bins=("$repo/$stage/agenthost" "$repo/$stage/agenthost-wakeword"); for p in "${plugins[@]}"; do bins+=("$repo/$stage/plugins/$p"); done
   shlibs=$(cd "$stage/shlibs" && dpkg-architecture -a"$arch" -q DEB_HOST_ARCH >/dev/null 2>&1 &&
            dpkg-architecture -a"$arch" -c dpkg-shlibdeps -O -e"${bins[0]}" "${bins[@]/#/-e}" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
   [ -n "$shlibs" ] || { echo "package: dpkg-shlibdeps found no dependencies for $suite/$arch" >&2; exit 1; }

@@ -11,7 +11,8 @@
 # watchdog, stop, purge, install.sh, the user unit), TestAptRepository (a
 # signed repository of both suites: install, upgrade, tampering refused) and,
 # on trixie, TestDesktop (the user unit playing into and recording from a
-# real PipeWire). The simulated voice server runs on 127.0.0.1 outside (the
+# real PipeWire) and TestWakeWordFromThePackage (fetch-wakeword, check and
+# a wake-word turn from the hardened service). The simulated voice server runs on 127.0.0.1 outside (the
 # network namespace is shared). Needs root.
 #
 # The roots are made by mmdebstrap (scripts/roots.sh), cached in
@@ -135,6 +136,8 @@ if ((${#inst[@]})); then
 fi
 
 go test -c -tags system -o "$work/system.test" ./test/system/
+# The wake word's tarballs (models, npm's ONNX Runtime), pinned, fetched once.
+packs=$(scripts/fetch-wakeword.sh --pack "${XDG_CACHE_HOME:-$HOME/.cache}/agenthost/wakeword-packs")
 
 # boot ROOT NAME: boots systemd in an overlay on ROOT; sets sysd_pid and merged.
 boot() {
@@ -187,7 +190,7 @@ for suite in "${SUITES[@]}"; do
   [ -n "$d" ] || { echo "test-system: no $suite amd64 package" >&2; exit 1; }
   section "the $suite root with systemd"
   include="systemd,systemd-sysv,dbus,procps,libpam-systemd"   # libpam-systemd: user managers (the user unit)
-  [ "$suite" = trixie ] && include+=",pipewire,pipewire-bin,pipewire-alsa,wireplumber,dbus-user-session,alsa-utils"
+  [ "$suite" = trixie ] && include+=",pipewire,pipewire-bin,pipewire-alsa,wireplumber,dbus-user-session,alsa-utils,libonnxruntime1.21"
   for dep in $(dpkg-deb -f "$d" Depends | sed 's/([^)]*)//g; s/|[^,]*//g; s/[[:space:]]//g; s/,/ /g'); do include+=",$dep"; done
   root=$(root_make "system-$suite" "$suite" amd64 minbase "$include")
 
@@ -212,14 +215,18 @@ for suite in "${SUITES[@]}"; do
   src="$srv/src"; mkdir -p "$src/scripts" "$src/packaging"
   cp scripts/install.sh scripts/render-config.sh "$src/scripts/"; cp -r systemd "$src/"; cp packaging/sysusers.conf "$src/packaging/"; cp agenthost.example.yaml "$src/"
   mkdir -p "$srv/from"; cp -r "bin/package/$suite/amd64/agenthost" "bin/package/$suite/amd64/plugins" "$srv/from/"
+  mkdir -p "$srv/wakeword-packs"; cp "$packs"/*.tgz "$srv/wakeword-packs/"
 
   export SYSTEM_TEST_PID=$sysd_pid SYSTEM_TEST_ROOT=$merged SYSTEM_TEST_REPO=$repo SYSTEM_TEST_SUITE=$suite \
     SYSTEM_TEST_DEB=/srv/agenthost-test/agenthost_amd64.deb SYSTEM_TEST_DEB_PREV=/srv/agenthost-test/agenthost_previous_amd64.deb \
-    REPO_TEST_DEB=$d REPO_TEST_DEB_PREV="$work/agenthost_0.0.0~previous-1~deb${n}u1_amd64.deb"
+    REPO_TEST_DEB=$d REPO_TEST_DEB_PREV="$work/agenthost_0.0.0~previous-1~deb${n}u1_amd64.deb" \
+    SYSTEM_TEST_WAKEWORD_PACKS=/srv/agenthost-test/wakeword-packs
   section "$suite: TestSystem"
   run_tests "$suite-TestSystem" '^TestSystem$' "$@" || fail=1
   section "$suite: TestAptRepository"
   run_tests "$suite-TestAptRepository" '^TestAptRepository$' "$@" || fail=1
+  section "$suite: TestWakeWordFromThePackage"
+  run_tests "$suite-TestWakeWordFromThePackage" '^TestWakeWordFromThePackage$' "$@" || fail=1
   if [ "$suite" = trixie ]; then
     section "$suite: TestDesktop (PipeWire)"
     run_tests "$suite-TestDesktop" '^TestDesktop$' "$@" || fail=1

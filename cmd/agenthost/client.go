@@ -52,6 +52,15 @@ func cmdCheck(e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "warning: %s\n", warn)
 		}
 	}
+	if cfg.Conversation.WakeWord.On() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		said, err := host.CheckWakeWord(ctx, cfg)
+		cancel()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "wake word: %s\n", said)
+	}
 	if *offline {
 		return nil
 	}

@@ -54,6 +54,9 @@ func cmdRun(e *env, args []string) error {
 	}
 	h.Add(h.Plugins(true))
 	h.Add(h.MCPServers())
+	if w := h.WakeWord(); w != nil {
+		h.Add(w)
+	}
 	h.Add(conv)
 	h.Add(h.Device()) // timers and alarms
 	if b := h.MicButton(); b != nil {

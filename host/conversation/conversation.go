@@ -59,9 +59,12 @@ type Options struct {
 	// MicMuted, when set, is asked before every microphone frame is sent:
 	// while it says true, no AUDIO frame leaves, whatever started the turn
 	// (Withheld counts each one held back), and a push-to-talk turn is
-	// refused.
+	// refused. The wake-word detector hears nothing either.
 	MicMuted func() bool
 	Withheld func()
+	// Wake, when set, turns the wake word on (wake.go): turns start on a
+	// detection, and the VAD modes no longer listen by themselves.
+	Wake *WakeOptions
 }
 
 // Conversation runs turns over a microphone source and a speaker sink.
@@ -77,6 +80,7 @@ type Conversation struct {
 
 	enc *opus.Encoder
 	dec *opus.Decoder
+	wk  *waker // the wake word; nil when off
 
 	mu        sync.Mutex
 	up        bool
@@ -128,6 +132,11 @@ func New(o Options, out Sender) (*Conversation, error) {
 	if c.earconUnreachable, err = loadEarcon(o.EarconUnreachable, o.Rate); err != nil {
 		return nil, fmt.Errorf("conversation.earcons.unreachable: %w", err)
 	}
+	if o.Wake != nil {
+		if c.wk, err = newWaker(*o.Wake, o.Rate); err != nil {
+			return nil, err
+		}
+	}
 	c.play = newPlayer(o.Rate, o.Frame, o.JitterLead, c.log, c.replyDone)
 	return c, nil
 }
@@ -146,6 +155,9 @@ func (c *Conversation) Check(ctx context.Context) error {
 }
 
 func (c *Conversation) vad() bool { return c.o.Mode == "vad" || c.o.Mode == "auto" }
+
+// autoListen: a VAD mode without the wake word listens by itself.
+func (c *Conversation) autoListen() bool { return c.vad() && c.wk == nil }
 
 // Name implements host.Component.
 func (c *Conversation) Name() string { return "conversation" }
@@ -224,7 +236,7 @@ func (c *Conversation) runDevices(ctx context.Context, openSource func(context.C
 			c.mu.Lock()
 			c.src = src
 			c.mu.Unlock()
-			if c.vad() {
+			if c.autoListen() {
 				c.mu.Lock()
 				up := c.up
 				c.mu.Unlock()
@@ -256,6 +268,10 @@ func (c *Conversation) capture(ctx context.Context) {
 	go func() { <-ctx.Done(); src.Close() }()
 	n := int(c.o.Frame.Seconds() * float64(c.o.Rate))
 	buf := make([]int16, n)
+	if c.wk != nil {
+		c.wakeReset()
+	}
+	muted := false
 	for ctx.Err() == nil {
 		if _, err := audio.ReadFull(src, buf); err != nil {
 			if ctx.Err() == nil {
@@ -267,29 +283,45 @@ func (c *Conversation) capture(ctx context.Context) {
 			if c.o.Withheld != nil {
 				c.o.Withheld()
 			}
+			muted = true
 			continue // privacy: nothing from the microphone leaves
 		}
-		c.mu.Lock()
-		send, task := c.up && c.talking && !c.waitReply, c.task
-		if send {
-			c.seq++
-		}
-		seq := c.seq
-		c.mu.Unlock()
-		if !send {
+		if c.wk == nil {
+			c.sendMic(buf)
 			continue
 		}
-		payload, err := c.encode(buf)
-		if err != nil {
-			c.log.Warn("could not encode audio", "err", err)
-			continue
+		if muted {
+			c.wakeReset() // nothing from before the mute is pre-roll
 		}
-		if err := c.out.Send(voice.Frame{Type: voice.TypeAudio, Task: task, Seq: seq, Payload: payload}); err != nil {
-			c.log.Debug("audio frame not sent", "err", err)
-			continue
+		muted = false
+		for _, f := range c.wakeFrame(buf) {
+			c.sendMic(f)
 		}
-		c.framesOut.Add(1)
 	}
+}
+
+// sendMic sends one microphone frame if a turn streams.
+func (c *Conversation) sendMic(buf []int16) {
+	c.mu.Lock()
+	send, task := c.up && c.talking && !c.waitReply, c.task
+	if send {
+		c.seq++
+	}
+	seq := c.seq
+	c.mu.Unlock()
+	if !send {
+		return
+	}
+	payload, err := c.encode(buf)
+	if err != nil {
+		c.log.Warn("could not encode audio", "err", err)
+		return
+	}
+	if err := c.out.Send(voice.Frame{Type: voice.TypeAudio, Task: task, Seq: seq, Payload: payload}); err != nil {
+		c.log.Debug("audio frame not sent", "err", err)
+		return
+	}
+	c.framesOut.Add(1)
 }
 
 // Stats are the conversation's counters since it was made, for metrics.
@@ -325,7 +357,7 @@ func (c *Conversation) LinkUp() {
 	c.up = true
 	c.mu.Unlock()
 	c.hook.run("link_up", nil)
-	if c.vad() && c.hasMic() {
+	if c.autoListen() && c.hasMic() {
 		c.listen()
 	}
 }
@@ -356,7 +388,7 @@ func (c *Conversation) LinkDown(err error) {
 }
 
 // listen starts a LISTEN cycle on a new task.
-func (c *Conversation) listen() {
+func (c *Conversation) listen() string {
 	task := voice.NewTaskID()
 	c.mu.Lock()
 	c.stopWaitLocked()
@@ -371,6 +403,7 @@ func (c *Conversation) listen() {
 		release()
 	}
 	c.listenStarted(task)
+	return task
 }
 
 func (c *Conversation) listenStarted(task string) {
@@ -539,7 +572,7 @@ func (c *Conversation) listenEvent(f voice.Frame) {
 			return
 		}
 		c.replyTask = task
-		if c.o.AEC {
+		if c.o.AEC && c.wk == nil {
 			c.mu.Unlock()
 			c.listenStopped(task)
 			c.listen() // keep listening on a new task while the reply plays
@@ -565,8 +598,12 @@ func (c *Conversation) stopWaitLocked() { c.waitReply = false }
 // ended was on another task than the turn's.
 func (c *Conversation) replyDone(task string) {
 	c.mu.Lock()
-	next := c.vad() && !c.o.AEC && c.waitReply && c.up
+	next := c.autoListen() && !c.o.AEC && c.waitReply && c.up
 	c.mu.Unlock()
+	if c.wk != nil {
+		c.wakeReplyOver()
+		return
+	}
 	if next {
 		c.log.Debug("reply over; listening again", "task", task)
 		c.listen()

@@ -137,8 +137,9 @@ func TestDesktop(t *testing.T) {
 	mustPi(t, "systemctl", "--user", "enable", unit)
 	mustPi(t, "systemctl", "--user", "restart", unit)
 	defer pi("systemctl", "--user", "disable", "--now", unit)
+	// Not _COMM: journald may keep the name systemd gives the child before exec, "(genthost)".
 	userJournal := func() string {
-		j, _ := b.run("", "journalctl", "--no-pager", "-o", "cat", "_UID="+uid, "_COMM=agenthost")
+		j, _ := b.run("", "journalctl", "--no-pager", "-o", "cat", "_UID="+uid, "SYSLOG_IDENTIFIER=agenthost")
 		return j
 	}
 	waitFor(t, srv, time.Minute, "AUTH from the user unit", func() bool {
@@ -157,6 +158,9 @@ func TestDesktop(t *testing.T) {
 		}) {
 			t.Fatalf("pw-record did not link to the speaker's monitor")
 		}
+		// At full volume the reply plays at the level the server sent (the
+		// default volume, 70, is 15 dB below it).
+		mustPi(t, "agenthost", "volume", "100")
 		out := mustPi(t, "agenthost", "say", "play something")
 		task := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "sent on task"))
 		if !eventually(30*time.Second, func() bool {

@@ -1,0 +1,147 @@
+package wakeword
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Refractory is how long after a detection no other is reported: one
+// phrase scores above the threshold for several steps.
+const Refractory = 2 * time.Second
+
+// Detection is a wake phrase heard.
+type Detection struct {
+	Model string
+	Score float32
+	End   int64 // the stream position after the audio the model had heard
+}
+
+// Detector turns a stream's scores into detections.
+type Detector struct {
+	s         *Stream
+	names     []string
+	threshold float32
+	quietTill int64 // no detection before this position
+	scores    []Score
+}
+
+// NewDetector detects the models of rt (named names) above threshold.
+func NewDetector(rt Runtime, names []string, threshold float64) *Detector {
+	return &Detector{s: NewStream(rt), names: names, threshold: float32(threshold)}
+}
+
+// Pos is the position after the last sample fed.
+func (d *Detector) Pos() int64 { return d.s.Pos() }
+
+// Feed takes pcm at stream position pos; a position that does not follow
+// on from the last is a gap, after which the stream starts again.
+func (d *Detector) Feed(pos int64, pcm []int16) ([]Detection, error) {
+	if pos != d.s.Pos() {
+		d.s.Reset(pos)
+	}
+	var err error
+	d.scores, err = d.s.Feed(pcm, d.scores[:0])
+	var out []Detection
+	for _, sc := range d.scores {
+		if sc.Value < d.threshold || sc.End < d.quietTill {
+			continue
+		}
+		out = append(out, Detection{Model: d.names[sc.Model], Score: sc.Value, End: sc.End})
+		d.quietTill = sc.End + int64(Refractory.Seconds()*Rate)
+	}
+	return out, err
+}
+
+// Default names and places.
+const (
+	// DefaultDir is where scripts/fetch-wakeword.sh puts the files when run
+	// as root: models/ and, where the system has no ONNX Runtime, onnxruntime/.
+	DefaultDir = "/var/lib/agenthost/wakeword"
+	// MelModel and EmbeddingModel are the feature models in models/.
+	MelModel       = "melspectrogram"
+	EmbeddingModel = "embedding_model"
+)
+
+// Known are the wake models scripts/fetch-wakeword.sh fetches.
+var Known = []string{"hey_jarvis", "alexa", "hey_mycroft", "hey_rhasspy"}
+
+// IsPath reports whether a models entry is a file path rather than a name.
+func IsPath(m string) bool {
+	return strings.ContainsRune(m, '/') || strings.HasSuffix(m, ".onnx")
+}
+
+// ModelName is what logs and hooks call a model: its name, or its file's
+// name without .onnx and a _v0.1 version.
+func ModelName(m string) string {
+	if !IsPath(m) {
+		return m
+	}
+	b := strings.TrimSuffix(filepath.Base(m), ".onnx")
+	if i := strings.LastIndex(b, "_v"); i > 0 {
+		b = b[:i]
+	}
+	return b
+}
+
+// ModelFile finds a model (a name, or a path to an .onnx file) in dir/models.
+func ModelFile(dir, m string) (string, error) {
+	if IsPath(m) {
+		if _, err := os.Stat(m); err != nil {
+			return "", fmt.Errorf("wake model %s: %w", m, err)
+		}
+		return m, nil
+	}
+	models := filepath.Join(dir, "models")
+	for _, p := range []string{filepath.Join(models, m+".onnx"), filepath.Join(models, m+"_v0.1.onnx")} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if matches, _ := filepath.Glob(filepath.Join(models, m+"_v*.onnx")); len(matches) > 0 {
+		sort.Strings(matches)
+		return matches[len(matches)-1], nil
+	}
+	known := ""
+	for _, k := range Known {
+		if k == m {
+			known = "; fetch the models with scripts/fetch-wakeword.sh (installed as /usr/lib/agenthost/fetch-wakeword)"
+		}
+	}
+	if known == "" {
+		known = fmt.Sprintf("; it is not one of the models fetched (%s): give the path of your own .onnx model", strings.Join(Known, ", "))
+	}
+	return "", fmt.Errorf("wake model %q is not in %s%s", m, models, known)
+}
+
+// triplets are Debian's library folders by GOARCH.
+var triplets = map[string]string{"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu", "arm": "arm-linux-gnueabihf"}
+
+// FindONNXRuntime finds the ONNX Runtime library: the system's (Debian
+// trixie's libonnxruntime1.21, /usr/lib/<triplet>/libonnxruntime.so.1.*),
+// then the one scripts/fetch-wakeword.sh put in dir/onnxruntime.
+func FindONNXRuntime(dir string) (string, error) {
+	var tried []string
+	if t, ok := triplets[runtime.GOARCH]; ok {
+		pattern := filepath.Join("/usr/lib", t, "libonnxruntime.so.1.*")
+		tried = append(tried, pattern)
+		if m, _ := filepath.Glob(pattern); len(m) > 0 {
+			sort.Strings(m)
+			return m[0], nil // the soname link (…so.1.21) sorts before its target
+		}
+	}
+	p := filepath.Join(dir, "onnxruntime", "libonnxruntime.so.1")
+	tried = append(tried, p)
+	if _, err := os.Stat(p); err == nil {
+		return p, nil
+	}
+	hint := "on Debian 13 trixie: apt install libonnxruntime1.21; on Debian 12 bookworm (amd64, arm64): scripts/fetch-wakeword.sh fetches it"
+	if runtime.GOARCH == "arm" {
+		hint = "32-bit ARM has it only in Debian 13 trixie: apt install libonnxruntime1.21"
+	}
+	return "", fmt.Errorf("no ONNX Runtime library found (looked for %s): %s, or set conversation.wake_word.onnxruntime", strings.Join(tried, " and "), hint)
+}

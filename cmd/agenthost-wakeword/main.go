@@ -1,0 +1,172 @@
+// Command agenthost-wakeword is the wake-word detector: a child of the host
+// (host/wakeword starts and supervises it) that loads ONNX Runtime and
+// openWakeWord's models, reads 16 kHz audio on stdin and writes detections
+// on stdout, in the protocol of package audio/wakeword. It holds the large
+// native library so that the host does not: a crash or hang here ends only
+// the detector.
+//
+//	agenthost-wakeword [--dir DIR] [--onnxruntime LIB] [--threshold 0.5] [--check] MODEL...
+//
+// MODEL is a name (hey_jarvis, alexa, hey_mycroft, hey_rhasspy: DIR/models)
+// or the path of an openWakeWord .onnx model. --check loads everything, runs
+// the models once, prints the ready (or error) line and exits.
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/audio/wakeword/ort"
+)
+
+func main() {
+	out, err := protocolOut()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "agenthost-wakeword:", err)
+		os.Exit(1)
+	}
+	if afterRedirect != nil {
+		afterRedirect()
+	}
+	os.Exit(run(os.Args[1:], os.Stdin, out))
+}
+
+// afterRedirect is set by a testkit build (testkit.go).
+var afterRedirect func()
+
+// protocolOut keeps the protocol stream (file descriptor 1) for this
+// program alone and points descriptor 1 at stderr, where anything a
+// library prints goes.
+func protocolOut() (*os.File, error) {
+	fd, err := unix.Dup(1)
+	if err != nil {
+		return nil, fmt.Errorf("dup stdout: %w", err)
+	}
+	unix.CloseOnExec(fd)
+	if err := unix.Dup3(2, 1, 0); err != nil {
+		return nil, fmt.Errorf("stdout to stderr: %w", err)
+	}
+	return os.NewFile(uintptr(fd), "protocol"), nil
+}
+
+func run(args []string, in io.Reader, out io.Writer) int {
+	fs := flag.NewFlagSet("agenthost-wakeword", flag.ContinueOnError)
+	dir := fs.String("dir", wakeword.DefaultDir, "where scripts/fetch-wakeword.sh put models/ (and onnxruntime/)")
+	lib := fs.String("onnxruntime", "", "the ONNX Runtime library (default: the system's, then DIR/onnxruntime)")
+	threshold := fs.Float64("threshold", 0.5, "the score (0..1) above which a model fires")
+	check := fs.Bool("check", false, "load everything, print the ready or error line, exit")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	w := bufio.NewWriter(out)
+	fail := func(err error) int {
+		w.Write(wakeword.Message{Type: wakeword.KindError, Error: err.Error()}.Encode())
+		w.Flush()
+		fmt.Fprintln(os.Stderr, "agenthost-wakeword:", err)
+		return 1
+	}
+	det, ready, closeRT, err := load(*dir, *lib, *threshold, fs.Args())
+	if err != nil {
+		return fail(err)
+	}
+	defer closeRT()
+	if *check {
+		// Run the models once: a model that loads but does not run fails here.
+		if _, err := det.Feed(0, make([]int16, 3*wakeword.Rate)); err != nil {
+			return fail(err)
+		}
+	}
+	w.Write(ready.Encode())
+	if err := w.Flush(); err != nil || *check {
+		return 0
+	}
+	if err := serve(det, in, w); err != nil {
+		fmt.Fprintln(os.Stderr, "agenthost-wakeword:", err)
+		return 1
+	}
+	return 0
+}
+
+func load(dir, lib string, threshold float64, models []string) (*wakeword.Detector, wakeword.Message, func(), error) {
+	var ready wakeword.Message
+	if len(models) == 0 {
+		return nil, ready, nil, errors.New("no wake model given")
+	}
+	if threshold <= 0 || threshold >= 1 {
+		return nil, ready, nil, fmt.Errorf("threshold %g is outside (0, 1)", threshold)
+	}
+	var err error
+	if lib == "" {
+		if lib, err = wakeword.FindONNXRuntime(dir); err != nil {
+			return nil, ready, nil, err
+		}
+	}
+	version, err := ort.Init(lib)
+	if err != nil {
+		return nil, ready, nil, err
+	}
+	paths := ort.Paths{}
+	if paths.Mel, err = wakeword.ModelFile(dir, wakeword.MelModel); err != nil {
+		return nil, ready, nil, err
+	}
+	if paths.Embedding, err = wakeword.ModelFile(dir, wakeword.EmbeddingModel); err != nil {
+		return nil, ready, nil, err
+	}
+	var names []string
+	for _, m := range models {
+		p, err := wakeword.ModelFile(dir, m)
+		if err != nil {
+			return nil, ready, nil, err
+		}
+		paths.Wake = append(paths.Wake, p)
+		names = append(names, wakeword.ModelName(m))
+	}
+	rt, err := ort.Open(paths)
+	if err != nil {
+		return nil, ready, nil, err
+	}
+	ready = wakeword.Message{Type: wakeword.KindReady, ONNXRuntime: version, Library: lib, Models: names}
+	return wakeword.NewDetector(rt, names, threshold), ready, rt.Close, nil
+}
+
+// serve detects until the input ends.
+func serve(det *wakeword.Detector, in io.Reader, w *bufio.Writer) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	var pcm []int16
+	var buf []byte
+	for {
+		pos, p, b, err := wakeword.ReadChunk(r, pcm, buf)
+		pcm, buf = p, b
+		switch {
+		case errors.Is(err, io.EOF):
+			return nil
+		case errors.Is(err, wakeword.ErrPing):
+			w.Write(wakeword.Message{Type: wakeword.KindPong, Pos: det.Pos()}.Encode())
+			if err := w.Flush(); err != nil {
+				return err
+			}
+			continue
+		case err != nil:
+			return err
+		}
+		found, err := det.Feed(pos, pcm)
+		if err != nil {
+			return err
+		}
+		for _, d := range found {
+			w.Write(wakeword.Message{Type: wakeword.KindWake, Model: d.Model, Score: d.Score, End: d.End}.Encode())
+		}
+		if len(found) > 0 {
+			if err := w.Flush(); err != nil {
+				return err
+			}
+		}
+	}
+}

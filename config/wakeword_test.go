@@ -1,0 +1,38 @@
+package config
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestWakeWordSettings(t *testing.T) {
+	clearEnv(t)
+	c := mustLoad(t, "", nil)
+	if w := c.Conversation.WakeWord; w.On() || w.Threshold != 0.5 || w.Dir != "/var/lib/agenthost/wakeword" || w.PreRoll.D().Milliseconds() != 300 {
+		t.Errorf("defaults = %+v", w)
+	}
+	c = mustLoad(t, writeConfig(t, "conversation:\n  wake_word: {models: [hey_jarvis, /opt/mine.onnx], threshold: 0.6, follow_up: 5s}\n  hooks: {wake: 'echo $AGENTHOST_MODEL'}\n"), nil)
+	if w := c.Conversation.WakeWord; !w.On() || len(w.Models) != 2 || w.Threshold != 0.6 || w.FollowUp.D().Seconds() != 5 {
+		t.Errorf("wake_word = %+v", w)
+	}
+	for _, tc := range []struct{ yaml, want string }{
+		{"conversation:\n  wake_word: {threshold: 1.5}\n", "conversation.wake_word.threshold: 1.5 is outside (0, 1)"},
+		{"conversation:\n  wake_word: {threshold: high}\n", "conversation.wake_word.threshold: \"high\" is not a number"},
+		{"conversation:\n  wake_word: {models: [Hey Jarvis]}\n", "is neither a model name"},
+		{"conversation:\n  wake_word: {models: [models/mine.onnx]}\n", "give the model's absolute path"},
+		{"conversation:\n  wake_word: {models: [/opt/mine.tflite]}\n", "is a path but not of an .onnx model"},
+		{"conversation:\n  wake_word: {models: [alexa, alexa]}\n", "is listed twice"},
+		{"conversation:\n  wake_word: {models: [a, b, c, d, e, f, g, h, i]}\n", "9 models; at most 8"},
+		{"conversation:\n  wake_word: {onnxruntime: lib.so}\n", "give the library's absolute path"},
+		{"conversation:\n  wake_word: {pre_roll: 2s}\n", "conversation.wake_word.pre_roll: 2s is outside 0…1s"},
+		{"conversation:\n  wake_word: {follow_up: -1s}\n", "conversation.wake_word.follow_up: -1s is outside"},
+		{"conversation:\n  wake_word: {max_turn: 0s}\n", "conversation.wake_word.max_turn: 0s is outside 1s…5m"},
+		{"conversation:\n  wake_word: {modles: [alexa]}\n", "conversation.wake_word.modles"},
+		{"audio: {rate: 24000}\nconversation:\n  wake_word: {models: [alexa]}\n", "the wake word's models hear 16000 Hz"},
+	} {
+		_, err := Load(writeConfig(t, tc.yaml), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: err = %v, want %q", tc.yaml, err, tc.want)
+		}
+	}
+}

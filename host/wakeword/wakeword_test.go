@@ -1,0 +1,250 @@
+package wakeword
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
+	"github.com/agenthost/agenthost/host/supervise"
+	"github.com/agenthost/agenthost/internal/backoff"
+	"github.com/agenthost/agenthost/internal/procs"
+	"github.com/agenthost/agenthost/internal/testbin"
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testbin.Cleanup()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintln(os.Stderr, "goroutines left behind:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// logBuf is a concurrency-safe log sink.
+type logBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+type rig struct {
+	d     *Detector
+	log   *logBuf
+	wakes chan wakeword.Detection
+	stop  func()
+}
+
+func settings(t *testing.T) Settings {
+	f := wakewordtest.Fetch(t)
+	return Settings{Models: []string{"hey_jarvis"}, Threshold: 0.5, Dir: f.Dir, ONNXRuntime: f.ONNXRuntime}
+}
+
+// newRig runs a detector (the real binary, built with tags) until the test ends.
+func newRig(t *testing.T, s Settings, tags ...string) *rig {
+	t.Helper()
+	r := &rig{log: &logBuf{}, wakes: make(chan wakeword.Detection, 16)}
+	r.d = New(Options{Command: testbin.Build(t, "./cmd/agenthost-wakeword", tags...), Settings: s,
+		Log:    slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnWake: func(d wakeword.Detection) { r.wakes <- d }, HealthInterval: 300 * time.Millisecond,
+		Restart: backoff.Backoff{Base: 50 * time.Millisecond, Cap: 100 * time.Millisecond}, MaxCrashes: 3, CrashWindow: time.Minute})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		r.d.Run(ctx, func() {})
+	}()
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+		})
+	}
+	t.Cleanup(r.stop)
+	select {
+	case <-r.d.Settled():
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the detector did not settle; log:\n%s", r.log)
+	}
+	return r
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// phrase is "hey jarvis" after 3 s of silence, then 2 s of silence, and
+// where the phrase's voice ends.
+func phrase(t *testing.T) ([]int16, int) {
+	words := audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-gb", WPM: 140}, "hey jarvis")
+	pcm := append(make([]int16, 3*wakeword.Rate), words...)
+	end := len(pcm)
+	return append(pcm, make([]int16, 2*wakeword.Rate)...), end
+}
+
+// feed hands pcm to the detector from pos in 60 ms frames, paced at twice
+// real time so that its queue never fills.
+func feed(d *Detector, pos int64, pcm []int16) int64 {
+	for i := 0; i < len(pcm); i += 960 {
+		f := pcm[i:min(i+960, len(pcm))]
+		d.Feed(pos, f)
+		pos += int64(len(f))
+		time.Sleep(30 * time.Millisecond)
+	}
+	return pos
+}
+
+// TestDetectorHearsTheWakeWord: the real detector process, fed a spoken
+// "hey jarvis", reports it at the right place in the stream; status says
+// the wake word is on.
+func TestDetectorHearsTheWakeWord(t *testing.T) {
+	r := newRig(t, settings(t))
+	st := r.d.Status()
+	if !st.On || st.State != supervise.StateRunning || st.PID == 0 {
+		t.Fatalf("status %+v; log:\n%s", st, r.log)
+	}
+	pcm, end := phrase(t)
+	feed(r.d, 1000, pcm)
+	select {
+	case d := <-r.wakes:
+		lag := int(d.End) - (1000 + end)
+		t.Logf("detected %s %.3f, %d ms after the end of the words", d.Model, d.Score, lag/16)
+		if d.Model != "hey_jarvis" || lag < -wakeword.Rate || lag > wakeword.Rate {
+			t.Fatalf("detection %+v, words end at %d", d, 1000+end)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no detection; log:\n%s", r.log)
+	}
+	if st := r.d.Status(); st.Detections != 1 || st.ByModel["hey_jarvis"] != 1 {
+		t.Fatalf("status %+v", st)
+	}
+	pid := r.d.Status().PID
+	r.stop()
+	if !procs.Gone(pid, 5*time.Second) {
+		t.Fatalf("the detector %d outlived its host's stop", pid)
+	}
+}
+
+// TestMissingLibraryTurnsTheWakeWordOff: without ONNX Runtime the detector
+// does not run, Status says why, and feeding it neither blocks nor fails.
+func TestMissingLibraryTurnsTheWakeWordOff(t *testing.T) {
+	s := settings(t)
+	s.ONNXRuntime = "/nonexistent/libonnxruntime.so.1"
+	r := newRig(t, s)
+	st := r.d.Status()
+	if st.On || st.State != supervise.StateBroken || !strings.Contains(st.Why, "/nonexistent/libonnxruntime.so.1") {
+		t.Fatalf("status %+v", st)
+	}
+	t.Logf("status: %+v", st)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 1000; i++ {
+			r.d.Feed(int64(i*960), make([]int16, 960))
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Feed blocked without a detector")
+	}
+	if st := r.d.Status(); st.DroppedSeconds < 50 {
+		t.Fatalf("dropped %.1f s, want the 60 s fed", st.DroppedSeconds)
+	}
+	// The library appears; a reload tries again with the same settings.
+	r.d.Reload(settings(t))
+	waitFor(t, "the detector to run after a reload", func() bool { return r.d.Status().On })
+}
+
+// TestDetectorCrashAndHang: a detector killed is restarted (and hears
+// again); one that hangs (stopped) fails its ping and is restarted; one
+// that keeps dying is parked, and status says so.
+func TestDetectorCrashAndHang(t *testing.T) {
+	r := newRig(t, settings(t))
+	pid := r.d.Status().PID
+	syscall.Kill(pid, syscall.SIGKILL)
+	waitFor(t, "a restart after a crash", func() bool { st := r.d.Status(); return st.On && st.PID != pid })
+	pcm, _ := phrase(t)
+	feed(r.d, 0, pcm)
+	select {
+	case <-r.wakes:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the restarted detector hears nothing; log:\n%s", r.log)
+	}
+	pid = r.d.Status().PID
+	syscall.Kill(pid, syscall.SIGSTOP)
+	waitFor(t, "a restart after a hang", func() bool { st := r.d.Status(); return st.On && st.PID != pid })
+	if !procs.Gone(pid, 5*time.Second) {
+		t.Fatalf("the hung detector %d was left behind", pid)
+	}
+	if !strings.Contains(r.log.String(), "hangs") {
+		t.Fatalf("the log does not say it hung:\n%s", r.log)
+	}
+	for i := 0; i < 5 && r.d.Status().State != supervise.StateParked; i++ {
+		if p := r.d.Status().PID; p != 0 {
+			syscall.Kill(p, syscall.SIGKILL)
+		}
+		waitFor(t, "a restart or park", func() bool {
+			st := r.d.Status()
+			return st.State == supervise.StateParked || (st.On && st.PID != pid)
+		})
+		pid = r.d.Status().PID
+	}
+	st := r.d.Status()
+	if st.On || st.State != supervise.StateParked || !strings.Contains(st.Why, "crashed") {
+		t.Fatalf("status %+v", st)
+	}
+	t.Logf("parked: %s", st.Why)
+}
+
+// TestJunkOnStdoutNeverReachesTheProtocol: what a library prints on the
+// detector's standard output goes to its stderr (the host's log), and the
+// protocol goes on.
+func TestJunkOnStdoutNeverReachesTheProtocol(t *testing.T) {
+	r := newRig(t, settings(t), "testkit")
+	if !r.d.Status().On {
+		t.Fatalf("status %+v; log:\n%s", r.d.Status(), r.log)
+	}
+	pcm, _ := phrase(t)
+	feed(r.d, 0, pcm)
+	select {
+	case <-r.wakes:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no detection; log:\n%s", r.log)
+	}
+	if !strings.Contains(r.log.String(), "junk written to fd 1") || strings.Contains(r.log.String(), "broke its protocol") {
+		t.Fatalf("log:\n%s", r.log)
+	}
+}
