@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"time"
 
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/audio/mixer"
@@ -185,24 +186,11 @@ func (h *Host) applyDevice(prev, next *config.Config) {
 }
 
 // loadSound reads a whole WAV (or raw) file as mono samples at rate, at
-// most 30 seconds.
+// most 30 seconds: a ring sound is rung over and over.
 func loadSound(path string, rate int) ([]int16, error) {
-	src, err := audio.OpenFileSource(path, audio.Options{Rate: rate})
+	pcm, err := audio.LoadFile(path, rate, 30*time.Second)
 	if err != nil {
 		return nil, err
-	}
-	defer src.Close()
-	var pcm []int16
-	buf := make([]int16, 4096)
-	for {
-		n, err := src.Read(buf)
-		pcm = append(pcm, buf[:n]...)
-		if len(pcm) > 30*rate {
-			return nil, fmt.Errorf("%s is longer than 30 s; a ring sound is rung over and over, keep it short", path)
-		}
-		if err != nil {
-			break
-		}
 	}
 	if len(pcm) == 0 {
 		return nil, fmt.Errorf("%s holds no sound", path)

@@ -76,23 +76,25 @@ type rig struct {
 	stop func()
 }
 
-// newRig runs a conversation with a looping silent microphone file and a
-// paced WAV speaker, both real audio backends.
+// newRig runs a conversation with a looping silent microphone file (or
+// o.OpenSource) and a paced WAV speaker, both real audio backends.
 func newRig(t testing.TB, o Options) *rig {
 	t.Helper()
 	dir := t.TempDir()
-	mic := filepath.Join(dir, "mic.s16")
-	if err := audiotest.WriteRaw(mic, audiotest.Silence(16000, time.Second)); err != nil {
-		t.Fatal(err)
+	if o.OpenSource == nil {
+		mic := filepath.Join(dir, "mic.s16")
+		if err := audiotest.WriteRaw(mic, audiotest.Silence(16000, time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		o.OpenSource = func(context.Context) (audio.Source, error) {
+			src, err := audio.OpenFileSource(mic, audio.Options{Loop: true})
+			if err != nil {
+				return nil, err
+			}
+			return audio.Paced(src, 16000), nil
+		}
 	}
 	r := &rig{out: &sent{}}
-	o.OpenSource = func(context.Context) (audio.Source, error) {
-		src, err := audio.OpenFileSource(mic, audio.Options{Loop: true})
-		if err != nil {
-			return nil, err
-		}
-		return audio.Paced(src, 16000), nil
-	}
 	o.OpenSink = func(context.Context) (audio.Sink, error) {
 		w, err := audio.CreateWAVSink(filepath.Join(dir, "speaker.wav"), 16000)
 		if err != nil {

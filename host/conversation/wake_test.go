@@ -63,28 +63,9 @@ func newWakeRig(t *testing.T, o Options, loud func(int64) bool, fed *atomic.Int6
 	t.Helper()
 	mic := &counter{loud: loud}
 	o.Wake.Feed = func(pos int64, pcm []int16) { fed.Store(pos + int64(len(pcm))) }
-	r := &rig{out: &sent{}}
 	o.OpenSource = func(context.Context) (audio.Source, error) { return audio.Paced(mic, 16000), nil }
-	dir := t.TempDir()
-	o.OpenSink = func(context.Context) (audio.Sink, error) {
-		w, err := audio.CreateWAVSink(filepath.Join(dir, "speaker.wav"), 16000)
-		if err != nil {
-			return nil, err
-		}
-		r.sink = &tap{inner: audio.PacedSink(w, 16000)}
-		return r.sink, nil
-	}
-	c, err := New(o, r.out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r.c = c
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { c.Run(ctx, func() {}); close(done) }()
-	r.stop = func() { cancel(); <-done }
-	t.Cleanup(r.stop)
-	eventually(t, "the devices to open", func() bool { return c.hasMic() && r.sinkReady() && mic.read() > 0 })
+	r := newRig(t, o)
+	eventually(t, "the microphone to be read", func() bool { return mic.read() > 0 })
 	if o.MicMuted == nil {
 		eventually(t, "the detector to be fed", func() bool { return fed.Load() > 0 })
 	}

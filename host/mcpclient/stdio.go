@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -89,21 +88,11 @@ func startProcess(name string, c ServerConfig, log *slog.Logger, maxLine int) (*
 	if err != nil {
 		return nil, err
 	}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the process
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		tree.Started(cmd.Process.Pid)
-		started <- nil
-		err := cmd.Wait()
+	if err := proctree.StartLocked(cmd, tree.Started, func(err error) {
 		stderr.Flush()
 		p.waitErr = err
 		close(p.exited)
-	}()
-	if err := <-started; err != nil {
+	}); err != nil {
 		return nil, startError(c, err)
 	}
 	p.stdin = stdin

@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 	"github.com/agenthost/agenthost/host/supervise"
 	"github.com/agenthost/agenthost/internal/childenv"
 	"github.com/agenthost/agenthost/internal/linewriter"
+	"github.com/agenthost/agenthost/internal/proctree"
 )
 
 // stderrLines is how many of a detector's stderr lines are logged per
@@ -75,17 +75,7 @@ func start(ctx context.Context, command string, args []string, log *slog.Logger,
 		return nil, err
 	}
 	c.stdin = stdin
-	started := make(chan error, 1)
-	go func() {
-		// Pdeathsig fires when the forking thread ends: this one, locked
-		// for the life of the process.
-		runtime.LockOSThread()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		cmd.Wait()
+	err = proctree.StartLocked(cmd, nil, func(error) {
 		stderr.Flush()
 		c.mu.Lock()
 		if more := c.logged - stderrLines; more > 0 {
@@ -93,8 +83,8 @@ func start(ctx context.Context, command string, args []string, log *slog.Logger,
 		}
 		c.mu.Unlock()
 		close(c.done)
-	}()
-	if err := <-started; err != nil {
+	})
+	if err != nil {
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, syscall.ENOENT) {
 			return nil, fmt.Errorf("the detector %s is not installed (it comes with the package, beside the plugins in /usr/lib/agenthost): %w", command, err)
 		}
