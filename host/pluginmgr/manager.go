@@ -336,6 +336,8 @@ func (m *Manager) changed(path string) (again bool) {
 		}
 		return false
 	case gone && p != nil:
+		// The services leave first: a plugin gone from the status has none.
+		m.sup.Registry.RemoveProvider(p.sup)
 		delete(m.plugins, base)
 		m.mu.Unlock()
 		m.stopPlugin(p)
