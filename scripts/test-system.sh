@@ -213,8 +213,8 @@ for suite in "${SUITES[@]}"; do
   cp "$work/agenthost_0.0.0~previous-1~deb${n}u1_amd64.deb" "$srv/agenthost_previous_amd64.deb"
   # scripts/install.sh with what it needs, and the binaries it takes (--from).
   src="$srv/src"; mkdir -p "$src/scripts" "$src/packaging"
-  cp scripts/install.sh scripts/render-config.sh "$src/scripts/"; cp -r systemd "$src/"; cp packaging/sysusers.conf "$src/packaging/"; cp agenthost.example.yaml "$src/"
-  mkdir -p "$srv/from"; cp -r "bin/package/$suite/amd64/agenthost" "bin/package/$suite/amd64/plugins" "$srv/from/"
+  cp scripts/install.sh scripts/render-config.sh scripts/fetch-wakeword.sh "$src/scripts/"; cp -r systemd "$src/"; cp packaging/sysusers.conf "$src/packaging/"; cp agenthost.example.yaml "$src/"
+  mkdir -p "$srv/from"; cp -r "bin/package/$suite/amd64/agenthost" "bin/package/$suite/amd64/agenthost-wakeword" "bin/package/$suite/amd64/plugins" "$srv/from/"
   mkdir -p "$srv/wakeword-packs"; cp "$packs"/*.tgz "$srv/wakeword-packs/"
 
   export SYSTEM_TEST_PID=$sysd_pid SYSTEM_TEST_ROOT=$merged SYSTEM_TEST_REPO=$repo SYSTEM_TEST_SUITE=$suite \
