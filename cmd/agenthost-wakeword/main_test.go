@@ -139,15 +139,27 @@ func trixieRoot(t *testing.T) string {
 	if mirror == "" {
 		mirror = "http://deb.debian.org/debian"
 	}
-	tar := root + ".tar"
+	// On a new machine the cache folder may not be there yet; a root counts
+	// only once it is whole (made in root.tmp, then renamed).
+	if err := os.MkdirAll(filepath.Dir(root), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tar, tmp := root+".tar", root+".tmp"
 	t0 := time.Now()
 	if out, err := exec.Command("mmdebstrap", "--variant=apt", "--include=libonnxruntime1.21", "trixie", tar, "deb "+mirror+" trixie main").CombinedOutput(); err != nil {
 		t.Fatalf("mmdebstrap: %v\n%s", err, out)
 	}
 	defer os.Remove(tar)
-	os.MkdirAll(root, 0o755)
-	if out, err := exec.Command("tar", "xf", tar, "-C", root).CombinedOutput(); err != nil {
+	os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("tar", "xf", tar, "-C", tmp).CombinedOutput(); err != nil {
 		t.Fatalf("tar: %v\n%s", err, out)
+	}
+	os.RemoveAll(root)
+	if err := os.Rename(tmp, root); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("made the trixie root %s in %s", root, time.Since(t0).Round(time.Second))
 	return root
