@@ -71,6 +71,8 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
+# scripts/test.sh runs this in a session of its own and ends it by its ID.
+[ -z "${SESSION_FILE:-}" ] || echo "$$" > "$SESSION_FILE"
 
 safe_rm "${XDG_CACHE_HOME:-$HOME/.cache}/agenthost/system-root" || true   # the debootstrap root of earlier versions
 

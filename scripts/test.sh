@@ -25,16 +25,23 @@ if [ $# -eq 0 ]; then
   # when they are done.
   echo "== the packages under a real systemd (scripts/test-system.sh), in the background: its log follows the Go tests"
   system_log=$(mktemp "${TMPDIR:-/tmp}/agenthost-test-system.XXXXXX")
-  if [ "$(id -u)" -eq 0 ]; then
-    scripts/test-system.sh > "$system_log" 2>&1 &
-  elif sudo -n true 2>/dev/null; then
-    sudo scripts/test-system.sh > "$system_log" 2>&1 &
-  else
-    echo "test-system: needs root (mmdebstrap, unshare, chroot): run sudo scripts/test-system.sh" >&2
-    exit 1
+  as_root=()
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo -n true 2>/dev/null || { echo "test-system: needs root (mmdebstrap, unshare, chroot): run sudo scripts/test-system.sh" >&2; exit 1; }
+    as_root=(sudo)
   fi
+  # In a session of its own, so that a failed run ends all it started (a
+  # package build, qemu, a booted systemd) and not only the script, which
+  # would finish its current step first.
+  "${as_root[@]}" env SESSION_FILE="$system_log.sid" setsid scripts/test-system.sh > "$system_log" 2>&1 &
   system_pid=$!
-  trap 'kill "$system_pid" 2>/dev/null || true' EXIT
+  stop_system() {
+    local sid; sid=$(cat "$system_log.sid" 2>/dev/null) || return 0
+    "${as_root[@]}" kill -TERM -- "-$sid" 2>/dev/null || true
+    wait "$system_pid" 2>/dev/null || true   # its cleanup powers the test systemd off
+    rm -f "$system_log.sid"
+  }
+  trap stop_system EXIT
 fi
 echo "== go test -race"
 go test -race -count=1 -timeout 20m "$@" ./...
@@ -45,7 +52,7 @@ if [ $# -eq 0 ]; then
   echo "== the system test's log (scripts/test-system.sh)"
   set +e; wait "$system_pid"; system_rc=$?; set -e
   trap - EXIT
-  cat "$system_log"; rm -f "$system_log"
+  cat "$system_log"; rm -f "$system_log" "$system_log.sid"
   [ "$system_rc" -eq 0 ] || { echo "test-system: FAILED (exit $system_rc)" >&2; exit 1; }
 fi
 if [ $# -eq 0 ]; then
