@@ -13,6 +13,11 @@
 # Depends are the minimum versions dpkg-shlibdeps takes from the symbols files,
 # which the release itself satisfies, and every extra index is one more that a
 # mirror in mid-sync can break (bookworm-security's armhf index did, here).
+# For the same reason, when the only index the mirror serves broken is an
+# architecture's -updates (trixie-updates' armhf, here, since 2026-11-23), that
+# architecture goes without -updates (a root made from the release alone,
+# stamped .without-updates; a foreign architecture left out of the -updates
+# line with [arch-=ARCH]) and says so, instead of being blocked.
 #
 # root_run runs a command chrooted into a root in a mount namespace of its own
 # (proc, dev, a tmpfs /tmp and the bind mounts asked for), so nothing stays
@@ -37,6 +42,13 @@ host_suite() { (. /etc/os-release && echo "${VERSION_CODENAME:-}"); }
 # index that does not match its Release file (the mirror is mid-sync).
 mirror_trouble() {
   grep -E 'File has unexpected size|Hash Sum mismatch|Mirror sync in progress|Packages.*(was corrupt|404)|Couldn.t download .*Packages' "$1" || true
+}
+
+# updates_only LOG: true when every index apt failed to fetch in LOG is a
+# -updates suite's.
+updates_only() {
+  local failed; failed=$(grep -E 'Failed to fetch' "$1") || return 1
+  ! grep -qvE '/dists/[^/ ]+-updates/' <<< "$failed"
 }
 
 # safe_rm DIR: removes DIR unless something is mounted below it (a root
@@ -68,8 +80,11 @@ root_make() {
   if [ -e "$dir/.complete" ]; then
     if [ -n "$lists" ] && [ -z "$(find "$dir/.complete" -mtime -"${ROOTS_LISTS_DAYS:-3}")" ]; then
       echo "roots: refreshing the package lists of $name (older than ${ROOTS_LISTS_DAYS:-3} days)" >&2
-      root_lists "$dir" > "$dir.refresh.log" 2>&1 || { tail -n 20 "$dir.refresh.log" >&2; return 1; }
-      touch "$dir/.complete"
+      if root_lists "$dir" > "$dir.refresh.log" 2>&1; then touch "$dir/.complete"; else
+        # apt keeps the lists it verified before; a mirror in mid-sync only delays the refresh.
+        echo "roots: could not refresh $name; its lists of $(date -r "$dir/.complete" +%F) stay (log: $dir.refresh.log):" >&2
+        grep -E '^(E|W): ' "$dir.refresh.log" | sort -u | head -5 | sed 's/^/  /' >&2
+      fi
     fi
     echo "$dir"; return 0
   fi
@@ -80,12 +95,19 @@ root_make() {
   safe_rm "$dir.tmp" || return 1
   log="$dir.log"; s=$SECONDS
   echo "roots: making $name ($suite $arch, mmdebstrap --variant=$variant${include:+ --include=$include}); log: $log" >&2
+  local sources=("deb $DEBIAN_MIRROR $suite main" "deb $DEBIAN_MIRROR $suite-updates main") why=""
   # In a mount namespace of its own: the mounts it makes in the new root go
   # with it, however it ends.
-  if ! unshare -m --propagation private -- mmdebstrap --variant="$variant" --architectures="$arch" ${include:+--include="$include"} "${skip[@]}" \
-      "$suite" "$dir.tmp" "deb $DEBIAN_MIRROR $suite main" "deb $DEBIAN_MIRROR $suite-updates main" > "$log" 2>&1; then
+  while ! unshare -m --propagation private -- mmdebstrap --variant="$variant" --architectures="$arch" ${include:+--include="$include"} "${skip[@]}" \
+      "$suite" "$dir.tmp" "${sources[@]}" > "$log" 2>&1; do
     safe_rm "$dir.tmp" || true
-    local why; why=$(mirror_trouble "$log")
+    why=$(mirror_trouble "$log")
+    if ((${#sources[@]} == 2)) && [ -n "$why" ] && updates_only "$log"; then
+      echo "roots: $name: the mirror's $suite-updates index for $arch is broken; making it from $suite alone:" >&2
+      echo "$why" | sort -u | sed 's/^/  /' >&2
+      sources=("${sources[0]}"); mv "$log" "$log.with-updates"
+      continue
+    fi
     if [ -n "$why" ]; then
       echo "roots: $name: BLOCKED by the mirror (its index does not match its Release file):" >&2
       echo "$why" | sort -u | sed 's/^/  /' >&2
@@ -94,7 +116,8 @@ root_make() {
     tail -n 25 "$log" >&2
     echo "roots: mmdebstrap failed for $name (log above: $log)" >&2
     return 1
-  fi
+  done
+  ((${#sources[@]} == 2)) || echo "$why" > "$dir.tmp/.without-updates"
   if [ -n "$lists" ]; then
     root_run "$dir.tmp" -- apt-cache gencaches >> "$log" 2>&1 || { tail -n 20 "$log" >&2; return 1; }
   fi
@@ -138,17 +161,26 @@ root_run() {
 # root_add_arch ROOT ARCH PACKAGES...: adds a foreign architecture to a root
 # and installs PACKAGES (names without :ARCH get it appended); once, stamped.
 # A mirror whose index for ARCH is broken leaves the root as it was and
-# returns 3 after printing apt's error.
+# returns 3 after printing apt's error (for -updates alone, see the top).
 root_add_arch() {
   local root=$1 arch=$2; shift 2
   [ -e "$root/.arch-$arch" ] && return 0
-  local pkgs=() p log="$root.arch-$arch.log"
+  local pkgs=() p log="$root.arch-$arch.log" why="" ok=1
+  local add='apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" && apt-get clean'
   for p in "$@"; do [[ $p == *:* ]] && pkgs+=("$p") || pkgs+=("$p:$arch"); done
   echo "roots: adding $arch to $(basename "$root"): ${pkgs[*]}" >&2
   root_run "$root" -- dpkg --add-architecture "$arch"
-  if ! root_run "$root" -- sh -ec 'apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" && apt-get clean' \
-      sh "${pkgs[@]}" > "$log" 2>&1; then
-    local why; why=$(mirror_trouble "$log")
+  if ! root_run "$root" -- sh -ec "$add" sh "${pkgs[@]}" > "$log" 2>&1; then
+    ok="" why=$(mirror_trouble "$log")
+    if [ -n "$why" ] && updates_only "$log"; then
+      echo "roots: $arch in $(basename "$root"): the mirror's -updates index for $arch is broken; $arch goes without -updates:" >&2
+      echo "$why" | sort -u | sed 's/^/  /' >&2
+      sed -i -E "s|^deb (\[([^]]*)\] )?(\S+ \S+-updates )|deb [\2 arch-=$arch] \3|" "$root/etc/apt/sources.list"
+      mv "$log" "$log.with-updates"
+      if root_run "$root" -- sh -ec "$add" sh "${pkgs[@]}" > "$log" 2>&1; then ok=1; else why=$(mirror_trouble "$log"); fi
+    fi
+  fi
+  if [ -z "$ok" ]; then
     # Leave the root as it was: without the architecture, and with lists that apt can read.
     root_run "$root" -- dpkg --remove-architecture "$arch" >/dev/null 2>&1 || true
     if [ -n "$why" ]; then

@@ -25,7 +25,7 @@
 # INSTALL_TARGETS, default "trixie/armhf trixie/arm64", which with the two
 # amd64 systemd roots covers each suite and each architecture; while the
 # mirror blocks trixie/armhf, bookworm/armhf stands in for it, so armhf is
-# still proven. INSTALL_TARGETS=all proves all six (bookworm/arm64,
+# still proven (a broken -updates index alone does not block: scripts/roots.sh). INSTALL_TARGETS=all proves all six (bookworm/arm64,
 # bookworm/armhf and both amd64 as well); INSTALL_TARGETS=none none.
 # When the Debian mirror serves an index that does not match its Release file
 # (seen for trixie armhf), what needs it is reported BLOCKED with apt's error
@@ -76,6 +76,13 @@ trap 'exit 130' INT TERM
 
 safe_rm "${XDG_CACHE_HOME:-$HOME/.cache}/agenthost/system-root" || true   # the debootstrap root of earlier versions
 
+# without_updates LOG: a summary line for each root that went without -updates.
+without_updates() {
+  local l
+  while read -r l; do summary+=("${l#roots: }"); done \
+    < <(grep -hE '^roots: .*(goes without -updates|making it from .* alone)' "$1" | sed 's/[;:]$//' | sort -u)
+}
+
 section "packages (scripts/package.sh: six, each built once for the whole run)"
 s=$SECONDS
 ALLOW_BLOCKED=$allow_blocked scripts/package.sh 2> >(tee "$work/package.log" >&2) > "$work/debs"
@@ -89,6 +96,7 @@ if grep -q BLOCKED "$work/package.log"; then
   summary+=("packages BLOCKED by the mirror: $(sed -n 's/^package: BLOCKED by the Debian mirror (see above): //p' "$work/package.log")")
   summary+=("$(grep -A3 'BLOCKED by the mirror' "$work/package.log" | grep -E 'E: |unexpected size|Hash Sum' | sort -u | head -3 | tr '\n' ' ')")
 fi
+without_updates "$work/package.log"
 for d in "${debs[@]}"; do echo "$d: Depends: $(dpkg-deb -f "$d" Depends)"; done
 
 section "lintian, each suite's own (in the background)"
@@ -134,6 +142,7 @@ if ((${#inst[@]})); then
   set +e; ALLOW_BLOCKED=$allow_blocked KEEP=${KEEP:-} scripts/test-install.sh "${inst[@]}" 2>&1 | tee "$work/install.log"
   rc=${PIPESTATUS[0]}; set -e
   summary+=("install proofs $([ "$rc" -eq 0 ] && echo PASS || echo FAIL) in $((SECONDS - s)) s:$(sed -n '/^== results/,/^test-install:/p' "$work/install.log" | sed '1d;$d' | tr '\n' ';')")
+  without_updates "$work/install.log"
   [ "$rc" -eq 0 ] || fail=1
 fi
 
