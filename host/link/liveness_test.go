@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -223,5 +224,80 @@ func TestADeadPathIsNamedAsSuch(t *testing.T) {
 	err := l.readLoop(c, time.Now().Add(-time.Hour))
 	if err == nil || strings.Contains(err.Error(), "sent nothing for") || !strings.Contains(err.Error(), "server.liveness.tcp_user_timeout") || Reason(err) != ReasonTimeout {
 		t.Fatalf("readLoop: %v (reason %s)", err, Reason(err))
+	}
+}
+
+// TestOnlyThePongAnswersAPing: a server that answered a PING once, then
+// keeps talking (status frames every 50 ms, as frames already on their way
+// do when a path dies) but answers no PING, is not taken as alive: a turn's
+// PING goes unanswered and the link is dropped. The server is a fake (a
+// socket that writes frames of its own), for a server that talks but does
+// not answer, which the simulator cannot be made to be.
+func TestOnlyThePongAnswersAPing(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go chatterer(c)
+		}
+	}()
+	rec := newRecorder()
+	l := New(Options{Server: server(ln.Addr().String(), fast), Token: func() (string, error) { return "t", nil },
+		Log: slog.New(slog.DiscardHandler)}, rec)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	rec.wait(t, "up", func() bool { return len(rec.ups) == 1 })
+	pongSeen(t, l)
+	a := l.Attend("a turn started")
+	defer a.Release()
+	select {
+	case err := <-a.Answer():
+		if !IsNoAnswer(err) {
+			t.Fatalf("the answer of a server that talks but answers no PING: %v, want no answer", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no verdict on the PING")
+	}
+}
+
+// chatterer answers the first PING on c with a PONG, then no other, and
+// sends a status frame every 50 ms until c fails.
+func chatterer(c net.Conn) {
+	defer c.Close()
+	enc := voice.NewEncoder(c)
+	var mu sync.Mutex
+	send := func(s string) error {
+		mu.Lock()
+		defer mu.Unlock()
+		return enc.Encode(voice.StatusFrame(s))
+	}
+	go func() {
+		dec := voice.NewDecoder(c)
+		answered := false
+		for {
+			f, err := dec.Next()
+			if err != nil {
+				c.Close()
+				return
+			}
+			if !answered && f.Type == voice.TypeStatus && string(f.Payload) == voice.StatusPing {
+				answered = true
+				send(voice.StatusPong)
+			}
+		}
+	}()
+	for range time.Tick(50 * time.Millisecond) {
+		if send("##INFO:STILL_HERE") != nil {
+			return
+		}
 	}
 }
