@@ -167,29 +167,8 @@ func TestAnAttendedLinkAsksWhileTheServerIsSilent(t *testing.T) {
 // simulator cannot be made to be) is not dropped for the missing answer
 // unless it has answered a PING before; the turn's Answer is nil.
 func TestAServerThatNeverAnswersPingsIsNotDropped(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() { defer c.Close(); io.Copy(io.Discard, c) }()
-		}
-	}()
 	logs := &testbin.Buffer{}
-	rec := newRecorder()
-	l := New(Options{Server: server(ln.Addr().String(), fast), Token: func() (string, error) { return "t", nil },
-		Log: slog.New(slog.NewTextHandler(logs, nil))}, rec)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	rec.wait(t, "up", func() bool { return len(rec.ups) == 1 })
+	l, rec := runAgainst(t, func(c net.Conn) { defer c.Close(); io.Copy(io.Discard, c) }, logs)
 	a := l.Attend("a turn started")
 	defer a.Release()
 	if err := <-a.Answer(); err != nil {
@@ -234,28 +213,7 @@ func TestADeadPathIsNamedAsSuch(t *testing.T) {
 // socket that writes frames of its own), for a server that talks but does
 // not answer, which the simulator cannot be made to be.
 func TestOnlyThePongAnswersAPing(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go chatterer(c)
-		}
-	}()
-	rec := newRecorder()
-	l := New(Options{Server: server(ln.Addr().String(), fast), Token: func() (string, error) { return "t", nil },
-		Log: slog.New(slog.DiscardHandler)}, rec)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- l.Run(ctx) }()
-	defer func() { cancel(); <-done }()
-	rec.wait(t, "up", func() bool { return len(rec.ups) == 1 })
+	l, _ := runAgainst(t, chatterer, io.Discard)
 	pongSeen(t, l)
 	a := l.Attend("a turn started")
 	defer a.Release()
@@ -300,4 +258,33 @@ func chatterer(c net.Conn) {
 			return
 		}
 	}
+}
+
+// runAgainst runs a link (answers due within 300 ms) against a fake server
+// on loopback whose every connection serve handles, until the test ends;
+// it returns once the link is up.
+func runAgainst(t *testing.T, serve func(net.Conn), logs io.Writer) (*Link, *recorder) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serve(c)
+		}
+	}()
+	rec := newRecorder()
+	l := New(Options{Server: server(ln.Addr().String(), fast), Token: func() (string, error) { return "t", nil },
+		Log: slog.New(slog.NewTextHandler(logs, nil))}, rec)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- l.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; ln.Close() })
+	rec.wait(t, "up", func() bool { return len(rec.ups) == 1 })
+	return l, rec
 }
