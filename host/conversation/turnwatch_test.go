@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/agenthost/agenthost/audio/audiotest"
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/internal/testbin"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -212,4 +214,29 @@ func TestVADAsksWhenListeningStartsAndWatchesTheReply(t *testing.T) {
 		whys, held := att.state()
 		return len(whys) == 3 && whys[2] == "listening started" && held == 0
 	})
+}
+
+// TestALinkDownIsNoBargeIn: a reply cut off because the link went down (or
+// the host stops) is dropped, but it is not a barge-in: nobody interrupted
+// it, and the barge-in count (a metric, and what the echo tests read) and
+// the log say only what a new turn cut short.
+func TestALinkDownIsNoBargeIn(t *testing.T) {
+	logs := &testbin.Buffer{}
+	r := newRig(t, Options{Mode: "manual", Log: slog.New(slog.NewTextHandler(logs, nil))})
+	r.c.LinkUp()
+	task, _, err := r.c.Say("a question")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 { // 3 s of reply
+		r.c.Frame(reply(task, i+1, 60*time.Millisecond))
+	}
+	eventually(t, "the reply to play", func() bool { return r.sink.count() >= 5 })
+	r.c.LinkDown(nil)
+	if st := r.c.Stats(); st.BargeIns != 0 {
+		t.Errorf("barge-ins %d after the link went down mid-reply, want 0", st.BargeIns)
+	}
+	if strings.Contains(logs.String(), "barge-in") {
+		t.Errorf("the log calls the link's end a barge-in:\n%s", logs)
+	}
 }
