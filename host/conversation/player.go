@@ -62,12 +62,18 @@ func (p *player) cue(pcm []int16) {
 	p.signal()
 }
 
-// flush drops what is buffered and makes task the one that plays.
+// flush drops what is buffered and makes task the one that plays: a new
+// turn's task cuts the reply short (a barge-in); "" ends it because the
+// link went down or the host stops.
 func (p *player) flush(task string) {
 	p.mu.Lock()
 	if n := len(p.buf) - p.off; n > 0 {
-		p.bargeIns++
-		p.log.Info("playback flushed (barge-in)", "task", p.task, "dropped_samples", n)
+		if task != "" {
+			p.bargeIns++
+			p.log.Info("playback flushed (barge-in)", "task", p.task, "dropped_samples", n)
+		} else {
+			p.log.Info("playback stopped: the link went down", "task", p.task, "dropped_samples", n)
+		}
 	}
 	p.task, p.buf, p.off, p.started, p.ended, p.overflow = task, p.buf[:0], 0, false, false, false
 	p.mu.Unlock()
