@@ -16,6 +16,7 @@ import (
 	"github.com/agenthost/agenthost/audio/audiotest"
 	"github.com/agenthost/agenthost/audio/vad"
 	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
+	"github.com/agenthost/agenthost/host/device"
 	"github.com/agenthost/agenthost/internal/procs"
 	"github.com/agenthost/agenthost/internal/testbin"
 	"github.com/agenthost/agenthost/proto/voice"
@@ -283,6 +284,25 @@ func TestWakeWordDetectorKilled(t *testing.T) {
 	}
 	if sim.Connections() != 1 || sim.Open() != 1 {
 		t.Fatalf("the link dropped: %d connections, %d open", sim.Connections(), sim.Open())
+	}
+}
+
+// TestTheDeviceStatusKnowsTheWakeWord: get_device_status, which the
+// server's model reads to tell the user how the speaker is, says the wake
+// word is on while the detector runs.
+func TestTheDeviceStatusKnowsTheWakeWord(t *testing.T) {
+	input := filepath.Join(t.TempDir(), "mic.s16")
+	if err := audiotest.WriteRaw(input, make([]int16, 16000)); err != nil {
+		t.Fatal(err)
+	}
+	sim := newSim(t, voicetest.Options{})
+	d := startHost(t, sim, append(wakeSets(t, input), "server.params.mode=manual")...)
+	d.logShows("wake word on")
+	ready(t, sim, 1)
+	res := call(t, sim, "get_device_status", `{}`)
+	var st device.Status
+	if err := json.Unmarshal(res.Data, &st); err != nil || st.WakeWord != "on" {
+		t.Fatalf("get_device_status with the wake word running: %s %s", res.Error, res.Data)
 	}
 }
 
