@@ -132,6 +132,9 @@ func (h *Host) deviceInfo() device.Info {
 	if up, _ := h.link.Up(); up {
 		i.Link = "up"
 	}
+	if h.wakeStatus().On {
+		i.WakeWord = "on"
+	}
 	switch cfg.Audio.Backend {
 	case "portaudio":
 		i.Input, i.Output = cfg.Audio.Input, cfg.Audio.Output
