@@ -25,7 +25,8 @@
 # INSTALL_TARGETS, default "trixie/armhf trixie/arm64", which with the two
 # amd64 systemd roots covers each suite and each architecture; while the
 # mirror blocks trixie/armhf, bookworm/armhf stands in for it, so armhf is
-# still proven (a broken -updates index alone does not block: scripts/roots.sh). INSTALL_TARGETS=all proves all six (bookworm/arm64,
+# still proven (a broken -updates index alone does not block: see
+# scripts/roots.sh). INSTALL_TARGETS=all proves all six (bookworm/arm64,
 # bookworm/armhf and both amd64 as well); INSTALL_TARGETS=none none.
 # When the Debian mirror serves an index that does not match its Release file
 # (seen for trixie armhf), what needs it is reported BLOCKED with apt's error
