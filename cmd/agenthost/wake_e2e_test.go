@@ -262,9 +262,10 @@ func TestWakeWordOffKeepsTheSpeaker(t *testing.T) {
 	}
 }
 
-// TestWakeWordDetectorKilled: killing the detector under a running daemon
-// restarts it; the link stays up.
-func TestWakeWordDetectorKilled(t *testing.T) {
+// silentWakeHost runs the daemon in manual mode with the wake word on and a
+// silent microphone, once the detector is up.
+func silentWakeHost(t *testing.T) (*voicetest.Server, *hostProc) {
+	t.Helper()
 	input := filepath.Join(t.TempDir(), "mic.s16")
 	if err := audiotest.WriteRaw(input, make([]int16, 16000)); err != nil {
 		t.Fatal(err)
@@ -272,6 +273,13 @@ func TestWakeWordDetectorKilled(t *testing.T) {
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim, append(wakeSets(t, input), "server.params.mode=manual")...)
 	d.logShows("wake word on")
+	return sim, d
+}
+
+// TestWakeWordDetectorKilled: killing the detector under a running daemon
+// restarts it; the link stays up.
+func TestWakeWordDetectorKilled(t *testing.T) {
+	sim, d := silentWakeHost(t)
 	waitFor(t, sim, "the link", func() bool { return sim.Open() == 1 })
 	var st hostStatusWake
 	st.get(t, d)
@@ -291,13 +299,7 @@ func TestWakeWordDetectorKilled(t *testing.T) {
 // server's model reads to tell the user how the speaker is, says the wake
 // word is on while the detector runs.
 func TestTheDeviceStatusKnowsTheWakeWord(t *testing.T) {
-	input := filepath.Join(t.TempDir(), "mic.s16")
-	if err := audiotest.WriteRaw(input, make([]int16, 16000)); err != nil {
-		t.Fatal(err)
-	}
-	sim := newSim(t, voicetest.Options{})
-	d := startHost(t, sim, append(wakeSets(t, input), "server.params.mode=manual")...)
-	d.logShows("wake word on")
+	sim, _ := silentWakeHost(t)
 	ready(t, sim, 1)
 	res := call(t, sim, "get_device_status", `{}`)
 	var st device.Status

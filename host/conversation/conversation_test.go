@@ -127,6 +127,21 @@ func reply(task string, seq int, d time.Duration) voice.Frame {
 	return voice.Frame{Type: voice.TypeAudio, Task: task, Seq: seq, Payload: audiotest.SamplesToBytes(audiotest.Tone(880, 16000, d))}
 }
 
+// playingReply asks a question and has 3 s of its reply arrive; it
+// returns the reply's task once the speaker plays it.
+func playingReply(t testing.TB, r *rig) string {
+	t.Helper()
+	task, _, err := r.c.Say("a question")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		r.c.Frame(reply(task, i+1, 60*time.Millisecond))
+	}
+	eventually(t, "the reply to play", func() bool { return r.sink.count() >= 5 })
+	return task
+}
+
 func loud(w []int16) bool { return audiotest.RMS(w) > 0.01 }
 
 func TestBargeInStopsTheReplyWithinOneFrame(t *testing.T) {

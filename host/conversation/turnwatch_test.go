@@ -224,14 +224,7 @@ func TestALinkDownIsNoBargeIn(t *testing.T) {
 	logs := &testbin.Buffer{}
 	r := newRig(t, Options{Mode: "manual", Log: slog.New(slog.NewTextHandler(logs, nil))})
 	r.c.LinkUp()
-	task, _, err := r.c.Say("a question")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 50 { // 3 s of reply
-		r.c.Frame(reply(task, i+1, 60*time.Millisecond))
-	}
-	eventually(t, "the reply to play", func() bool { return r.sink.count() >= 5 })
+	playingReply(t, r)
 	r.c.LinkDown(nil)
 	if st := r.c.Stats(); st.BargeIns != 0 {
 		t.Errorf("barge-ins %d after the link went down mid-reply, want 0", st.BargeIns)

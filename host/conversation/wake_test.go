@@ -229,14 +229,7 @@ func TestWakeDuringAReplyInterruptsIt(t *testing.T) {
 	var fed atomic.Int64
 	r := newWakeRig(t, Options{Mode: "manual", Wake: &WakeOptions{}}, func(int64) bool { return false }, &fed)
 	r.c.LinkUp()
-	replyA, _, err := r.c.Say("a question")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range 50 { // 3 s of reply
-		r.c.Frame(reply(replyA, i+1, 60*time.Millisecond))
-	}
-	eventually(t, "the reply to play", func() bool { return r.sink.count() >= 5 })
+	playingReply(t, r.rig)
 	r.c.Wake(Detection{Model: "hey_jarvis", Score: 0.9, End: fed.Load()})
 	eventually(t, "a new turn's audio", func() bool { return len(audioFrames(r.out.all())) >= 2 })
 	if st := r.c.Stats(); st.BargeIns != 1 {
