@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"os"
 	"path/filepath"
@@ -298,5 +299,55 @@ func TestAMixerTakesTheVolume(t *testing.T) {
 	}
 	if st := d.Status(); st.Mixer != "fake/Master" {
 		t.Fatalf("status mixer %q", st.Mixer)
+	}
+}
+
+// TestABadStateFileMutesTheMicrophone: a state file that cannot be read is
+// set aside, and the microphone starts muted (the privacy mute fails
+// closed), said at WARN with the way back and in the status, and still muted
+// after another restart, until the owner turns it on.
+func TestABadStateFileMutesTheMicrophone(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "state.json"), []byte("{\"microphone_muted\": tr"), 0o600)
+	var log strings.Builder
+	d := newDevice(t, device.Options{StateDir: dir, Log: slog.New(slog.NewTextHandler(&log, nil))})
+	if !d.MicMuted() {
+		t.Fatal("a state file that cannot be read leaves the microphone on")
+	}
+	warn := ""
+	for _, line := range strings.Split(log.String(), "\n") {
+		if strings.Contains(line, "level=WARN") && strings.Contains(line, "microphone") {
+			warn = line
+		}
+	}
+	if !strings.Contains(warn, "agenthost mic on") || !strings.Contains(warn, "set aside as") {
+		t.Errorf("no warning with the way back; log:\n%s", log.String())
+	}
+	st := d.Status()
+	if !st.MicrophoneMuted || !strings.Contains(strings.Join(st.Warnings, "\n"), "agenthost mic on") {
+		t.Errorf("status: microphone muted %v, warnings %q", st.MicrophoneMuted, st.Warnings)
+	}
+	d2 := newDevice(t, device.Options{StateDir: dir})
+	if !d2.MicMuted() {
+		t.Fatal("the next restart turned the microphone on again")
+	}
+	if err := d2.SetMicMuted(services.CallerOwner, false); err != nil {
+		t.Fatal(err)
+	}
+	if d3 := newDevice(t, device.Options{StateDir: dir}); d3.MicMuted() || len(d3.Warnings()) != 0 {
+		t.Fatalf("after the owner's unmute: muted %v, warnings %q", d3.MicMuted(), d3.Warnings())
+	}
+}
+
+// TestAStateFieldThisVersionDoesNotKnowIsIgnored: a state file written by
+// a later version (a field this one does not know, as after a downgrade)
+// is read for what this version knows, not set aside.
+func TestAStateFieldThisVersionDoesNotKnowIsIgnored(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "state.json"), []byte(`{"version": 2, "volume": 35, "speaker_muted": true,
+		"microphone_muted": true, "microphone_led": "red"}`), 0o600)
+	d := newDevice(t, device.Options{StateDir: dir})
+	if v, muted := d.Volume(); v != 35 || !muted || !d.MicMuted() || len(d.Warnings()) != 0 {
+		t.Fatalf("volume %d, speaker muted %v, microphone muted %v, warnings %q", v, muted, d.MicMuted(), d.Warnings())
 	}
 }

@@ -69,3 +69,15 @@ func TestCorruptIsSetAside(t *testing.T) {
 		})
 	}
 }
+
+// TestAFieldThisVersionDoesNotKnowIsIgnored: a document written by a later
+// version (after a downgrade) is read for the fields this one knows; the
+// rest is ignored, not a reason to set the whole document aside.
+func TestAFieldThisVersionDoesNotKnowIsIgnored(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	os.WriteFile(path, []byte(`{"volume": 3, "colour": "red", "names": ["a"]}`), 0o600)
+	var d doc
+	if found, err := statefile.Read(path, &d); !found || err != nil || d.Volume != 3 || len(d.Names) != 1 {
+		t.Fatalf("found %v, err %v, read %+v", found, err, d)
+	}
+}
