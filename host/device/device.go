@@ -22,6 +22,7 @@ import (
 	"log/slog"
 	"math"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -114,14 +115,15 @@ type Device struct {
 	micMuted atomic.Bool
 	withheld atomic.Int64 // microphone frames not sent while muted
 
-	mu        sync.Mutex
-	st        persisted
-	warnings  []string
-	ringing   []timers.Entry
-	ringStop  chan struct{} // closed to stop the ringing goroutine
-	ringRenew chan struct{} // gives the ringing its full time again
-	notices   []string
-	recent    []Event
+	mu         sync.Mutex
+	st         persisted
+	warnings   []string
+	micWarning string // the warning of a mute after a bad state file, until the owner unmutes
+	ringing    []timers.Entry
+	ringStop   chan struct{} // closed to stop the ringing goroutine
+	ringRenew  chan struct{} // gives the ringing its full time again
+	notices    []string
+	recent     []Event
 
 	mixerMu sync.Mutex // serialises hardware updates, in order
 }
@@ -142,7 +144,8 @@ const (
 
 // New returns a device with its saved state. A state file that cannot be
 // read is set aside and named in Warnings; the device then starts from
-// the defaults.
+// the defaults, but with the microphone muted (saved, so that a restart
+// keeps it) until the owner turns it on.
 func New(o Options) (*Device, error) {
 	if o.Volume <= 0 {
 		o.Volume = 70
@@ -178,7 +181,15 @@ func New(o Options) (*Device, error) {
 		found, err := statefile.Read(d.statePath(), &st)
 		switch {
 		case err != nil:
-			d.warn(fmt.Sprintf("device state: %v; starting from the defaults", err))
+			// The privacy mute fails closed: the file may have said muted.
+			d.st.MicMuted = true
+			d.micWarning = fmt.Sprintf("device state: %v; starting from the defaults with the microphone muted, "+
+				"since it may have been: check the microphone is meant to be on, then turn it on with `agenthost mic on`", err)
+			d.warn(d.micWarning)
+			var ce *statefile.CorruptError
+			if errors.As(err, &ce) && ce.SetAside != "" {
+				d.saveLocked() // the file was moved away: a restart must find the mute
+			}
 		case found && (st.Volume < 0 || st.Volume > 100):
 			d.warn(fmt.Sprintf("device state: %s has volume %d, outside 0–100; using %d", d.statePath(), st.Volume, o.Volume))
 		case found:
@@ -358,6 +369,10 @@ func (d *Device) SetMicMuted(caller services.Caller, muted bool) error {
 	changed := d.st.MicMuted != muted
 	d.st.MicMuted = muted
 	d.micMuted.Store(muted)
+	if !muted && d.micWarning != "" {
+		d.warnings = slices.DeleteFunc(d.warnings, func(w string) bool { return w == d.micWarning })
+		d.micWarning = ""
+	}
 	err := d.saveLocked()
 	d.mu.Unlock()
 	if changed {

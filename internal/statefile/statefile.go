@@ -80,6 +80,8 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // error (found is false, v untouched). A document that is not valid JSON of
 // v's shape, or larger than MaxSize, is renamed to
 // path.corrupt-<time> and a *CorruptError returned; v is then untouched. v must be a pointer.
+// Fields v does not have are ignored: a later version may have written
+// them (the daemon was downgraded), and what this version knows still holds.
 func Read(path string, v any) (found bool, err error) {
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -100,7 +102,6 @@ func Read(path string, v any) (found bool, err error) {
 		// Decode into a fresh value first: v stays as it was on failure.
 		tmp := reflect.New(reflect.TypeOf(v).Elem())
 		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
 		if derr = dec.Decode(tmp.Interface()); derr == nil && dec.More() {
 			derr = errors.New("data after the document")
 		}
