@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/internal/statefile"
 )
@@ -78,5 +79,34 @@ func TestAFieldThisVersionDoesNotKnowIsIgnored(t *testing.T) {
 	var d doc
 	if found, err := statefile.Read(path, &d); !found || err != nil || d.Volume != 3 || len(d.Names) != 1 {
 		t.Fatalf("found %v, err %v, read %+v", found, err, d)
+	}
+}
+
+// TestStaleTemporariesAreRemovedAtStart: the temporary files of a writer
+// killed between create and rename are removed when the document is read
+// (at start); a temporary being written now, and other files, are left.
+func TestStaleTemporariesAreRemovedAtStart(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "state.json")
+	if err := statefile.Write(path, doc{Volume: 4}); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	for _, name := range []string{".state.json-123.tmp", ".state.json-456.tmp", ".other.json-1.tmp", "notes.tmp"} {
+		os.WriteFile(filepath.Join(dir, name), []byte("{"), 0o600)
+		os.Chtimes(filepath.Join(dir, name), old, old)
+	}
+	os.WriteFile(filepath.Join(dir, ".state.json-789.tmp"), []byte("{"), 0o600) // another writer, now
+	var d doc
+	if found, err := statefile.Read(path, &d); !found || err != nil || d.Volume != 4 {
+		t.Fatalf("found %v, err %v, read %+v", found, err, d)
+	}
+	var left []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if got, want := strings.Join(left, " "), ".other.json-1.tmp .state.json-789.tmp notes.tmp state.json"; got != want {
+		t.Fatalf("left %s, want %s", got, want)
 	}
 }
