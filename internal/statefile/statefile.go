@@ -3,7 +3,9 @@
 // beside it, synced, and renamed over the old one, so a crash or a full
 // disk leaves either the old document or the new one, never half of
 // either. A document that cannot be read back is set aside under another
-// name (and said so), never a reason for the daemon not to start.
+// name (and said so), never a reason for the daemon not to start; the
+// temporaries a writer killed mid-write left behind are removed when the
+// document is read.
 package statefile
 
 import (
@@ -35,7 +37,7 @@ func Write(path string, v any) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*.tmp")
+	tmp, err := os.CreateTemp(dir, temporary(path))
 	if err != nil {
 		return err
 	}
@@ -60,6 +62,33 @@ func Write(path string, v any) error {
 	return nil
 }
 
+// StaleAfter is the age beyond which a temporary of Write's is a writer's
+// that was killed between create and rename (a write takes milliseconds;
+// a younger one may be another writer's, at work now).
+const StaleAfter = time.Minute
+
+// temporary is Write's pattern for path's temporaries.
+func temporary(path string) string { return "." + filepath.Base(path) + "-*.tmp" }
+
+// removeStale removes path's temporaries older than StaleAfter, best effort:
+// only regular files of Write's pattern, in path's folder.
+func removeStale(path string) {
+	dir := filepath.Dir(path)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	pattern := temporary(path)
+	for _, e := range entries {
+		if ok, _ := filepath.Match(pattern, e.Name()); !ok || !e.Type().IsRegular() {
+			continue
+		}
+		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > StaleAfter {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
+}
+
 // CorruptError says that a document could not be read and where it was put.
 type CorruptError struct {
 	Path     string // the document
@@ -82,7 +111,11 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // path.corrupt-<time> and a *CorruptError returned; v is then untouched. v must be a pointer.
 // Fields v does not have are ignored: a later version may have written
 // them (the daemon was downgraded), and what this version knows still holds.
+//
+// Read also removes the document's stale temporaries (see StaleAfter): Read
+// is how a document is loaded at start.
 func Read(path string, v any) (found bool, err error) {
+	removeStale(path)
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
