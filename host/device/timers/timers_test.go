@@ -1,13 +1,16 @@
 package timers_test
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -436,5 +439,64 @@ func TestCancel(t *testing.T) {
 	s.AddTimer(time.Minute, "")
 	if gone, err := s.Cancel("", "", true); err != nil || len(gone) != 2 || len(s.List()) != 0 {
 		t.Fatalf("all: %+v %v", gone, err)
+	}
+}
+
+// TestSkippedTimesRingAtTheJumpInEveryZone: on the day a zone's clock
+// jumps forward, east or west of Greenwich, at 02:00 or at midnight, by an
+// hour or half an hour, an alarm at a time the clock skips rings at the
+// jump on the day asked, one at another time on that date rings on that
+// date, and a daily alarm at the skipped time keeps that day too.
+func TestSkippedTimesRingAtTheJumpInEveryZone(t *testing.T) {
+	type ring struct{ label, at string }
+	for _, tc := range []struct {
+		zone, date, skipped, jump string // jump: the local time the clock jumps to
+		before, after             string // the skipped time the days before and after (RFC3339)
+	}{
+		{"America/New_York", "2027-03-14", "02:30", "2027-03-14T03:00:00-04:00", "2027-03-13T02:30:00-05:00", "2027-03-15T02:30:00-04:00"},
+		{"America/Santiago", "2027-09-05", "00:30", "2027-09-05T01:00:00-03:00", "2027-09-04T00:30:00-04:00", "2027-09-06T00:30:00-03:00"},
+		{"Atlantic/Azores", "2027-03-28", "00:30", "2027-03-28T01:00:00Z", "2027-03-27T00:30:00-01:00", "2027-03-29T00:30:00Z"},
+		{"Australia/Lord_Howe", "2027-10-03", "02:15", "2027-10-03T02:30:00+11:00", "2027-10-02T02:15:00+10:30", "2027-10-04T02:15:00+11:00"},
+		{"Europe/Berlin", "2027-03-28", "02:30", "2027-03-28T03:00:00+02:00", "2027-03-27T02:30:00+01:00", "2027-03-29T02:30:00+02:00"},
+	} {
+		t.Run(tc.zone, func(t *testing.T) {
+			loc, err := time.LoadLocation(tc.zone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			day, _ := time.Parse(time.DateOnly, tc.date)
+			start := time.Date(day.Year(), day.Month(), day.Day()-2, 12, 0, 0, 0, loc)
+			want := []ring{{"daily", tc.before}, {"daily", tc.jump}, {"in the gap", tc.jump},
+				{"that day", tc.date + "T07:00:00" + strings.TrimPrefix(tc.after, tc.after[:19])}, {"daily", tc.after}}
+			synctest.Test(t, func(t *testing.T) {
+				c := startAt(start)
+				r := &rec{}
+				s := newSched(t, timers.Options{Location: loc, Now: c.now}, r)
+				stop := run(s)
+				defer stop()
+				if _, err := s.AddAlarm(tc.skipped, timers.DayNames, "", "daily"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.AddAlarm(tc.skipped, nil, tc.date, "in the gap"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.AddAlarm("07:00", nil, tc.date, "that day"); err != nil {
+					t.Fatal(err)
+				}
+				var got []ring
+				for range 72 * 60 {
+					time.Sleep(time.Minute)
+					synctest.Wait()
+					f, at := r.take()
+					for i := range f {
+						got = append(got, ring{f[i].Entry.Label, at[i].In(loc).Format(time.RFC3339)})
+					}
+				}
+				slices.SortFunc(got, func(a, b ring) int { return cmp.Or(strings.Compare(a.at, b.at), strings.Compare(a.label, b.label)) })
+				if fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Fatalf("rang\n%v\nwant\n%v", got, want)
+				}
+			})
+		})
 	}
 }
