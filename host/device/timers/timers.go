@@ -285,7 +285,9 @@ func (s *Scheduler) AddAlarm(at string, days []string, date, label string) (Entr
 	now := s.o.Now()
 	e := Entry{Kind: Alarm, Label: label, At: fmt.Sprintf("%02d:%02d", hour, minute), Days: days, Date: date}
 	if date != "" {
-		d, err := time.ParseInLocation(time.DateOnly, date, s.o.Location)
+		// The day as a date, not an instant: in loc its midnight may not
+		// exist (clocks jumping at midnight) and would fall on the day before.
+		d, err := time.Parse(time.DateOnly, date)
 		if err != nil {
 			return Entry{}, fmt.Errorf("date %q is not a date like 2025-03-30 (YYYY-MM-DD)", clipped(date))
 		}
@@ -476,16 +478,28 @@ func hasDay(days []string, wd time.Weekday) bool {
 	return false
 }
 
+// wallClock is what t's clock shows, as a time in UTC (to compare).
+func wallClock(t time.Time) time.Time {
+	y, m, d := t.Date()
+	return time.Date(y, m, d, t.Hour(), t.Minute(), t.Second(), t.Nanosecond(), time.UTC)
+}
+
 // wallTime is the first instant at which the clock in loc shows hh:mm on
 // that day: where the clock jumps over hh:mm (daylight saving starts) it is
 // the moment of the jump, and where it shows hh:mm twice (it ends), the
 // first time.
 func wallTime(year int, month time.Month, day, hour, minute int, loc *time.Location) time.Time {
 	t := time.Date(year, month, day, hour, minute, 0, 0, loc)
-	if t.Hour() != hour || t.Minute() != minute {
-		// In a gap: the zone now in force began at the jump.
-		start, _ := t.ZoneBounds()
-		if !start.IsZero() && start.Before(t) {
+	asked := time.Date(year, month, day, hour, minute, 0, 0, time.UTC)
+	if shown := wallClock(t); !shown.Equal(asked) {
+		// In a gap: time.Date moved the time by the jump, back into the
+		// zone before it (west of Greenwich) or on into the one after
+		// (east). Either zone's bound is the jump.
+		start, end := t.ZoneBounds()
+		if shown.Before(asked) && !end.IsZero() {
+			return end
+		}
+		if shown.After(asked) && !start.IsZero() {
 			return start
 		}
 		return t
