@@ -248,3 +248,24 @@ func TestJunkOnStdoutNeverReachesTheProtocol(t *testing.T) {
 		t.Fatalf("log:\n%s", r.log)
 	}
 }
+
+// TestFramesLongerThanASecondReachTheDetector: audio.frame may be longer
+// than the protocol's chunk (1 s); such a frame is sent as several chunks,
+// the detector hears through it, and it is never killed for it.
+func TestFramesLongerThanASecondReachTheDetector(t *testing.T) {
+	r := newRig(t, settings(t))
+	pid := r.d.Status().PID
+	pcm, _ := phrase(t)
+	const frame = 3 * wakeword.Rate / 2 // audio.frame: 1500ms
+	for pos := 0; pos < len(pcm); pos += frame {
+		r.d.Feed(int64(pos), pcm[pos:min(pos+frame, len(pcm))])
+	}
+	select {
+	case <-r.wakes:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no detection; status %+v; log:\n%s", r.d.Status(), r.log)
+	}
+	if st := r.d.Status(); !st.On || st.PID != pid || st.Restarts != 0 || st.DroppedSeconds != 0 {
+		t.Fatalf("status %+v (the detector was %d); log:\n%s", st, pid, r.log)
+	}
+}
