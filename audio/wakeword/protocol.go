@@ -14,7 +14,7 @@ import (
 // Host → detector (its stdin): chunks of audio, each a 12-byte header — the
 // stream position of the chunk's first sample (int64, little-endian) and the
 // number of samples (uint32, little-endian, at most MaxChunk) — then the
-// samples, 16 kHz mono s16le. A position that does not follow on from the
+// samples, 16 kHz mono s16le. Longer audio is sent as several chunks. A position that does not follow on from the
 // last chunk is a gap: the detector starts the stream again there. A header
 // with position -1 and no samples is a ping, answered with a pong once all
 // audio sent before it is processed. End of input ends the detector.
@@ -58,19 +58,25 @@ type Message struct {
 	Pos int64 `json:"pos,omitempty"`
 }
 
-// WriteChunk writes one chunk of audio at pos.
+// WriteChunk writes audio at pos: as one chunk, or as several of at most
+// MaxChunk samples each when pcm is longer (an audio.frame over 1 s).
 func WriteChunk(w io.Writer, pos int64, pcm []int16, buf []byte) ([]byte, error) {
-	if len(pcm) > MaxChunk {
-		return buf, fmt.Errorf("wakeword: a chunk of %d samples is more than %d", len(pcm), MaxChunk)
+	for {
+		n := min(len(pcm), MaxChunk)
+		buf = append(buf[:0], make([]byte, headerSize+2*n)...)
+		binary.LittleEndian.PutUint64(buf, uint64(pos))
+		binary.LittleEndian.PutUint32(buf[8:], uint32(n))
+		for i, s := range pcm[:n] {
+			binary.LittleEndian.PutUint16(buf[headerSize+2*i:], uint16(s))
+		}
+		if _, err := w.Write(buf); err != nil {
+			return buf, err
+		}
+		pos, pcm = pos+int64(n), pcm[n:]
+		if len(pcm) == 0 {
+			return buf, nil
+		}
 	}
-	buf = append(buf[:0], make([]byte, headerSize+2*len(pcm))...)
-	binary.LittleEndian.PutUint64(buf, uint64(pos))
-	binary.LittleEndian.PutUint32(buf[8:], uint32(len(pcm)))
-	for i, s := range pcm {
-		binary.LittleEndian.PutUint16(buf[headerSize+2*i:], uint16(s))
-	}
-	_, err := w.Write(buf)
-	return buf, err
 }
 
 // WritePing asks for a pong.
