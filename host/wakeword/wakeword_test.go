@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -67,8 +68,14 @@ func settings(t *testing.T) Settings {
 // newRig runs a detector (the real binary, built with tags) until the test ends.
 func newRig(t *testing.T, s Settings, tags ...string) *rig {
 	t.Helper()
+	return newRigOf(t, testbin.Build(t, "./cmd/agenthost-wakeword", tags...), s)
+}
+
+// newRigOf runs the detector binary command until the test ends.
+func newRigOf(t *testing.T, command string, s Settings) *rig {
+	t.Helper()
 	r := &rig{log: &logBuf{}, wakes: make(chan wakeword.Detection, 16)}
-	r.d = New(Options{Command: testbin.Build(t, "./cmd/agenthost-wakeword", tags...), Settings: s,
+	r.d = New(Options{Command: command, Settings: s,
 		Log:    slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		OnWake: func(d wakeword.Detection) { r.wakes <- d }, HealthInterval: 300 * time.Millisecond,
 		Restart: backoff.Backoff{Base: 50 * time.Millisecond, Cap: 100 * time.Millisecond}, MaxCrashes: 3, CrashWindow: time.Minute})
@@ -267,5 +274,68 @@ func TestFramesLongerThanASecondReachTheDetector(t *testing.T) {
 	}
 	if st := r.d.Status(); !st.On || st.PID != pid || st.Restarts != 0 || st.DroppedSeconds != 0 {
 		t.Fatalf("status %+v (the detector was %d); log:\n%s", st, pid, r.log)
+	}
+}
+
+// park kills the detector until it is parked.
+func (r *rig) park(t *testing.T) {
+	t.Helper()
+	for r.d.Status().State != supervise.StateParked {
+		pid := r.d.Status().PID
+		if pid != 0 {
+			syscall.Kill(pid, syscall.SIGKILL)
+		}
+		waitFor(t, "a restart or park", func() bool {
+			st := r.d.Status()
+			return st.State == supervise.StateParked || (st.On && st.PID != pid)
+		})
+	}
+}
+
+// TestAParkedDetectorStartsAgainWhenItsBinaryChanges: as the log says, a
+// parked detector is tried again when its binary is touched or installed
+// again (renamed over), without a reload.
+func TestAParkedDetectorStartsAgainWhenItsBinaryChanges(t *testing.T) {
+	dir := t.TempDir()
+	built := testbin.Build(t, "./cmd/agenthost-wakeword")
+	bin := filepath.Join(dir, Binary)
+	install := func() {
+		b, err := os.ReadFile(built)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tmp := filepath.Join(dir, "."+Binary+".tmp")
+		if err := os.WriteFile(tmp, b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, bin); err != nil {
+			t.Fatal(err)
+		}
+	}
+	install()
+	r := newRigOf(t, bin, settings(t))
+	for _, how := range []string{"touched", "installed again"} {
+		r.park(t)
+		if !strings.Contains(r.log.String(), "`touch` it") {
+			t.Fatalf("the log does not say how to retry:\n%s", r.log)
+		}
+		pid := r.d.Status().PID
+		if how == "touched" {
+			now := time.Now()
+			os.Chtimes(bin, now, now)
+		} else {
+			install()
+		}
+		waitFor(t, "the parked detector to start again when its binary is "+how, func() bool {
+			st := r.d.Status()
+			return st.On && st.PID != pid
+		})
+	}
+	pcm, _ := phrase(t)
+	feed(r.d, 0, pcm)
+	select {
+	case <-r.wakes:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("the revived detector hears nothing; log:\n%s", r.log)
 	}
 }
