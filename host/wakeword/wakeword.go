@@ -2,8 +2,9 @@
 // a supervised child of the host (host/supervise): started under a
 // deadline, fed the microphone's 16 kHz audio over a pipe, health-checked
 // by a ping that must come back through all queued audio, restarted with
-// backoff when it crashes or hangs, parked when it keeps failing, stopped
-// with the host and never left behind. ONNX Runtime and the models live in
+// backoff when it crashes or hangs, parked when it keeps failing (and tried
+// again when its binary is touched or installed again), stopped with the
+// host and never left behind. ONNX Runtime and the models live in
 // that process only; when the detector cannot run, the speaker goes on
 // without it (its button, control socket, link and playback), and Status
 // says that the wake word is off and why.
@@ -76,6 +77,9 @@ type Options struct {
 	Restart     backoff.Backoff
 	MaxCrashes  int
 	CrashWindow time.Duration
+	// WatchSettle is how long the detector's binary must be left alone
+	// after a change before one that is off is tried again (500 ms when 0).
+	WatchSettle time.Duration
 }
 
 // Detector is the supervised detector; it is a host component.
@@ -116,6 +120,9 @@ func New(o Options) *Detector {
 	if o.CrashWindow <= 0 {
 		o.CrashWindow = 5 * time.Minute
 	}
+	if o.WatchSettle <= 0 {
+		o.WatchSettle = 500 * time.Millisecond
+	}
 	log := o.Log.With("component", "wakeword")
 	d := &Detector{o: o, log: log, settings: o.Settings, byModel: map[string]int64{}}
 	d.sup = supervise.New(supervise.Options{
@@ -131,12 +138,13 @@ func New(o Options) *Detector {
 func (d *Detector) Name() string { return "wake word" }
 
 // Run starts the detector and keeps it running until ctx ends. A detector
-// that cannot run is logged and shown in Status; Run still returns only at
-// the end: the speaker serves without its wake word.
+// that cannot run is logged and shown in Status, and tried again when its
+// binary changes (see watch); Run still returns only at the end: the
+// speaker serves without its wake word.
 func (d *Detector) Run(ctx context.Context, ready func()) error {
 	d.load()
 	ready()
-	<-ctx.Done()
+	d.watch(ctx)
 	d.sup.Stop()
 	return nil
 }
