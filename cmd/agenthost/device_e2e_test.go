@@ -155,6 +155,34 @@ func TestMicrophonePrivacy(t *testing.T) {
 	}
 }
 
+// TestADamagedDeviceStateStartsTheMicrophoneMuted: the daemon whose device
+// state file cannot be read starts with the microphone muted (nothing is
+// sent), says so in its log and status, and the owner turns it on.
+func TestADamagedDeviceStateStartsTheMicrophoneMuted(t *testing.T) {
+	sim := newSim(t, voicetest.Options{VADHang: time.Hour})
+	dir := t.TempDir()
+	mic := toneFile(t, filepath.Join(dir, "mic.wav"), 1)
+	state := filepath.Join(dir, "state")
+	os.MkdirAll(filepath.Join(state, "device"), 0o700)
+	os.WriteFile(filepath.Join(state, "device", "state.json"), []byte(`{"version":1,"microphone_muted":tr`), 0o600)
+	d := startHost(t, sim, "plugins.state_dir="+state, "audio.backend=file", "audio.input_file="+mic, "server.params.mode=vad")
+	d.logShows("turn it on with `agenthost mic on`")
+	d.waitWithheld(t, 20)
+	if n := audioFrames(sim); n != 0 {
+		t.Fatalf("%d AUDIO frames reached the server after a damaged state file", n)
+	}
+	if out, err := d.cli("mic"); err != nil || !strings.Contains(out, "microphone off") {
+		t.Fatalf("agenthost mic: %v %s", err, out)
+	}
+	if w := strings.Join(d.device(t).Warnings, "\n"); !strings.Contains(w, "set aside as") || !strings.Contains(w, "agenthost mic on") {
+		t.Fatalf("status warnings: %q", w)
+	}
+	if out, err := d.cli("mic", "on"); err != nil || !strings.Contains(out, "microphone on") {
+		t.Fatalf("agenthost mic on: %v %s", err, out)
+	}
+	waitFor(t, sim, "audio once the owner turned the microphone on", func() bool { return audioFrames(sim) >= 5 })
+}
+
 // mcpSession connects a go-sdk MCP client to `agenthost mcp`, which
 // proxies to the daemon d.
 func mcpSession(t *testing.T, d *hostProc) *mcp.ClientSession {
