@@ -57,6 +57,9 @@ func (h *Host) newDevice() error {
 	if h.device, err = device.New(o); err != nil {
 		return err
 	}
+	// The device's names are reserved even with services.builtins off: no
+	// other provider may answer for the speaker.
+	h.reg.Reserve(h.device)
 	if cfg.Services.Builtins {
 		if err := h.reg.Put(h.device); err != nil {
 			return fmt.Errorf("device services: %w", err)
