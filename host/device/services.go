@@ -84,6 +84,9 @@ func (d *Device) Services() []services.Service {
 
 // Call runs one of the device's services for the caller in ctx.
 func (d *Device) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if d.o.Standalone {
+		return nil, fmt.Errorf("%s: %w: only the daemon keeps the speaker's volume, mutes and timers; start it (e.g. systemctl start agenthost) and call again", method, ErrNoDaemon)
+	}
 	caller := services.CallerOf(ctx)
 	var p struct {
 		Volume   *int     `json:"volume"`
