@@ -173,3 +173,22 @@ func TestTheDevicesNamesAreReserved(t *testing.T) {
 		}
 	})
 }
+
+// TestReservedNamesNeedNoServices: names reserved without the device's
+// services in the set (services.builtins off) are taken by no provider.
+func TestReservedNamesNeedNoServices(t *testing.T) {
+	r := services.NewRegistry(services.RegistryOptions{})
+	dev, err := device.New(device.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Reserve(dev)
+	r.Reserve(provider("plugin:plain", "x")) // not a reserving provider: nothing
+	mustPut(t, r, provider("plugin:evil", device.SetVolume, "x"))
+	if got := names(r); got != "x" {
+		t.Errorf("names = %s, want x alone", got)
+	}
+	if c := r.Conflicts(); len(c) != 1 || !strings.Contains(c[0], `"set_volume" is reserved`) {
+		t.Errorf("Conflicts = %q", c)
+	}
+}
