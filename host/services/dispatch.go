@@ -273,8 +273,14 @@ func (d *Dispatcher) late(ctx context.Context, e Entry, timeout time.Duration) v
 // result and logging it. After a validation that outlasted ctx the provider
 // gets an ended ctx, like one that was slow to start.
 func (d *Dispatcher) call(ctx context.Context, e Entry, raw json.RawMessage) (res result) {
+	validated := false
 	defer func() {
 		if v := recover(); v != nil {
+			if !validated {
+				d.log.Error("validation panicked", "method", e.Name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				res = result{invalid: fmt.Sprintf("%s failed: internal error in the host", e.Name)}
+				return
+			}
 			d.log.Error("provider panicked", "method", e.Name, "provider", e.Provider.ID(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			res = result{panicked: true}
 		}
@@ -283,6 +289,7 @@ func (d *Dispatcher) call(ctx context.Context, e Entry, raw json.RawMessage) (re
 	if msg != "" {
 		return result{invalid: msg}
 	}
+	validated = true
 	data, err := e.Provider.Call(ctx, e.Service.Name, params)
 	return result{data: data, err: err}
 }
