@@ -72,3 +72,23 @@ func TestValidationRunsWithinTheCallsDeadline(t *testing.T) {
 		})
 	}
 }
+
+// TestAValidationPanicIsTheHosts: a validation that panics (a fake: the
+// validator panicked on a long fraction before numbers were bounded) is
+// the host's internal error, not the provider's, and calls nothing.
+func TestAValidationPanicIsTheHosts(t *testing.T) {
+	validate = func(Entry, json.RawMessage) (json.RawMessage, string) { panic("deliberate panic") }
+	defer func() { validate = validateParams }()
+	for _, honors := range []bool{true, false} {
+		p := &slowProvider{honors: honors}
+		r := NewRegistry(RegistryOptions{})
+		if err := r.Put(p); err != nil {
+			t.Fatal(err)
+		}
+		d := NewDispatcher(r, DispatchOptions{})
+		out := d.Dispatch(context.Background(), voice.Call{CallID: "1", Method: "tool", Params: json.RawMessage(`{}`)})
+		if out.Success || out.Error != "tool failed: internal error in the host" || p.live.Load() != 0 {
+			t.Errorf("honors %v: %+v, provider called %d times", honors, out, p.live.Load())
+		}
+	}
+}
