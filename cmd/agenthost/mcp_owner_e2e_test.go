@@ -35,7 +35,8 @@ func toolText(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name str
 // the speaker (mute the microphone, set a timer) answers that the daemon
 // is not running, and nothing is written to the state folder. Once the
 // daemon runs on the same configuration, the same session's calls reach
-// it: its microphone is muted and its timer set.
+// it: its microphone is muted and its timer set. `agenthost call` without
+// a daemon answers the same.
 func TestMCPBeforeTheDaemonLeavesTheDeviceToIt(t *testing.T) {
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
@@ -59,6 +60,15 @@ func TestMCPBeforeTheDaemonLeavesTheDeviceToIt(t *testing.T) {
 		if !isErr || !strings.Contains(text, "daemon is not running") {
 			t.Errorf("%s without a daemon: %q (isError %v), want an error saying the daemon is not running", call.name, text, isErr)
 		}
+	}
+	// `agenthost call` without a daemon likewise.
+	cli := []string{"call", "--config", filepath.Join(dir, "none.yaml")}
+	for _, s := range sets {
+		cli = append(cli, "--set", s)
+	}
+	out, err := exec.Command(testbinHost(t), append(cli, "mute_microphone")...).CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "daemon is not running") {
+		t.Errorf("agenthost call mute_microphone without a daemon: %v\n%s", err, out)
 	}
 	if files, _ := filepath.Glob(filepath.Join(state, "device", "*")); len(files) > 0 {
 		t.Errorf("agenthost mcp without a daemon wrote the device's state: %v", files)
