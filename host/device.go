@@ -37,6 +37,14 @@ func (h *Host) newDevice() error {
 		Tell: h.tellServer,
 		Info: h.deviceInfo,
 	}
+	if h.standalone {
+		// Not the daemon: no state, no mixer, no sound (see NewStandalone).
+		o.Standalone = true
+		if h.device, err = device.New(o); err != nil {
+			return err
+		}
+		return h.putDevice()
+	}
 	if state := cfg.Plugins.StateDirectory(); state != "" {
 		o.StateDir = filepath.Join(state, "device")
 	}
@@ -57,7 +65,16 @@ func (h *Host) newDevice() error {
 	if h.device, err = device.New(o); err != nil {
 		return err
 	}
-	if cfg.Services.Builtins {
+	return h.putDevice()
+}
+
+// putDevice puts the device's services in the registry (with the other
+// built-ins) and reserves their names.
+func (h *Host) putDevice() error {
+	// The device's names are reserved even with services.builtins off: no
+	// other provider may answer for the speaker.
+	h.reg.Reserve(h.device)
+	if h.cfg.Services.Builtins {
 		if err := h.reg.Put(h.device); err != nil {
 			return fmt.Errorf("device services: %w", err)
 		}

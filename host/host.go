@@ -48,6 +48,9 @@ type Host struct {
 	local *services.Budget
 	link  *link.Link
 
+	// standalone: this process is not the daemon (see NewStandalone).
+	standalone bool
+
 	mu         sync.Mutex
 	conn       int    // the connection that is up, 0 when down
 	registered []byte // the register last sent on conn
@@ -91,10 +94,23 @@ func (h *Host) OnCall(f func(CallRecord)) { h.observers = append(h.observers, f)
 
 // New builds a host from a loaded configuration.
 func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
+	return newHost(cfg, log, false)
+}
+
+// NewStandalone builds the host of a process that is not the daemon
+// (`agenthost mcp` or `agenthost call` with no daemon running): it runs
+// the plugins and MCP servers, but the device and its state are the
+// daemon's alone, so its device services touch no state and answer that
+// the daemon is not running (device.Options.Standalone).
+func NewStandalone(cfg *config.Config, log *slog.Logger) (*Host, error) {
+	return newHost(cfg, log, true)
+}
+
+func newHost(cfg *config.Config, log *slog.Logger, standalone bool) (*Host, error) {
 	if _, err := cfg.Plugins.EnsureRuntimeDirectory(); err != nil {
 		return nil, err
 	}
-	h := &Host{cfg: cfg, log: log}
+	h := &Host{cfg: cfg, log: log, standalone: standalone}
 	h.callCtx, h.stopCalls = context.WithCancel(context.Background())
 	h.work = make(chan callWork)
 	file, warnings, err := serversFile(cfg.MCP.ServersFile)

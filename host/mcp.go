@@ -76,17 +76,6 @@ func (h *Host) services() ServicesResponse {
 	return out
 }
 
-// MCPServer returns the host as an MCP server: the registry's set, each
-// call through CallLocal (the same dispatch, validation, deadlines and
-// logs as the voice server's calls). Run it (Server.Run) to follow changes.
-func (h *Host) MCPServer(version string) *mcpserver.Server {
-	asMCP := func(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
-		return h.CallLocal(services.WithCaller(ctx, services.CallerMCP), service, params)
-	}
-	return mcpserver.New(mcpserver.RegistryCatalog(h.reg), mcpserver.CallerFunc(asMCP),
-		mcpserver.Options{Version: version, Log: h.log.With("component", "mcp-server")})
-}
-
 // MCPEndpoint is a Component that serves the host as an MCP server over
 // Streamable HTTP at http://<addr>/mcp. Its clients' calls have a budget
 // of their own (mcp.serve.max_calls, max_calls_per_session), apart from

@@ -131,9 +131,10 @@ func cmdCall(e *env, args []string) error {
 }
 
 // callWithoutDaemon starts the host's providers in this process, runs one
-// call through the same dispatch, and stops them.
+// call through the same dispatch, and stops them. The device is the
+// daemon's: its services answer that the daemon is not running.
 func callWithoutDaemon(cfg *config.Config, service string, params json.RawMessage) (voice.Outcome, error) {
-	h, err := host.New(cfg, newLogger(cfg, discard{}))
+	h, err := host.NewStandalone(cfg, newLogger(cfg, discard{}))
 	if err != nil {
 		return voice.Outcome{}, err
 	}

@@ -19,8 +19,9 @@ func init() {
 
 // cmdMCP serves MCP on stdio, or on --http ADDR. When a daemon runs (its
 // control socket answers) the tools and calls are the daemon's; otherwise
-// this process runs the providers itself, like `agenthost call`. Logs go
-// to stderr: stdout carries the protocol.
+// this process runs the providers itself, like `agenthost call`, without
+// the device's state (the daemon's alone), until a daemon answers (see
+// route). Logs go to stderr: stdout carries the protocol.
 func cmdMCP(e *env, args []string) error {
 	fs := e.flags("mcp")
 	httpAddr := fs.String("http", "", "serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8765)")
@@ -79,10 +80,10 @@ func cmdMCP(e *env, args []string) error {
 		return fmt.Errorf("the daemon's control socket answered but not with its services (is it an older agenthost?): %w", err)
 	}
 
-	log.Info("no daemon runs; starting the providers in this process")
+	log.Info("no daemon runs; starting the providers in this process (the device's services are the daemon's: they answer that it is not running); calls go to the daemon as soon as one runs")
 	adoptOrphans(base)
 	defer killLeftovers(base)
-	h, err := host.New(cfg, base)
+	h, err := host.NewStandalone(cfg, base)
 	if err != nil {
 		return err
 	}
@@ -91,13 +92,34 @@ func cmdMCP(e *env, args []string) error {
 	}
 	h.Add(h.Plugins(true))
 	h.Add(h.MCPServers())
-	var serveErr error
-	err = h.RunProviders(ctx, func(ctx context.Context) {
-		srv := h.MCPServer(version)
-		log.Info("serving the services over MCP", "services", len(h.Registry().Names()))
-		serveErr = serve(ctx, srv)
-	})
-	if err != nil {
+	// The providers run until the MCP session ends or a daemon answers.
+	provCtx, stopProviders := context.WithCancel(ctx)
+	defer stopProviders()
+	ready, provDone := make(chan struct{}), make(chan error, 1)
+	go func() {
+		provDone <- h.RunProviders(provCtx, func(ctx context.Context) {
+			close(ready)
+			<-ctx.Done()
+		})
+	}()
+	select {
+	case <-ready:
+	case err := <-provDone:
+		return err
+	}
+	r := newRoute(client, h, log, stopProviders)
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	watched := make(chan struct{})
+	go func() {
+		r.watch(watchCtx)
+		close(watched)
+	}()
+	log.Info("serving the services over MCP", "services", len(h.Registry().Names()))
+	serveErr := serve(ctx, mcpserver.New(r, r, mcpserver.Options{Version: version, Log: log}))
+	stopWatch()
+	<-watched
+	stopProviders()
+	if err := <-provDone; err != nil && !errors.Is(err, context.Canceled) {
 		return err
 	}
 	return serveErr

@@ -135,9 +135,10 @@ func (d *hostProc) status(t *testing.T) hostStatus {
 }
 
 type hostStatus struct {
-	MCP     []mcpServerStatus `json:"mcp_servers"`
-	LeftOut []string          `json:"left_out"`
-	Device  *device.Status    `json:"device"`
+	MCP       []mcpServerStatus `json:"mcp_servers"`
+	LeftOut   []string          `json:"left_out"`
+	Conflicts []string          `json:"conflicts"`
+	Device    *device.Status    `json:"device"`
 }
 
 // mcpServerStatus is one MCP server in `agenthost status`.

@@ -224,3 +224,45 @@ func TestALateMCPServerDoesNotHoldUpTheOthers(t *testing.T) {
 		t.Errorf("only_slow: %+v", out)
 	}
 }
+
+// TestAnMCPServerCannotTakeTheDevicesNames: an MCP server offering
+// mute_microphone and get_device_status does not get them: the register's
+// are the device's, a call of mute_microphone mutes the speaker's
+// microphone, and the clash is an error in the log and in `agenthost
+// status`, naming the fix. The same server under a prefix registers its
+// tools under the prefixed names.
+func TestAnMCPServerCannotTakeTheDevicesNames(t *testing.T) {
+	bin := testbin.Build(t, "./cmd/agenthost/testdata/mcpnames")
+	tools := "mute_microphone,get_device_status,only_evil"
+	sim := newSim(t, voicetest.Options{})
+	d := startYAMLHost(t, sim, t.TempDir(), fmt.Sprintf("mcp:\n  servers:\n    evil: %s\n    fixed: {command: %q, args: [-name, fixed, -tools, %q], prefix: fixed_}\n",
+		mcpNamesServer(bin, "-name", "evil", "-tools", tools), bin, tools))
+	waitLong(t, sim, "both servers' tools", func() bool {
+		return registered(sim, "only_evil") && registered(sim, "fixed_mute_microphone")
+	})
+	for _, name := range []string{"mute_microphone", "get_device_status"} {
+		if def := sim.Services()[name]; strings.Contains(def.Description, "offered by") {
+			t.Errorf("the register's %s is the MCP server's: %q", name, def.Description)
+		}
+	}
+	out := call(t, sim, "mute_microphone", `{}`)
+	if !out.Success || !strings.Contains(string(out.Data), `"microphone_muted":true`) {
+		t.Errorf("mute_microphone: %+v", out)
+	}
+	if !d.device(t).MicrophoneMuted {
+		t.Error("mute_microphone answered, but the daemon's microphone is on")
+	}
+	if out := call(t, sim, "fixed_mute_microphone", `{}`); !out.Success || !strings.Contains(string(out.Data), "fixed") {
+		t.Errorf("fixed_mute_microphone: %+v", out)
+	}
+	line := d.logLine("level=ERROR", `\"mute_microphone\"`, "mcp:evil")
+	if !strings.Contains(line, "services.prefixes.evil") {
+		t.Errorf("the clash's log line names no fix: %s", line)
+	}
+	conflicts := strings.Join(d.status(t).Conflicts, "\n")
+	for _, want := range []string{`"mute_microphone"`, `"get_device_status"`, "reserved", "mcp:evil"} {
+		if !strings.Contains(conflicts, want) {
+			t.Errorf("agenthost status's conflicts do not name %s: %q", want, conflicts)
+		}
+	}
+}

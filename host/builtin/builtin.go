@@ -1,6 +1,10 @@
 // Package builtin owns the host's built-in services: a provider with ID
 // "builtin" that is a fallback, so any plugin or MCP server offering the same
-// name replaces it (and it comes back when that provider leaves).
+// name replaces it (and it comes back when that provider leaves). Unlike the
+// device's names (reserved: they act on the speaker), these are left open on
+// purpose: get_current_time reads the clock and changes nothing, so a provider
+// that answers it differently (the clock plugin, a server with the owner's
+// calendar zone) misleads nobody about the speaker.
 //
 // It offers get_current_time exactly as the MCP seed documents define it,
 // with the answers of internal/timefmt (the same as the clock plugin's).

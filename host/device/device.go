@@ -92,7 +92,16 @@ type Options struct {
 	Info func() Info
 	// Temperature reads the board's temperature (ok false: none).
 	Temperature func() (celsius float64, ok bool)
+
+	// Standalone: this process is not the daemon, which alone keeps the
+	// speaker's state. Nothing is read or written (StateDir and Mixer are
+	// ignored) and every service answers ErrNoDaemon: another process
+	// cannot enforce a mute or ring a timer.
+	Standalone bool
 }
+
+// ErrNoDaemon is the answer of a standalone device's services.
+var ErrNoDaemon = errors.New("the speaker's daemon is not running")
 
 // Info is what the host knows of the device for get_device_status.
 type Info struct {
@@ -172,11 +181,16 @@ func New(o Options) (*Device, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
+	if o.Standalone {
+		o.StateDir, o.Mixer = "", nil
+	}
 	d := &Device{o: o, log: o.Log.With("component", "device"), start: o.Now()}
 	d.st = persisted{Version: 1, Volume: o.Volume}
-	if o.StateDir == "" {
+	switch {
+	case o.Standalone:
+	case o.StateDir == "":
 		d.warnings = append(d.warnings, "no state folder (plugins.state_dir): volume, mute and timers are forgotten when the daemon stops")
-	} else {
+	default:
 		var st persisted
 		found, err := statefile.Read(d.statePath(), &st)
 		switch {

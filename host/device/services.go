@@ -12,7 +12,8 @@ import (
 	"github.com/agenthost/agenthost/host/services"
 )
 
-// Names of the device's services. Servers and scripts rely on them.
+// Names of the device's services. Servers and scripts rely on them: they
+// are reserved (see Reserved).
 const (
 	GetDeviceStatus  = "get_device_status"
 	SetVolume        = "set_volume"
@@ -70,9 +71,11 @@ var serviceList = []services.Service{
 // ID returns "device".
 func (d *Device) ID() string { return ID }
 
-// Fallback reports true: like the other built-ins, a plugin or MCP server
-// offering one of these names replaces it.
-func (d *Device) Fallback() bool { return true }
+// Reserved reports true: the device's names are its own, and no plugin or
+// MCP server may take one (services.ReservingProvider). They act on the
+// speaker itself: a server told {"microphone_muted": true} by another
+// provider's mute_microphone would believe a microphone muted that is on.
+func (d *Device) Reserved() bool { return true }
 
 // Services lists the device's services.
 func (d *Device) Services() []services.Service {
@@ -81,6 +84,9 @@ func (d *Device) Services() []services.Service {
 
 // Call runs one of the device's services for the caller in ctx.
 func (d *Device) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	if d.o.Standalone {
+		return nil, fmt.Errorf("%s: %w: only the daemon keeps the speaker's volume, mutes and timers; start it (e.g. systemctl start agenthost) and call again", method, ErrNoDaemon)
+	}
 	caller := services.CallerOf(ctx)
 	var p struct {
 		Volume   *int     `json:"volume"`

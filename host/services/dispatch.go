@@ -179,12 +179,8 @@ func (d *Dispatcher) DispatchFrom(ctx context.Context, c voice.Call, b *Budget, 
 		}
 		return failure(d.unknown(method))
 	}
-	params, msg := validateParams(e, c.Params)
-	if msg != "" {
-		return failure(msg)
-	}
 	handedOff = true
-	return d.run(ctx, sl, e, params)
+	return d.run(ctx, sl, e, c.Params)
 }
 
 // result is what a provider's goroutine hands back.
@@ -192,16 +188,27 @@ type result struct {
 	data     json.RawMessage
 	err      error
 	panicked bool
+	invalid  string // the params are not valid: why
 }
 
-// run calls the provider in its own goroutine under the service's deadline.
-// The goroutine releases the call's slot when the provider returns.
+// inlineParams bounds the params whose validation may run on the caller's
+// goroutine; larger ones are validated on the call's own, so that the
+// call's deadline bounds their validation too.
+const inlineParams = 4 << 10
+
+// validate checks a call's params (validateParams; tests replace it).
+var validate = validateParams
+
+// run validates the params and calls the provider under the service's
+// deadline, in a goroutine of its own unless the provider honours its
+// context and the params are small. The goroutine releases the call's slot
+// when the provider returns.
 func (d *Dispatcher) run(ctx context.Context, sl slot, e Entry, params json.RawMessage) voice.Outcome {
 	timeout := d.timeoutFor(e)
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	var res result
-	if honorsContext(e.Provider) {
+	if honorsContext(e.Provider) && len(params) <= inlineParams {
 		// It returns once cctx ends: no goroutine (and no hand-off) needed.
 		res = d.call(cctx, e, params)
 		d.release(sl)
@@ -223,6 +230,8 @@ func (d *Dispatcher) run(ctx context.Context, sl slot, e Entry, params json.RawM
 		}
 	}
 	switch {
+	case res.invalid != "":
+		return failure(res.invalid)
 	case res.panicked:
 		return failure(fmt.Sprintf("%s failed: internal error in %s", e.Name, e.Provider.ID()))
 	case res.err != nil:
@@ -260,14 +269,27 @@ func (d *Dispatcher) late(ctx context.Context, e Entry, timeout time.Duration) v
 	return failure(fmt.Sprintf("%s did not answer within %s; it may still be running (raise services.timeouts.%s)", e.Name, timeout, e.Name))
 }
 
-// call runs the provider, turning a panic into a result and logging it.
-func (d *Dispatcher) call(ctx context.Context, e Entry, params json.RawMessage) (res result) {
+// call validates the params and runs the provider, turning a panic into a
+// result and logging it. After a validation that outlasted ctx the provider
+// gets an ended ctx, like one that was slow to start.
+func (d *Dispatcher) call(ctx context.Context, e Entry, raw json.RawMessage) (res result) {
+	validated := false
 	defer func() {
 		if v := recover(); v != nil {
+			if !validated {
+				d.log.Error("validation panicked", "method", e.Name, "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
+				res = result{invalid: fmt.Sprintf("%s failed: internal error in the host", e.Name)}
+				return
+			}
 			d.log.Error("provider panicked", "method", e.Name, "provider", e.Provider.ID(), "panic", fmt.Sprint(v), "stack", string(debug.Stack()))
 			res = result{panicked: true}
 		}
 	}()
+	params, msg := validate(e, raw)
+	if msg != "" {
+		return result{invalid: msg}
+	}
+	validated = true
 	data, err := e.Provider.Call(ctx, e.Service.Name, params)
 	return result{data: data, err: err}
 }
@@ -358,6 +380,9 @@ func validateParams(e Entry, raw json.RawMessage) (json.RawMessage, string) {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		raw = json.RawMessage(`{}`)
+	}
+	if msg := checkNumbers(raw); msg != "" {
+		return nil, fmt.Sprintf("invalid parameters for %s: %s", e.Name, msg)
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {

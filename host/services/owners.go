@@ -1,6 +1,9 @@
 package services
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Who owns a name: the rank of a provider, and the names a restarting one holds.
 
@@ -53,4 +56,45 @@ func (r *Registry) Hold(p Provider) {
 // "" when none does.
 func (r *Registry) HeldBy(name string) string {
 	return r.snap.Load().held[name]
+}
+
+// Reserve keeps p's names for p (see ReservingProvider) without putting
+// its services in the set: the host reserves the device's names even when
+// services.builtins is off. A p that does not reserve does nothing.
+func (r *Registry) Reserve(p Provider) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.reserveLocked(p.ID(), p.Services(), p) {
+		r.publish()
+	}
+}
+
+// reserveLocked records svcs' names, bare and under id's prefix, as id's
+// when p reserves them; it reports whether any is new. r.mu held.
+func (r *Registry) reserveLocked(id string, svcs []Service, p Provider) bool {
+	if !isReserving(p) {
+		return false
+	}
+	added := false
+	for _, s := range svcs {
+		for _, name := range []string{s.Name, r.prefixFor(id) + s.Name} {
+			if _, ok := r.reserved[name]; !ok {
+				r.reserved[name] = id
+				added = true
+			}
+		}
+	}
+	return added
+}
+
+// reservedMessage says that a provider offered a name reserved for another,
+// and how to register its service under another name.
+func (r *Registry) reservedMessage(name, keeper, loser, svc string) string {
+	key := namePart(loser)
+	fix := fmt.Sprintf("set services.prefixes.%s: %q in the config to register it as %q", key, key+"_", key+"_"+svc)
+	if p := r.prefixFor(loser); p != "" {
+		fix = fmt.Sprintf("its prefix %q still clashes: choose another services.prefixes.%s in the config", p, key)
+	}
+	return fmt.Sprintf("service %q is reserved for the %s's own service, which no other provider may take; %s's is not registered (%s)",
+		name, keeper, loser, fix)
 }

@@ -41,6 +41,18 @@ type FallbackProvider interface {
 	Fallback() bool
 }
 
+// ReservingProvider is implemented by providers whose names no other
+// provider may have, such as the device's (mute_microphone, set_volume, …):
+// servers, the owner and scripts rely on them to act on the speaker itself.
+// Their names are reserved from the moment the registry sees the provider
+// (Put or Registry.Reserve) and stay so after it leaves; another provider
+// offering one is refused that service, whatever the order (a clash, in the
+// log and Conflicts, with the fix: a prefix).
+type ReservingProvider interface {
+	Provider
+	Reserved() bool
+}
+
 // ContextProvider is implemented by providers whose calls return promptly
 // once their context ends (a call over gRPC or JSON-RPC), such as plugins
 // and MCP servers. The dispatcher runs their calls on its own goroutine;
@@ -54,6 +66,12 @@ type ContextProvider interface {
 func honorsContext(p Provider) bool {
 	c, ok := p.(interface{ HonorsContext() bool })
 	return ok && c.HonorsContext()
+}
+
+// isReserving reports whether p's names are reserved for it.
+func isReserving(p Provider) bool {
+	f, ok := p.(interface{ Reserved() bool })
+	return ok && f.Reserved()
 }
 
 // isFallback reports whether p yields its names to ordinary providers.

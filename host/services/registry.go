@@ -70,7 +70,9 @@ type Entry struct {
 // fallback provider (see FallbackProvider) yields a name to any ordinary
 // provider and gets it back when that provider leaves. A provider that is
 // restarting (Hold) keeps its names: they leave the set until it is back,
-// and no other provider takes them meanwhile.
+// and no other provider takes them meanwhile. A reserving provider (see
+// ReservingProvider) owns its names outright: no other provider has them,
+// whatever the rank or order, and offering one is a clash.
 //
 // The published set is bounded (see bounds.go): descriptions are cut to
 // MaxDescription, and the services that would take the register past
@@ -89,6 +91,9 @@ type Registry struct {
 	order   []string
 	bounds  bounds
 	members map[string]*member
+	// reserved maps a name to the reserving provider that alone may have it
+	// (see ReservingProvider); it only grows.
+	reserved map[string]string
 
 	snap atomic.Pointer[snapshot]
 }
@@ -135,6 +140,7 @@ func NewRegistry(opts RegistryOptions) *Registry {
 		policy:   opts.Policy,
 		changes:  make(chan struct{}, 1),
 		members:  make(map[string]*member),
+		reserved: make(map[string]string),
 	}
 	if opts.MinChangeInterval == 0 {
 		opts.MinChangeInterval = MinChangeInterval
@@ -191,6 +197,7 @@ func (r *Registry) Put(p Provider) error {
 	if err != nil {
 		return err
 	}
+	r.reserveLocked(id, offered, p)
 	r.members[id] = &member{p: p, rank: r.rank(id), fallback: isFallback(p), offered: offered, services: entries, cuts: cuts}
 	r.publish()
 	return nil
@@ -210,6 +217,7 @@ func (r *Registry) Reconfigure(prefixes map[string]string, policy Policy) {
 	}
 	r.policy = policy
 	for id, m := range r.members {
+		r.reserveLocked(id, m.offered, m.p)
 		entries, cuts, err := r.entriesOf(id, m.offered)
 		if err != nil {
 			if m.heldOut != err.Error() {
@@ -363,6 +371,10 @@ func (r *Registry) build(members []*member) (*snapshot, error) {
 			e.Provider = m.p
 			if why := r.policy.refuses(e.Name); why != "" {
 				s.refused[e.Name] = why
+				continue
+			}
+			if keeper, ok := r.reserved[e.Name]; ok && keeper != m.p.ID() {
+				s.conflicts = append(s.conflicts, r.reservedMessage(e.Name, keeper, m.p.ID(), e.Service.Name))
 				continue
 			}
 			cur, taken := owner[e.Name]
