@@ -1,0 +1,133 @@
+package conversation
+
+import (
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agenthost/agenthost/proto/voice"
+)
+
+// followRig is a wake-word conversation (push-to-talk mode, a 3 s
+// follow-up window) whose microphone is silent until loud is called: then
+// the room speaks without pause. It runs in a synctest bubble, so the
+// microphone, the speaker and every window run on the bubble's clock.
+type followRig struct {
+	*wakeRig
+	fed      atomic.Int64
+	loudFrom atomic.Int64
+}
+
+func newFollowRig(t *testing.T, o Options) *followRig {
+	t.Helper()
+	r := &followRig{}
+	r.loudFrom.Store(1 << 40)
+	if o.Mode == "" {
+		o.Mode = "manual"
+	}
+	if o.Wake == nil {
+		o.Wake = &WakeOptions{FollowUp: 3 * time.Second}
+	}
+	r.wakeRig = newWakeRig(t, o, func(i int64) bool { return i >= r.loudFrom.Load() }, &r.fed)
+	r.c.LinkUp()
+	return r
+}
+
+// loud makes the room speak from the microphone's next sample on.
+func (r *followRig) loud() { r.loudFrom.Store(r.mic.read()) }
+
+// answer has the server answer task with 300 ms of reply and END.
+func (r *followRig) answer(task string) {
+	for i := range 5 {
+		r.c.Frame(reply(task, i+1, 60*time.Millisecond))
+	}
+	r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 6})
+}
+
+// streamedSince counts the AUDIO frames sent from the n-th frame on, on
+// tasks other than skip.
+func (r *followRig) streamedSince(n int, skip string) int {
+	var k int
+	for _, f := range audioFrames(r.out.all()[n:]) {
+		if f.Task != skip {
+			k++
+		}
+	}
+	return k
+}
+
+// TestOnlyTheOwnersTurnsOpenTheFollowUpWindow: with a follow-up window,
+// speech after the reply to a turn the owner started (the wake word, the
+// talk button, a `say`) starts a turn without the wake word; a reply the
+// server pushed unasked, or a bare END_FRAME on a task of its own, never
+// opens the microphone.
+func TestOnlyTheOwnersTurnsOpenTheFollowUpWindow(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		owner bool
+		turn  func(t *testing.T, r *followRig) string // starts the turn; returns the task the server answers
+	}{
+		{"the wake word", true, func(t *testing.T, r *followRig) string {
+			n := len(r.out.all())
+			r.c.Wake(Detection{Model: "hey_jarvis", Score: 0.9, End: r.fed.Load()})
+			// Nothing is said after the phrase: the turn ends by itself.
+			eventually(t, "the wake turn's END", func() bool {
+				for _, f := range r.out.all()[n:] {
+					if f.Type == voice.TypeEnd {
+						return true
+					}
+				}
+				return false
+			})
+			return r.out.all()[n].Task
+		}},
+		{"the talk button", true, func(t *testing.T, r *followRig) string {
+			task, err := r.c.TalkStart()
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			if _, err := r.c.TalkStop(); err != nil {
+				t.Fatal(err)
+			}
+			return task
+		}},
+		{"a say from the owner", true, func(t *testing.T, r *followRig) string {
+			task, _, err := r.c.Say("what time is it")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return task
+		}},
+		{"a reply the server pushed", false, func(*testing.T, *followRig) string { return "say1" }},
+		{"a bare END_FRAME", false, func(t *testing.T, r *followRig) string {
+			r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: "x9"})
+			return "" // nothing more
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				r := newFollowRig(t, Options{})
+				task := tc.turn(t, r)
+				if task != "" {
+					r.answer(task)
+				}
+				time.Sleep(time.Second) // the reply plays out
+				synctest.Wait()
+				n := len(r.out.all())
+				r.loud()
+				time.Sleep(2 * time.Second) // within the window
+				synctest.Wait()
+				got := r.streamedSince(n, task)
+				switch {
+				case tc.owner && got == 0:
+					t.Fatalf("after the reply to %s, speech in the window started no turn", tc.name)
+				case !tc.owner && got != 0:
+					t.Fatalf("after %s, %d AUDIO frames of room speech were sent without the wake word", tc.name, got)
+				}
+				t.Logf("%d AUDIO frames sent in the 2 s after the reply", got)
+			})
+		})
+	}
+}
