@@ -121,7 +121,7 @@ func (h *Host) tellServer(text string) error {
 	// Not SayText, which waits for the server's answer to the turn's PING:
 	// a notice is fire and forget (a turn that fails is the conversation's
 	// to report), and a wait here would hold the daemon's shutdown.
-	_, _, err := h.conv.Say(text)
+	_, err := h.conv.Notify(text)
 	return err
 }
 

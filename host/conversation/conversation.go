@@ -89,6 +89,7 @@ type Conversation struct {
 	seq       int
 	replyTask string             // the task whose reply plays
 	waitReply bool               // VAD without AEC: the mic pauses until the reply ends
+	owned     string             // the last turn the owner started: only its reply opens the follow-up window
 	watch     *turnWatch         // the turn whose answer is awaited
 	watchGen  int                // counts watches, so a stale reply timer does nothing
 	devCancel context.CancelFunc // closes the devices open now (SetDevices)
@@ -374,7 +375,7 @@ func (c *Conversation) LinkDown(err error) {
 	}
 	busy := c.talking || c.watch != nil
 	release := c.unwatchLocked("")
-	c.up, c.talking, c.task, c.replyTask = false, false, "", ""
+	c.up, c.talking, c.task, c.replyTask, c.owned = false, false, "", "", ""
 	c.mu.Unlock()
 	release()
 	c.play.flush("")
@@ -432,7 +433,7 @@ func (c *Conversation) TalkStart() (string, error) {
 		c.turnFailed("", err.Error())
 		return "", err
 	}
-	c.task, c.seq, c.talking, c.replyTask = task, -1, true, task
+	c.task, c.seq, c.talking, c.replyTask, c.owned = task, -1, true, task, task
 	c.mu.Unlock()
 	c.play.flush(task)
 	c.log.Info("talk started", "task", task)
@@ -469,13 +470,29 @@ func (c *Conversation) Cue(pcm []int16) { c.play.cue(pcm) }
 // device's mute, timer, alarm), with fields as AGENTHOST_<FIELD>.
 func (c *Conversation) Event(name string, fields map[string]string) { c.hook.run(name, fields) }
 
-// Say starts a text turn: TEXT then END_FRAME on a new task, whose reply
-// is the one that plays. answer reports whether the server answered the
-// PING sent with it (see Options.Attend); it is nil without that check.
+// Say starts the owner's text turn: TEXT then END_FRAME on a new task,
+// whose reply is the one that plays (and opens the follow-up window).
+// answer reports whether the server answered the PING sent with it (see
+// Options.Attend); it is nil without that check.
 func (c *Conversation) Say(text string) (task string, answer <-chan error, err error) {
+	return c.say(text, true)
+}
+
+// Notify tells the server something of the speaker's own (a timer rang)
+// as a text turn, as Say does; the turn is not the owner's, so its reply
+// opens no follow-up window.
+func (c *Conversation) Notify(text string) (task string, err error) {
+	task, _, err = c.say(text, false)
+	return task, err
+}
+
+func (c *Conversation) say(text string, owner bool) (task string, answer <-chan error, err error) {
 	task = voice.NewTaskID()
 	c.mu.Lock()
 	c.replyTask = task
+	if owner {
+		c.owned = task
+	}
 	c.mu.Unlock()
 	c.play.flush(task)
 	answer = c.watchTurn(task, "a turn started", true)
@@ -595,13 +612,18 @@ func (c *Conversation) stopWaitLocked() { c.waitReply = false }
 // replyDone is called when a reply is over: played out, ended without
 // audio, failed, or given up on. Any reply that ends frees the speaker, so
 // a microphone waiting for one listens again, even when the reply that
-// ended was on another task than the turn's.
+// ended was on another task than the turn's; only the reply to the
+// owner's turn opens the follow-up window.
 func (c *Conversation) replyDone(task string) {
 	c.mu.Lock()
 	next := c.autoListen() && !c.o.AEC && c.waitReply && c.up
+	owned := task != "" && task == c.owned
+	if owned {
+		c.owned = ""
+	}
 	c.mu.Unlock()
 	if c.wk != nil {
-		c.wakeReplyOver()
+		c.wakeReplyOver(owned)
 		return
 	}
 	if next {
