@@ -131,3 +131,47 @@ func TestOnlyTheOwnersTurnsOpenTheFollowUpWindow(t *testing.T) {
 		})
 	}
 }
+
+// TestAMuteEndsTheWakeTurn: a wake turn open when the microphone is muted
+// ends with the mute (END in push-to-talk mode, a LISTEN stop in the VAD
+// modes); after the unmute the room's speech is not sent before a new
+// trigger.
+func TestAMuteEndsTheWakeTurn(t *testing.T) {
+	for _, mode := range []string{"manual", "vad"} {
+		t.Run(mode, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var muted atomic.Bool
+				r := newFollowRig(t, Options{Mode: mode, Wake: &WakeOptions{}, MicMuted: muted.Load})
+				r.loud() // the room speaks throughout: the turn cannot end by itself
+				time.Sleep(time.Second)
+				r.c.Wake(Detection{Model: "hey_jarvis", Score: 0.9, End: r.fed.Load()})
+				time.Sleep(time.Second)
+				synctest.Wait()
+				fs := r.out.all()
+				if len(audioFrames(fs)) == 0 {
+					t.Fatal("the wake turn streamed nothing")
+				}
+				task := fs[0].Task
+				muted.Store(true)
+				time.Sleep(2 * time.Second)
+				synctest.Wait()
+				ended := false
+				for _, f := range r.out.all()[len(fs):] {
+					if f.Task == task && (f.Type == voice.TypeEnd || f.Type == voice.TypeListen && listenOf(t, f).State == voice.ListenStop) {
+						ended = true
+					}
+				}
+				if !ended {
+					t.Errorf("the mute did not end the wake turn")
+				}
+				n := len(r.out.all())
+				muted.Store(false)
+				time.Sleep(3 * time.Second)
+				synctest.Wait()
+				if got := len(audioFrames(r.out.all()[n:])); got != 0 {
+					t.Fatalf("%d AUDIO frames of room speech sent after the unmute with no new trigger, want 0", got)
+				}
+			})
+		})
+	}
+}
