@@ -1,11 +1,13 @@
 package conversation
 
 import (
+	"context"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -174,4 +176,34 @@ func TestAMuteEndsTheWakeTurn(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestAMuteEndsAPushToTalkTurn: a push-to-talk turn held open when the
+// microphone is muted ends with END; the unmute sends nothing.
+func TestAMuteEndsAPushToTalkTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var muted atomic.Bool
+		mic := &counter{loud: func(int64) bool { return true }}
+		r := newRig(t, Options{Mode: "manual", MicMuted: muted.Load,
+			OpenSource: func(context.Context) (audio.Source, error) { return audio.Paced(mic, 16000), nil }})
+		r.c.LinkUp()
+		task, err := r.c.TalkStart()
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Second)
+		muted.Store(true)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		fs := r.out.all()
+		if last := fs[len(fs)-1]; last.Type != voice.TypeEnd || last.Task != task {
+			t.Fatalf("after the mute the last frame is %v, want the turn's END", last)
+		}
+		muted.Store(false)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if got := len(r.out.all()) - len(fs); got != 0 {
+			t.Fatalf("%d frames sent after the unmute, want 0", got)
+		}
+	})
 }
