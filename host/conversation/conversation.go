@@ -284,6 +284,9 @@ func (c *Conversation) capture(ctx context.Context) {
 			if c.o.Withheld != nil {
 				c.o.Withheld()
 			}
+			if !muted {
+				c.muteEndsTurn()
+			}
 			muted = true
 			continue // privacy: nothing from the microphone leaves
 		}
@@ -297,6 +300,27 @@ func (c *Conversation) capture(ctx context.Context) {
 		muted = false
 		for _, f := range c.wakeFrame(buf) {
 			c.sendMic(f)
+		}
+	}
+}
+
+// muteEndsTurn ends the turn that streams the microphone when it is
+// muted, as if its speech had ended (END, or a LISTEN stop), so that none
+// resumes at the unmute: a new one needs a new trigger. A VAD mode without
+// the wake word listens whenever the microphone is on, by design.
+func (c *Conversation) muteEndsTurn() {
+	if c.wk != nil && c.wk.turn {
+		c.log.Info("the microphone is muted; the turn ends")
+		c.endWakeTurn()
+		return
+	}
+	c.mu.Lock()
+	talk := c.talking && !c.waitReply && (c.wk != nil || !c.vad())
+	c.mu.Unlock()
+	if talk {
+		c.log.Info("the microphone is muted; the turn ends")
+		if _, err := c.TalkStop(); err != nil {
+			c.log.Debug("ending the turn at the mute", "err", err)
 		}
 	}
 }
