@@ -12,6 +12,7 @@ import (
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/device"
+	"github.com/agenthost/agenthost/host/device/timers"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/trigger"
@@ -168,12 +169,26 @@ func (h *Host) audioDevices(a config.Audio) (func(context.Context) (audio.Source
 // talkStopsRinging: the talk button first stops a ringing timer (and the
 // press does nothing else). It reports whether it did.
 func (h *Host) talkStopsRinging(what string) bool {
-	if h.device == nil || !h.device.Ringing() {
+	if len(h.ownerStopsRinging(what)) == 0 {
 		return false
 	}
-	h.device.StopRinging(what)
 	h.talkSwallowed.Store(true)
 	return true
+}
+
+// ownerStopsRinging stops what rings at the owner's word (agenthost stop,
+// the talk button, the wake word) and returns it. The server's answer to
+// the notice about the ring, held back while the chime played, is not
+// played then: the owner knows, and it would talk over the owner's next
+// phrase. It is hushed first, so none of it slips in after the last chime.
+func (h *Host) ownerStopsRinging(why string) []timers.Entry {
+	if h.device == nil || !h.device.Ringing() {
+		return nil
+	}
+	if h.conv != nil {
+		h.conv.HushNotice()
+	}
+	return h.device.StopRinging(why)
 }
 
 // applyDevice follows services.builtins in a reload.
@@ -244,7 +259,7 @@ func (h *Host) addDeviceEndpoints(s *control.Server) {
 	})
 	control.HandleJSON(s, "GET /v1/device/timers", func(context.Context, struct{}) (any, error) { return h.device.TimersList(), nil })
 	control.HandleJSON(s, "POST /v1/device/stop", func(context.Context, struct{}) (any, error) {
-		was := h.device.StopRinging("the owner (agenthost stop)")
+		was := h.ownerStopsRinging("the owner (agenthost stop)")
 		return map[string]int{"stopped": len(was)}, nil
 	})
 }

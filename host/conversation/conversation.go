@@ -90,6 +90,8 @@ type Conversation struct {
 	replyTask string             // the task whose reply plays
 	waitReply bool               // VAD without AEC: the mic pauses until the reply ends
 	owned     string             // the last turn the owner started: only its reply opens the follow-up window
+	notice    string             // the speaker's last notice (Notify)
+	hushed    string             // a notice whose reply is not played (HushNotice)
 	watch     *turnWatch         // the turn whose answer is awaited
 	watchGen  int                // counts watches, so a stale reply timer does nothing
 	devCancel context.CancelFunc // closes the devices open now (SetDevices)
@@ -510,12 +512,38 @@ func (c *Conversation) Notify(text string) (task string, err error) {
 	return task, err
 }
 
+// HushNotice drops the reply to the speaker's last notice, playing or yet
+// to come: the owner stopped the ring it was about, and it would only talk
+// over what the owner says next.
+func (c *Conversation) HushNotice() {
+	c.mu.Lock()
+	task := c.notice
+	c.notice, c.hushed = "", task
+	c.mu.Unlock()
+	if task == "" {
+		return
+	}
+	c.log.Info("the reply to the speaker's notice will not be played: the owner stopped the ring", "task", task)
+	if c.play.drop(task) {
+		c.replyDone(task)
+	}
+}
+
+// isHushed reports whether task's reply is not to be played.
+func (c *Conversation) isHushed(task string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return task != "" && task == c.hushed
+}
+
 func (c *Conversation) say(text string, owner bool) (task string, answer <-chan error, err error) {
 	task = voice.NewTaskID()
 	c.mu.Lock()
 	c.replyTask = task
 	if owner {
 		c.owned = task
+	} else {
+		c.notice = task
 	}
 	c.mu.Unlock()
 	c.play.flush(task)
@@ -551,6 +579,9 @@ func (c *Conversation) Frame(f voice.Frame) {
 			return
 		}
 		c.framesIn.Add(1)
+		if c.isHushed(f.Task) {
+			return
+		}
 		c.play.push(f.Task, pcm)
 	case voice.TypeEnd:
 		c.log.Info("reply ended", "task", f.Task)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/audio/audiotest"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -97,6 +98,13 @@ func TestOnlyTheOwnersTurnsOpenTheFollowUpWindow(t *testing.T) {
 		}},
 		{"a say from the owner", true, func(t *testing.T, r *followRig) string {
 			task, _, err := r.c.Say("what time is it")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return task
+		}},
+		{"the speaker's notice", false, func(t *testing.T, r *followRig) string {
+			task, err := r.c.Notify("[speaker notice] The timer has gone off and is ringing.")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -206,4 +214,51 @@ func TestAMuteEndsAPushToTalkTurn(t *testing.T) {
 			t.Fatalf("%d frames sent after the unmute, want 0", got)
 		}
 	})
+}
+
+// TestAHushedNoticeIsNotPlayed: the server's answer to the speaker's
+// notice, held back while a ring's chime plays, is not played once
+// HushNotice is called (the owner stopped the ring), nor are its late
+// frames; the speaker is free for the next reply.
+func TestAHushedNoticeIsNotPlayed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, Options{Mode: "manual"})
+		r.c.LinkUp()
+		r.c.Cue(audiotest.Tone(1175, 16000, 2*time.Second)) // the chime
+		task, err := r.c.Notify("[speaker notice] The timer has gone off and is ringing.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			r.c.Frame(reply(task, i+1, 60*time.Millisecond))
+		}
+		time.Sleep(time.Second)
+		r.c.HushNotice()
+		r.c.Frame(reply(task, 11, 60*time.Millisecond)) // late
+		r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 12})
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		n := r.sink.count()
+		if got := tones(r.sink.since(0), 880); got != 0 {
+			t.Fatalf("%d writes of the hushed answer played", got)
+		}
+		r.c.Frame(reply("say2", 1, 300*time.Millisecond)) // a reply the server pushes next
+		r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: "say2", Seq: 2})
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if got := tones(r.sink.since(n), 880); got == 0 {
+			t.Fatal("the next reply did not play after the hushed one")
+		}
+	})
+}
+
+// tones counts the loud writes whose peak is at hz.
+func tones(ws [][]int16, hz float64) int {
+	var n int
+	for _, w := range ws {
+		if f := audiotest.PeakFrequency(w, 16000, 200, 2000, 10); loud(w) && f > hz-20 && f < hz+20 {
+			n++
+		}
+	}
+	return n
 }
