@@ -1,0 +1,52 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/proto/voice"
+	"github.com/agenthost/agenthost/proto/voice/voicetest"
+)
+
+// TestAPushedReplyOpensNoFollowUpWindow: with conversation.wake_word.follow_up
+// set and people talking in the room, a reply the server pushes unasked
+// opens no follow-up window: nothing of the room is sent after it. The
+// reply to the owner's `agenthost say` does open it.
+func TestAPushedReplyOpensNoFollowUpWindow(t *testing.T) {
+	var room []int16
+	for range 3 {
+		room = append(room, audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-gb", WPM: 160}, "and then we went down to the market to buy some bread and cheese")...)
+		room = append(room, make([]int16, 3200)...)
+	}
+	input := filepath.Join(t.TempDir(), "room.s16")
+	if err := audiotest.WriteRaw(input, room); err != nil {
+		t.Fatal(err)
+	}
+	sim := newSim(t, voicetest.Options{})
+	d := startHost(t, sim, append(wakeSets(t, input), "server.params.mode=manual", "conversation.wake_word.follow_up=5s")...)
+	d.logShows("wake word on")
+	ready(t, sim, 1)
+	task, err := sim.Say("Here is the news.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.logShows(`msg="reply ended" component=conversation task=` + task)
+	time.Sleep(5 * time.Second) // the reply plays, and a window would be open now
+	if n := audioFrames(sim); n != 0 {
+		t.Fatalf("%d AUDIO frames of the room sent after a reply the server pushed", n)
+	}
+	if out, err := d.cli("say", "what is new"); err != nil || !strings.Contains(out, "sent") {
+		t.Fatalf("agenthost say: %v %s", err, out)
+	}
+	waitFor(t, sim, "the room streamed in the window after the owner's turn", func() bool {
+		for _, r := range sim.Received() {
+			if r.Frame.Type == voice.TypeAudio {
+				return true
+			}
+		}
+		return false
+	})
+}
