@@ -50,3 +50,51 @@ func TestAPushedReplyOpensNoFollowUpWindow(t *testing.T) {
 		return false
 	})
 }
+
+// TestUnmutingResumesNoWakeTurn: a wake turn open when the owner mutes the
+// microphone ends with the mute; after `agenthost mic on`, with people
+// still talking in the room and no wake phrase, no AUDIO frame is sent.
+func TestUnmutingResumesNoWakeTurn(t *testing.T) {
+	say := func(text string) []int16 {
+		return audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-gb", WPM: 170}, text)
+	}
+	var mic []int16
+	mic = append(mic, make([]int16, 16000)...)
+	mic = append(mic, say("hey jarvis")...)
+	for range 6 { // about 30 s of talk, without a pause that ends the turn
+		mic = append(mic, say("and then we went down to the market and bought some bread and some cheese and some apples")...)
+	}
+	mic = append(mic, make([]int16, 16000)...)
+	input := filepath.Join(t.TempDir(), "mic.s16")
+	if err := audiotest.WriteRaw(input, mic); err != nil {
+		t.Fatal(err)
+	}
+	sim := newSim(t, voicetest.Options{})
+	d := startHost(t, sim, append(wakeSets(t, input), "server.params.mode=manual")...)
+	waitFor(t, sim, "the wake turn's audio", func() bool { return audioFrames(sim) >= 10 })
+	ends := func() int {
+		n := 0
+		for _, r := range sim.Received() {
+			if r.Frame.Type == voice.TypeEnd {
+				n++
+			}
+		}
+		return n
+	}
+	if n := ends(); n != 0 {
+		t.Fatalf("the wake turn ended (%d ENDs) before the mute: the room's talk has a pause", n)
+	}
+	if out, err := d.cli("mic", "off"); err != nil || !strings.Contains(out, "microphone off") {
+		t.Fatalf("agenthost mic off: %v %s", err, out)
+	}
+	waitFor(t, sim, "the turn's END at the mute", func() bool { return ends() == 1 })
+	d.waitWithheld(t, 20)
+	before := audioFrames(sim)
+	if out, err := d.cli("mic", "on"); err != nil || !strings.Contains(out, "microphone on") {
+		t.Fatalf("agenthost mic on: %v %s", err, out)
+	}
+	time.Sleep(3 * time.Second) // the room talks on
+	if n := audioFrames(sim) - before; n != 0 {
+		t.Fatalf("%d AUDIO frames of the room sent after the unmute with no wake phrase, want 0", n)
+	}
+}
