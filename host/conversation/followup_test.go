@@ -262,3 +262,31 @@ func tones(ws [][]int16, hz float64) int {
 	}
 	return n
 }
+
+// TestTheReplyToAMutedTurnOpensNoWindow: the reply to a turn the mute
+// ended, ending after the unmute, opens no follow-up window: after the
+// unmute nothing is sent before a new trigger.
+func TestTheReplyToAMutedTurnOpensNoWindow(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var muted atomic.Bool
+		r := newFollowRig(t, Options{MicMuted: muted.Load})
+		r.loud()
+		time.Sleep(time.Second)
+		r.c.Wake(Detection{Model: "hey_jarvis", Score: 0.9, End: r.fed.Load()})
+		time.Sleep(time.Second)
+		synctest.Wait()
+		task := r.out.all()[0].Task
+		muted.Store(true)
+		time.Sleep(time.Second)
+		muted.Store(false)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		n := len(r.out.all())
+		r.answer(task) // the server answers what it got before the mute
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if got := r.streamedSince(n, task); got != 0 {
+			t.Fatalf("%d AUDIO frames of the room sent after the reply to the turn the mute ended, want 0", got)
+		}
+	})
+}
