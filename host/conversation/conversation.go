@@ -308,9 +308,13 @@ func (c *Conversation) capture(ctx context.Context) {
 
 // muteEndsTurn ends the turn that streams the microphone when it is
 // muted, as if its speech had ended (END, or a LISTEN stop), so that none
-// resumes at the unmute: a new one needs a new trigger. A VAD mode without
-// the wake word listens whenever the microphone is on, by design.
+// resumes at the unmute: a new one needs a new trigger, and the reply to
+// the owner's turn opens no follow-up window. A VAD mode without the wake
+// word listens whenever the microphone is on, by design.
 func (c *Conversation) muteEndsTurn() {
+	c.mu.Lock()
+	c.owned = ""
+	c.mu.Unlock()
 	if c.wk != nil && c.wk.turn {
 		c.log.Info("the microphone is muted; the turn ends")
 		c.endWakeTurn()
