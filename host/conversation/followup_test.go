@@ -290,3 +290,39 @@ func TestTheReplyToAMutedTurnOpensNoWindow(t *testing.T) {
 		}
 	})
 }
+
+// TestANoticeDoesNotTakeTheOwnersTurn: a timer's notice sent while the
+// owner's turn awaits its reply does not take the speaker: the owner's
+// reply plays, and the notice's answer does not cut in.
+func TestANoticeDoesNotTakeTheOwnersTurn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, Options{Mode: "manual"})
+		r.c.LinkUp()
+		task, err := r.c.TalkStart()
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		if _, err := r.c.TalkStop(); err != nil {
+			t.Fatal(err)
+		}
+		notice, err := r.c.Notify("[speaker notice] The timer has gone off and is ringing.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 { // the notice's answer comes first, then the owner's
+			r.c.Frame(voice.Frame{Type: voice.TypeAudio, Task: notice, Seq: i + 1, Payload: audiotest.SamplesToBytes(audiotest.Tone(440, 16000, 60*time.Millisecond))})
+		}
+		r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: notice, Seq: 11})
+		for i := range 10 {
+			r.c.Frame(reply(task, i+1, 60*time.Millisecond))
+		}
+		r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 11})
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		owner, other := tones(r.sink.since(0), 880), tones(r.sink.since(0), 440)
+		if owner < 9 || other != 0 {
+			t.Fatalf("%d writes of the owner's reply and %d of the notice's answer played; want the owner's whole (10) and none of the notice's", owner, other)
+		}
+	})
+}
