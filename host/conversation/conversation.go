@@ -87,11 +87,12 @@ type Conversation struct {
 	talking   bool   // audio flows on task
 	task      string // the turn the microphone feeds
 	seq       int
-	replyTask string             // the task whose reply plays
-	waitReply bool               // VAD without AEC: the mic pauses until the reply ends
-	owned     string             // the last turn the owner started: only its reply opens the follow-up window
-	notice    string             // the speaker's last notice (Notify)
-	hushed    string             // a notice whose reply is not played (HushNotice)
+	replyTask string    // the task whose reply plays
+	waitReply bool      // VAD without AEC: the mic pauses until the reply ends
+	owned     string    // the last turn the owner started: only its reply opens the follow-up window
+	notice    string    // the speaker's last notice (Notify)
+	hushed    [4]string // the last notices whose replies are not played
+	hushN     int
 	watch     *turnWatch         // the turn whose answer is awaited
 	watchGen  int                // counts watches, so a stale reply timer does nothing
 	devCancel context.CancelFunc // closes the devices open now (SetDevices)
@@ -499,78 +500,6 @@ func (c *Conversation) Cue(pcm []int16) { c.play.cue(pcm) }
 // Event runs the hook of an event that is not the conversation's own (the
 // device's mute, timer, alarm), with fields as AGENTHOST_<FIELD>.
 func (c *Conversation) Event(name string, fields map[string]string) { c.hook.run(name, fields) }
-
-// Say starts the owner's text turn: TEXT then END_FRAME on a new task,
-// whose reply is the one that plays (and opens the follow-up window).
-// answer reports whether the server answered the PING sent with it (see
-// Options.Attend); it is nil without that check.
-func (c *Conversation) Say(text string) (task string, answer <-chan error, err error) {
-	return c.say(text, true)
-}
-
-// Notify tells the server something of the speaker's own (a timer rang)
-// as a text turn, as Say does; the turn is not the owner's, so its reply
-// opens no follow-up window.
-func (c *Conversation) Notify(text string) (task string, err error) {
-	task, _, err = c.say(text, false)
-	return task, err
-}
-
-// HushNotice drops the reply to the speaker's last notice, playing or yet
-// to come: the owner stopped the ring it was about, and it would only talk
-// over what the owner says next.
-func (c *Conversation) HushNotice() {
-	c.mu.Lock()
-	task := c.notice
-	c.notice, c.hushed = "", task
-	c.mu.Unlock()
-	if task == "" {
-		return
-	}
-	c.log.Info("the reply to the speaker's notice will not be played: the owner stopped the ring", "task", task)
-	if c.play.drop(task) {
-		c.replyDone(task)
-	}
-}
-
-// isHushed reports whether task's reply is not to be played.
-func (c *Conversation) isHushed(task string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return task != "" && task == c.hushed
-}
-
-func (c *Conversation) say(text string, owner bool) (task string, answer <-chan error, err error) {
-	task = voice.NewTaskID()
-	c.mu.Lock()
-	c.replyTask = task
-	if owner {
-		c.owned = task
-	} else {
-		c.notice = task
-	}
-	c.mu.Unlock()
-	c.play.flush(task)
-	answer = c.watchTurn(task, "a turn started", true)
-	if err := c.out.Send(voice.Frame{Type: voice.TypeText, Task: task, Payload: []byte(text)}); err != nil {
-		c.sendFailed(task, err)
-		return "", nil, err
-	}
-	if err := c.out.Send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 1}); err != nil {
-		c.sendFailed(task, err)
-		return "", nil, err
-	}
-	return task, answer, nil
-}
-
-// sendFailed ends the watch of a turn whose frames could not be sent.
-func (c *Conversation) sendFailed(task string, err error) {
-	c.mu.Lock()
-	release := c.unwatchLocked(task)
-	c.mu.Unlock()
-	release()
-	c.turnFailed(task, err.Error())
-}
 
 // Frame takes a frame from the server.
 func (c *Conversation) Frame(f voice.Frame) {
