@@ -61,8 +61,11 @@ func TestUnmutingResumesNoWakeTurn(t *testing.T) {
 	var mic []int16
 	mic = append(mic, make([]int16, 16000)...)
 	mic = append(mic, say("hey jarvis")...)
+	talk := say("and then we went down to the market and bought some bread and some cheese and some apples")
+	talk = talk[voicedStart(talk):voicedEnd(talk)]
 	for range 6 { // about 30 s of talk, without a pause that ends the turn
-		mic = append(mic, say("and then we went down to the market and bought some bread and some cheese and some apples")...)
+		mic = append(mic, talk...)
+		mic = append(mic, make([]int16, 1600)...)
 	}
 	mic = append(mic, make([]int16, 16000)...)
 	input := filepath.Join(t.TempDir(), "mic.s16")
