@@ -177,18 +177,19 @@ func (h *Host) talkStopsRinging(what string) bool {
 }
 
 // ownerStopsRinging stops what rings at the owner's word (agenthost stop,
-// the talk button, the wake word) and returns it. The server's answer to
-// the notice about the ring, held back while the chime played, is not
-// played then: the owner knows, and it would talk over the owner's next
-// phrase. It is hushed first, so none of it slips in after the last chime.
+// the talk button, the wake word) and returns it. What the ring left to
+// play is not played (the rest of the chime, and the server's answer to
+// the notice about it, held back while the chime played): the owner
+// knows, and it would talk over the owner's next phrase.
 func (h *Host) ownerStopsRinging(why string) []timers.Entry {
 	if h.device == nil || !h.device.Ringing() {
 		return nil
 	}
+	was := h.device.StopRinging(why) // first: no chime is queued after
 	if h.conv != nil {
-		h.conv.HushNotice()
+		h.conv.RingStopped()
 	}
-	return h.device.StopRinging(why)
+	return was
 }
 
 // applyDevice follows services.builtins in a reload.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -74,7 +75,13 @@ func TestUnmutingResumesNoWakeTurn(t *testing.T) {
 	}
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim, append(wakeSets(t, input), "server.params.mode=manual")...)
-	waitFor(t, sim, "the wake turn's audio", func() bool { return audioFrames(sim) >= 10 })
+	// The phrase comes round every 32 s: a detector that was not up yet
+	// the first time hears the next.
+	ctx, cancel := context.WithTimeout(context.Background(), 75*time.Second)
+	defer cancel()
+	if err := sim.WaitFor(ctx, func() bool { return audioFrames(sim) >= 10 }); err != nil {
+		t.Fatalf("no wake turn: %v", err)
+	}
 	ends := func() int {
 		n := 0
 		for _, r := range sim.Received() {

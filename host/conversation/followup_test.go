@@ -218,7 +218,7 @@ func TestAMuteEndsAPushToTalkTurn(t *testing.T) {
 
 // TestAHushedNoticeIsNotPlayed: the server's answer to the speaker's
 // notice, held back while a ring's chime plays, is not played once
-// HushNotice is called (the owner stopped the ring), nor are its late
+// RingStopped is called (the owner stopped the ring), nor are its late
 // frames; the speaker is free for the next reply.
 func TestAHushedNoticeIsNotPlayed(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
@@ -233,7 +233,7 @@ func TestAHushedNoticeIsNotPlayed(t *testing.T) {
 			r.c.Frame(reply(task, i+1, 60*time.Millisecond))
 		}
 		time.Sleep(time.Second)
-		r.c.HushNotice()
+		r.c.RingStopped()
 		r.c.Frame(reply(task, 11, 60*time.Millisecond)) // late
 		r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 12})
 		time.Sleep(3 * time.Second)
@@ -337,7 +337,7 @@ func TestTheChimeStopsWithTheRing(t *testing.T) {
 		r.c.Cue(audiotest.Tone(1175, 16000, 2*time.Second)) // the chime
 		r.c.Cue(audiotest.Tone(1175, 16000, 2*time.Second)) // and the next
 		time.Sleep(300 * time.Millisecond)
-		r.c.HushNotice() // the owner stopped the ring
+		r.c.RingStopped() // the owner stopped the ring
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		var played int

@@ -23,10 +23,12 @@ func (c *Conversation) Notify(text string) (task string, err error) {
 	return task, err
 }
 
-// HushNotice drops the reply to the speaker's last notice, playing or yet
-// to come: the owner stopped the ring it was about, and it would only talk
-// over what the owner says next.
-func (c *Conversation) HushNotice() {
+// RingStopped is the owner's stop of a ring (agenthost stop, the talk
+// button, the wake word): what it left to play is not played, as it would
+// talk over what the owner says next: the rest of its chime (the cues
+// queued, the one under way included), and the reply to the speaker's
+// last notice, playing or yet to come.
+func (c *Conversation) RingStopped() {
 	c.mu.Lock()
 	task := c.notice
 	c.notice = ""
@@ -34,13 +36,13 @@ func (c *Conversation) HushNotice() {
 		c.hushLocked(task)
 	}
 	c.mu.Unlock()
-	if task == "" {
-		return
+	if task != "" {
+		c.log.Info("the reply to the speaker's notice will not be played: the owner stopped the ring", "task", task)
+		if c.play.drop(task) {
+			c.replyDone(task)
+		}
 	}
-	c.log.Info("the reply to the speaker's notice will not be played: the owner stopped the ring", "task", task)
-	if c.play.drop(task) {
-		c.replyDone(task)
-	}
+	c.play.dropCues() // after the notice, which would play in the cues' place
 }
 
 // hushLocked marks task's reply as not to be played; c.mu held.
