@@ -31,7 +31,6 @@ type player struct {
 	started  bool
 	ended    bool
 	cues     [][]int16
-	cueOff   int  // cues[0][cueOff:] is still to play
 	overflow bool // warned about a full buffer for this reply
 
 	underruns, bargeIns int64 // counted for metrics
@@ -137,16 +136,8 @@ func (p *player) next(chunk, silence []int16) (kind int, out []int16, task strin
 	defer p.mu.Unlock()
 	queued := len(p.buf) - p.off
 	switch {
-	case len(p.cues) > 0: // a frame at a time, so that dropCues cuts it short
-		c := p.cues[0]
-		n := min(p.frame, len(c)-p.cueOff)
-		if p.frame <= 0 {
-			n = len(c) - p.cueOff
-		}
-		out = c[p.cueOff : p.cueOff+n]
-		if p.cueOff += n; p.cueOff >= len(c) {
-			p.cues, p.cueOff = p.cues[1:], 0
-		}
+	case len(p.cues) > 0:
+		out, p.cues = p.cues[0], p.cues[1:]
 		return play, out, ""
 	case queued >= p.lead || (queued > 0 && (p.started || p.ended)):
 		p.started = true
@@ -193,10 +184,10 @@ func (p *player) run(ctx context.Context) {
 	}
 }
 
-// dropCues drops the cues still to play, the one under way included.
+// dropCues drops the cues queued (not the one under way).
 func (p *player) dropCues() {
 	p.mu.Lock()
-	p.cues, p.cueOff = nil, 0
+	p.cues = nil
 	p.mu.Unlock()
 }
 

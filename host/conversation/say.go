@@ -25,9 +25,9 @@ func (c *Conversation) Notify(text string) (task string, err error) {
 
 // RingStopped is the owner's stop of a ring (agenthost stop, the talk
 // button, the wake word): what it left to play is not played, as it would
-// talk over what the owner says next: the rest of its chime (the cues
-// queued, the one under way included), and the reply to the speaker's
-// last notice, playing or yet to come.
+// talk over what the owner says next: the chimes queued behind the one
+// under way, and the reply to the speaker's last notice, playing or yet
+// to come.
 func (c *Conversation) RingStopped() {
 	c.mu.Lock()
 	task := c.notice
