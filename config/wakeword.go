@@ -23,8 +23,9 @@ type WakeWord struct {
 	// ONNXRuntime is the library's path; "" finds it (the system's
 	// libonnxruntime.so.1.*, then Dir/onnxruntime/libonnxruntime.so.1).
 	ONNXRuntime string `yaml:"onnxruntime"`
-	// FollowUp: after a reply, speech within this long starts a turn
-	// without the wake word (0: off).
+	// FollowUp: after the reply to a turn the owner started, speech within
+	// this long starts a turn without the wake word (0: off); a reply the
+	// server pushes unasked opens no window.
 	FollowUp Duration `yaml:"follow_up"`
 	// PreRoll is the audio from before the point of detection sent with the
 	// turn, so that a command said in the same breath arrives whole.

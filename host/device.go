@@ -12,6 +12,7 @@ import (
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/device"
+	"github.com/agenthost/agenthost/host/device/timers"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/trigger"
@@ -138,7 +139,7 @@ func (h *Host) tellServer(text string) error {
 	// Not SayText, which waits for the server's answer to the turn's PING:
 	// a notice is fire and forget (a turn that fails is the conversation's
 	// to report), and a wait here would hold the daemon's shutdown.
-	_, _, err := h.conv.Say(text)
+	_, err := h.conv.Notify(text)
 	return err
 }
 
@@ -185,12 +186,27 @@ func (h *Host) audioDevices(a config.Audio) (func(context.Context) (audio.Source
 // talkStopsRinging: the talk button first stops a ringing timer (and the
 // press does nothing else). It reports whether it did.
 func (h *Host) talkStopsRinging(what string) bool {
-	if h.device == nil || !h.device.Ringing() {
+	if len(h.ownerStopsRinging(what)) == 0 {
 		return false
 	}
-	h.device.StopRinging(what)
 	h.talkSwallowed.Store(true)
 	return true
+}
+
+// ownerStopsRinging stops what rings at the owner's word (agenthost stop,
+// the talk button, the wake word) and returns it. What the ring left to
+// play is not played (the rest of the chime, and the server's answer to
+// the notice about it, held back while the chime played): the owner
+// knows, and it would talk over the owner's next phrase.
+func (h *Host) ownerStopsRinging(why string) []timers.Entry {
+	if h.device == nil || !h.device.Ringing() {
+		return nil
+	}
+	was := h.device.StopRinging(why) // first: no chime is queued after
+	if h.conv != nil {
+		h.conv.RingStopped()
+	}
+	return was
 }
 
 // applyDevice follows services.builtins in a reload.
@@ -261,7 +277,7 @@ func (h *Host) addDeviceEndpoints(s *control.Server) {
 	})
 	control.HandleJSON(s, "GET /v1/device/timers", func(context.Context, struct{}) (any, error) { return h.device.TimersList(), nil })
 	control.HandleJSON(s, "POST /v1/device/stop", func(context.Context, struct{}) (any, error) {
-		was := h.device.StopRinging("the owner (agenthost stop)")
+		was := h.ownerStopsRinging("the owner (agenthost stop)")
 		return map[string]int{"stopped": len(was)}, nil
 	})
 }

@@ -87,8 +87,12 @@ type Conversation struct {
 	talking   bool   // audio flows on task
 	task      string // the turn the microphone feeds
 	seq       int
-	replyTask string             // the task whose reply plays
-	waitReply bool               // VAD without AEC: the mic pauses until the reply ends
+	replyTask string    // the task whose reply plays
+	waitReply bool      // VAD without AEC: the mic pauses until the reply ends
+	owned     string    // the last turn the owner started: only its reply opens the follow-up window
+	notice    string    // the speaker's last notice (Notify)
+	hushed    [4]string // the last notices whose replies are not played
+	hushN     int
 	watch     *turnWatch         // the turn whose answer is awaited
 	watchGen  int                // counts watches, so a stale reply timer does nothing
 	devCancel context.CancelFunc // closes the devices open now (SetDevices)
@@ -283,6 +287,9 @@ func (c *Conversation) capture(ctx context.Context) {
 			if c.o.Withheld != nil {
 				c.o.Withheld()
 			}
+			if !muted {
+				c.muteEndsTurn()
+			}
 			muted = true
 			continue // privacy: nothing from the microphone leaves
 		}
@@ -296,6 +303,31 @@ func (c *Conversation) capture(ctx context.Context) {
 		muted = false
 		for _, f := range c.wakeFrame(buf) {
 			c.sendMic(f)
+		}
+	}
+}
+
+// muteEndsTurn ends the turn that streams the microphone when it is
+// muted, as if its speech had ended (END, or a LISTEN stop), so that none
+// resumes at the unmute: a new one needs a new trigger, and the reply to
+// the owner's turn opens no follow-up window. A VAD mode without the wake
+// word listens whenever the microphone is on, by design.
+func (c *Conversation) muteEndsTurn() {
+	c.mu.Lock()
+	c.owned = ""
+	c.mu.Unlock()
+	if c.wk != nil && c.wk.turn {
+		c.log.Info("the microphone is muted; the turn ends")
+		c.endWakeTurn()
+		return
+	}
+	c.mu.Lock()
+	talk := c.talking && !c.waitReply && (c.wk != nil || !c.vad())
+	c.mu.Unlock()
+	if talk {
+		c.log.Info("the microphone is muted; the turn ends")
+		if _, err := c.TalkStop(); err != nil {
+			c.log.Debug("ending the turn at the mute", "err", err)
 		}
 	}
 }
@@ -374,7 +406,7 @@ func (c *Conversation) LinkDown(err error) {
 	}
 	busy := c.talking || c.watch != nil
 	release := c.unwatchLocked("")
-	c.up, c.talking, c.task, c.replyTask = false, false, "", ""
+	c.up, c.talking, c.task, c.replyTask, c.owned = false, false, "", "", ""
 	c.mu.Unlock()
 	release()
 	c.play.flush("")
@@ -432,7 +464,7 @@ func (c *Conversation) TalkStart() (string, error) {
 		c.turnFailed("", err.Error())
 		return "", err
 	}
-	c.task, c.seq, c.talking, c.replyTask = task, -1, true, task
+	c.task, c.seq, c.talking, c.replyTask, c.owned = task, -1, true, task, task
 	c.mu.Unlock()
 	c.play.flush(task)
 	c.log.Info("talk started", "task", task)
@@ -469,36 +501,6 @@ func (c *Conversation) Cue(pcm []int16) { c.play.cue(pcm) }
 // device's mute, timer, alarm), with fields as AGENTHOST_<FIELD>.
 func (c *Conversation) Event(name string, fields map[string]string) { c.hook.run(name, fields) }
 
-// Say starts a text turn: TEXT then END_FRAME on a new task, whose reply
-// is the one that plays. answer reports whether the server answered the
-// PING sent with it (see Options.Attend); it is nil without that check.
-func (c *Conversation) Say(text string) (task string, answer <-chan error, err error) {
-	task = voice.NewTaskID()
-	c.mu.Lock()
-	c.replyTask = task
-	c.mu.Unlock()
-	c.play.flush(task)
-	answer = c.watchTurn(task, "a turn started", true)
-	if err := c.out.Send(voice.Frame{Type: voice.TypeText, Task: task, Payload: []byte(text)}); err != nil {
-		c.sendFailed(task, err)
-		return "", nil, err
-	}
-	if err := c.out.Send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 1}); err != nil {
-		c.sendFailed(task, err)
-		return "", nil, err
-	}
-	return task, answer, nil
-}
-
-// sendFailed ends the watch of a turn whose frames could not be sent.
-func (c *Conversation) sendFailed(task string, err error) {
-	c.mu.Lock()
-	release := c.unwatchLocked(task)
-	c.mu.Unlock()
-	release()
-	c.turnFailed(task, err.Error())
-}
-
 // Frame takes a frame from the server.
 func (c *Conversation) Frame(f voice.Frame) {
 	c.heard(f)
@@ -510,6 +512,9 @@ func (c *Conversation) Frame(f voice.Frame) {
 			return
 		}
 		c.framesIn.Add(1)
+		if c.isHushed(f.Task) {
+			return
+		}
 		c.play.push(f.Task, pcm)
 	case voice.TypeEnd:
 		c.log.Info("reply ended", "task", f.Task)
@@ -595,13 +600,18 @@ func (c *Conversation) stopWaitLocked() { c.waitReply = false }
 // replyDone is called when a reply is over: played out, ended without
 // audio, failed, or given up on. Any reply that ends frees the speaker, so
 // a microphone waiting for one listens again, even when the reply that
-// ended was on another task than the turn's.
+// ended was on another task than the turn's; only the reply to the
+// owner's turn opens the follow-up window.
 func (c *Conversation) replyDone(task string) {
 	c.mu.Lock()
 	next := c.autoListen() && !c.o.AEC && c.waitReply && c.up
+	owned := task != "" && task == c.owned
+	if owned {
+		c.owned = ""
+	}
 	c.mu.Unlock()
 	if c.wk != nil {
-		c.wakeReplyOver()
+		c.wakeReplyOver(owned)
 		return
 	}
 	if next {

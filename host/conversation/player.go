@@ -184,6 +184,27 @@ func (p *player) run(ctx context.Context) {
 	}
 }
 
+// dropCues drops the cues queued (not the one under way).
+func (p *player) dropCues() {
+	p.mu.Lock()
+	p.cues = nil
+	p.mu.Unlock()
+}
+
+// drop ends task's reply unplayed (what is buffered goes, and the speaker
+// is free for the next reply); it reports whether task's was the reply to
+// play.
+func (p *player) drop(task string) bool {
+	p.mu.Lock()
+	mine := task == p.task
+	if mine {
+		p.task, p.buf, p.off, p.started, p.ended, p.overflow = "", p.buf[:0], 0, false, false, false
+	}
+	p.mu.Unlock()
+	p.signal()
+	return mine
+}
+
 // release gives up task's claim on the speaker when it has nothing to
 // play (its turn failed or ended without audio), so that the next reply,
 // on whatever task, plays.

@@ -11,8 +11,8 @@ import (
 )
 
 // WakeOptions turn the wake word on: the microphone is streamed only in
-// turns that a wake phrase (or speech in the follow-up window after a
-// reply) starts, never before.
+// turns that a wake phrase (or speech in the follow-up window after the
+// reply to the owner's turn) starts, never before.
 type WakeOptions struct {
 	// Feed hands every microphone frame, with its stream position, to the
 	// detector; it must not block.
@@ -23,8 +23,10 @@ type WakeOptions struct {
 	// phrase's end, and no phrase is shorter than about 500 ms, so nothing
 	// from before the phrase is ever sent).
 	PreRoll time.Duration
-	// FollowUp: after a reply, speech within this long starts a turn
-	// without the wake word (0: off).
+	// FollowUp: after the reply to a turn the owner started (the wake
+	// word, the talk button, Say, a follow-up turn), speech within this
+	// long starts a turn without the wake word (0: off). A reply the
+	// server pushes unasked opens no window.
 	FollowUp time.Duration
 	// MaxTurn ends a turn that the end of speech has not ended (30 s).
 	MaxTurn time.Duration
@@ -110,12 +112,14 @@ func (c *Conversation) Wake(d Detection) {
 	c.wk.mu.Unlock()
 }
 
-// wakeReplyOver is called when a reply is over: the follow-up window opens.
-func (c *Conversation) wakeReplyOver() {
+// wakeReplyOver is called when a reply is over: the follow-up window
+// opens if it was the reply to the owner's turn (owned). A reply the
+// server pushed unasked never opens the microphone.
+func (c *Conversation) wakeReplyOver(owned bool) {
 	c.mu.Lock()
 	c.stopWaitLocked()
 	c.mu.Unlock()
-	if c.wk.o.FollowUp > 0 {
+	if owned && c.wk.o.FollowUp > 0 {
 		c.wk.mu.Lock()
 		c.wk.follow = true
 		c.wk.mu.Unlock()
@@ -244,7 +248,7 @@ func (c *Conversation) startTurn() (string, error) {
 	}
 	task := c.listen()
 	c.mu.Lock()
-	c.replyTask = task
+	c.replyTask, c.owned = task, task
 	c.mu.Unlock()
 	c.play.flush(task) // whatever still plays is over
 	return task, nil
