@@ -65,7 +65,7 @@ if [ ! -x "$nfpm_dir/nfpm" ]; then
 fi
 
 export VERSION=${PACKAGE_VERSION:-$(scripts/version.sh)}
-export CHANGELOG_DATE; CHANGELOG_DATE=$(date -R -d "@$(git log -1 --format=%ct)")
+export CHANGELOG_DATE; CHANGELOG_DATE=$(TZ=UTC0 date -R -d "@$(git log -1 --format=%ct)")
 export NFPM="$nfpm_dir/nfpm"
 export OUT=${OUT:-dist}
 mkdir -p "$OUT"
