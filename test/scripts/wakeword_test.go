@@ -4,8 +4,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -90,4 +93,70 @@ func TestFetchWakewordRepairsWhatIsMissingOrDamaged(t *testing.T) {
 	if out, err := fetch(filepath.Join(t.TempDir(), "no-packs")); err != nil {
 		t.Errorf("with every file in place the fetch needed the tarballs: %v\n%s", err, out)
 	}
+}
+
+// TestFetchWakewordAsRootWritesThroughNoLinkOfTheServiceUser: run as root
+// into a folder another user owns (as /var/lib/agenthost/wakeword lies in
+// the service user's state folder), with that user's links planted where
+// the fetch puts its lock and the models' LICENCE, the fetch leaves the
+// root-only files they point at as they were, and installs the models (as
+// that user). Found by attack: a root-only 0600 file truncated to 0 bytes
+// through a link the service user planted. The other user is nobody.
+func TestFetchWakewordAsRootWritesThroughNoLinkOfTheServiceUser(t *testing.T) {
+	need(t, "bash", "sha256sum", "tar", "flock", "setpriv")
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (the fetch as root is what is tested)")
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("needs the user nobody")
+	}
+	uid, _ := strconv.Atoi(nobody.Uid)
+	gid, _ := strconv.Atoi(nobody.Gid)
+	packs := wakePacks(t)
+
+	// root's folder (traversable by all, as / and /var/lib are), holding a
+	// root-only secret and the other user's state folder.
+	top, err := os.MkdirTemp("", "fetch-wakeword-root-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	os.Chmod(top, 0o755)
+	secret := filepath.Join(top, "root-only")
+	const secretText = "root's secret, not to be touched\n"
+	if err := os.WriteFile(secret, []byte(secretText), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(top, "state")
+	dest := filepath.Join(state, "wakeword")
+	for _, d := range []string{state, dest, filepath.Join(dest, "models")} {
+		os.Mkdir(d, 0o750)
+		os.Chown(d, uid, gid)
+	}
+	for _, l := range []string{filepath.Join(dest, ".lock"), filepath.Join(dest, "models", "LICENCE")} {
+		if err := os.Symlink(secret, l); err != nil {
+			t.Fatal(err)
+		}
+		os.Lchown(l, uid, gid)
+	}
+
+	out, errOut, err := runErr("", nil, script(t, "fetch-wakeword.sh"), "--dest", dest, "--from", packs, "--onnxruntime", "no")
+	if b, rerr := os.ReadFile(secret); rerr != nil || string(b) != secretText {
+		t.Errorf("the root-only file behind the links was changed: %q %v", b, rerr)
+	}
+	if err != nil {
+		t.Fatalf("fetch-wakeword as root: %v\n%s%s", err, out, errOut)
+	}
+	checkModels(t, dest)
+	for name := range wakeModels {
+		fi, err := os.Lstat(filepath.Join(dest, "models", name))
+		if err != nil {
+			continue
+		}
+		if st := fi.Sys().(*syscall.Stat_t); int(st.Uid) != uid {
+			t.Errorf("models/%s is owned by uid %d, want nobody's %d (the folder's owner)", name, st.Uid, uid)
+		}
+	}
+	t.Logf("fetch-wakeword as root:\n%s", errOut)
 }
