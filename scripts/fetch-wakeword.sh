@@ -143,6 +143,8 @@ fi
 
 if [ -n "$pack" ]; then
   mkdir -p "$pack"
+  exec 8>>"$pack/.lock"   # one fetch at a time (test runs share the folder)
+  flock 8
   for spec in "$MODELS_PKG $MODELS_TGZ $MODELS_SHA256" "$ORT_PKG $ORT_TGZ $ORT_SHA256"; do
     read -r pkg tgz sum <<<"$spec"
     if ! echo "$sum  $pack/$tgz" | sha256sum -c --quiet - >/dev/null 2>&1; then
