@@ -2,7 +2,9 @@ package scripts
 
 import (
 	"bufio"
+	"os"
 	"os/exec"
+	"os/signal"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +17,13 @@ import (
 // and again on EXIT, and printed its closing lines twice).
 func TestCtrlCRunsTheCleanupOnce(t *testing.T) {
 	need(t, "bash")
+	// A test process started with SIGINT ignored (a background job of a
+	// shell without job control) would hand that on to bash, which then
+	// cannot trap it: with a handler of its own here, the child starts with
+	// the default.
+	c := make(chan os.Signal, 1)
+	signal.Notify(c, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(c)
 	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM} {
 		t.Run(sig.String(), func(t *testing.T) {
 			body := `set -euo pipefail
