@@ -133,6 +133,8 @@ if [ "$writer" != 0 ]; then
     args+=(--reuse "$old")
     trap 'rm -rf -- "$as" "$old"' EXIT
   fi
+  setpriv --reuid="$writer" --regid="$gid" --init-groups test -r "$as/fetch-wakeword" ||
+    fail "$name cannot read $as: set TMPDIR to a folder others may enter (/tmp)"
   say "$target is in a folder of $name: fetching as $name"
   cd /
   rc=0

@@ -117,7 +117,7 @@ func TestFetchWakewordAsRootWritesThroughNoLinkOfTheServiceUser(t *testing.T) {
 
 	// root's folder (traversable by all, as / and /var/lib are), holding a
 	// root-only secret and the other user's state folder.
-	top, err := os.MkdirTemp("", "fetch-wakeword-root-")
+	top, err := os.MkdirTemp("/tmp", "fetch-wakeword-root-") // /tmp: nobody may enter it, whatever TMPDIR is
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestFetchWakewordAsRootWritesThroughNoLinkOfTheServiceUser(t *testing.T) {
 		os.Lchown(l, uid, gid)
 	}
 
-	out, errOut, err := runErr("", nil, script(t, "fetch-wakeword.sh"), "--dest", dest, "--from", packs, "--onnxruntime", "no")
+	out, errOut, err := runErr("", []string{"TMPDIR=/tmp"}, script(t, "fetch-wakeword.sh"), "--dest", dest, "--from", packs, "--onnxruntime", "no")
 	if b, rerr := os.ReadFile(secret); rerr != nil || string(b) != secretText {
 		t.Errorf("the root-only file behind the links was changed: %q %v", b, rerr)
 	}
@@ -181,7 +181,7 @@ func TestFetchWakewordAsRootTakesOverWhatAnOlderVersionMadeAsRoot(t *testing.T) 
 	old := filepath.Join(t.TempDir(), "wakeword")
 	run(t, "", nil, script(t, "fetch-wakeword.sh"), "--dest", old, "--from", packs, "--onnxruntime", "no")
 
-	top, err := os.MkdirTemp("", "fetch-wakeword-root-")
+	top, err := os.MkdirTemp("/tmp", "fetch-wakeword-root-") // /tmp: nobody may enter it, whatever TMPDIR is
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -197,7 +197,7 @@ func TestFetchWakewordAsRootTakesOverWhatAnOlderVersionMadeAsRoot(t *testing.T) 
 	os.WriteFile(filepath.Join(dest, ".fetched-0123456789abcdef"), nil, 0o644)
 
 	// Every file still good: no tarball needed.
-	out, errOut, err := runErr("", nil, script(t, "fetch-wakeword.sh"), "--dest", dest, "--from", filepath.Join(top, "no-packs"), "--onnxruntime", "no")
+	out, errOut, err := runErr("", []string{"TMPDIR=/tmp"}, script(t, "fetch-wakeword.sh"), "--dest", dest, "--from", filepath.Join(top, "no-packs"), "--onnxruntime", "no")
 	if err != nil {
 		t.Fatalf("fetch-wakeword as root over an older root-owned destination: %v\n%s%s", err, out, errOut)
 	}
