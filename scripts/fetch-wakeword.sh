@@ -216,7 +216,6 @@ mkdir -p "$dest"
 [ -L "$dest/.lock" ] && rm -f "$dest/.lock"
 exec 9>>"$dest/.lock"
 flock 9
-rm -f "$dest"/.fetched-*   # the stamps of older versions
 todo=$(missing)
 if [ -z "$todo" ]; then
   if [ -n "$system_ort" ] && [ "$need_ort" = no ]; then say "using the system's ONNX Runtime: $system_ort"; fi
