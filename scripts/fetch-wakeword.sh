@@ -61,6 +61,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$want_ort" in auto|yes|no) ;; *) echo "fetch-wakeword: --onnxruntime is auto, yes or no, not $want_ort" >&2; exit 2 ;; esac
+dest=$(realpath -ms -- "$dest")
+[ -z "$pack" ] || pack=$(realpath -ms -- "$pack")
+[ -z "$from" ] || from=$(realpath -ms -- "$from")
 
 say() { echo "fetch-wakeword: $*" >&2; }
 
