@@ -2,23 +2,23 @@ package config
 
 import (
 	"bytes"
-	"net/url"
 	"regexp"
-	"strings"
 
 	yamlv3 "go.yaml.in/yaml/v3"
+
+	"github.com/agenthost/agenthost/internal/urlmask"
 )
 
 // Mask replaces a secret value in Redacted output.
-const Mask = "****"
+const Mask = urlmask.Mask
 
 // secretName matches keys of free-form subtrees (plugins.config, MCP server
 // extras) whose values are treated as secrets in Redacted output.
 var secretName = regexp.MustCompile(`(?i)(token|secret|passw(or)?d|api[_-]?key|authorization|credential|private[_-]?key|cookie)`)
 
 // Redacted returns the effective settings as YAML, with secrets masked: the
-// token, MCP server header and env values, the password and query values in
-// an MCP server URL (where tokens often ride), and free-form values whose key looks secret (token, password, api_key, ...).
+// token, MCP server header and env values, an MCP server URL's secrets
+// (urlmask: password, query values, fragment), and free-form values whose key looks secret (token, password, api_key, ...).
 // The output loads back as the same configuration, except for masked values.
 func (c *Config) Redacted() string {
 	r := *c
@@ -34,7 +34,7 @@ func (c *Config) Redacted() string {
 		s.Headers = maskValues(s.Headers)
 		s.Env = maskValues(s.Env)
 		if s.URL != "" {
-			s.URL = redactURL(s.URL)
+			s.URL = urlmask.String(s.URL)
 		}
 		if s.Extra != nil {
 			s.Extra, _ = maskAny(s.Extra).(map[string]any)
@@ -49,35 +49,6 @@ func (c *Config) Redacted() string {
 	}
 	_ = enc.Close()
 	return b.String()
-}
-
-// redactURL masks a URL's password, every query value (the keys stay, to
-// say what is set) and its fragment, as the MCP client's log lines do.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil {
-		return Mask
-	}
-	if u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), Mask)
-		}
-	}
-	if u.RawQuery != "" {
-		parts := strings.Split(u.RawQuery, "&")
-		for i, p := range parts {
-			if k, _, ok := strings.Cut(p, "="); ok {
-				parts[i] = k + "=" + Mask
-			} else if p != "" {
-				parts[i] = Mask // a bare value may be the token itself
-			}
-		}
-		u.RawQuery = strings.Join(parts, "&")
-	}
-	if u.Fragment != "" {
-		u.Fragment, u.RawFragment = Mask, ""
-	}
-	return u.String()
 }
 
 func maskValues(m map[string]string) map[string]string {

@@ -14,6 +14,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
+source scripts/at-exit.sh
 
 mkdir -p bin/plugins run/files
 go build -o bin/agenthost ./cmd/agenthost
@@ -81,7 +82,7 @@ cleanup() {
     echo "== the spoken replies: $(soxi -D run/reply.wav 2>/dev/null || echo '?') s of audio in run/reply.wav"
   fi
 }
-trap cleanup EXIT INT TERM
+at_exit cleanup
 
 tail -f /dev/null | bin/voicesim --listen 127.0.0.1:8009 "${sim_flags[@]}" 2> >(sed -u 's/^/[voicesim] /' >&2) &
 pids+=($!)

@@ -96,7 +96,7 @@ if [ -z "$from" ]; then
   source scripts/env.sh
   from=bin/install
   mkdir -p "$from/plugins"
-  version=0.0.0+git$(git log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S 2>/dev/null || echo 0).$(git rev-parse --short=7 HEAD 2>/dev/null || echo local)
+  version=$(scripts/version.sh 2>/dev/null || echo 0.0.0+git0.local)
   say "building agenthost $version and the bundled plugins"
   go build -tags nolibopusfile,grpcnotrace -buildmode=pie -trimpath -ldflags "-s -w -X main.version=$version" -o "$from/agenthost" ./cmd/agenthost
   go build -buildmode=pie -trimpath -ldflags "-s -w" -o "$from/agenthost-wakeword" ./cmd/agenthost-wakeword

@@ -4,7 +4,7 @@
 # armhf (32-bit Raspberry Pi OS, ARMv7), each against its own suite's libraries.
 #   scripts/package.sh                          # all six
 #   scripts/package.sh trixie/armhf bookworm    # some: SUITE/ARCH, SUITE or ARCH
-# Env: PACKAGE_VERSION (default: 0.0.0+git<commit time>.<hash>), OUT (default dist).
+# Env: PACKAGE_VERSION (default: scripts/version.sh: 0.0.0+git<commit time>.<hash>), OUT (default dist).
 # Prints the path of each .deb, one a line, in the order asked for. A target
 # that needs an index the Debian mirror serves broken (its size or hash does
 # not match the Release file: a mirror in mid-sync) is reported BLOCKED with
@@ -64,8 +64,8 @@ if [ ! -x "$nfpm_dir/nfpm" ]; then
   GOBIN="$nfpm_dir" GOFLAGS=-mod=mod go install "github.com/goreleaser/nfpm/v2/cmd/nfpm@$NFPM_VERSION"
 fi
 
-export VERSION=${PACKAGE_VERSION:-0.0.0+git$(git log -1 --format=%cd --date=format-local:%Y%m%d%H%M%S).$(git rev-parse --short=7 HEAD)}
-export CHANGELOG_DATE; CHANGELOG_DATE=$(date -R -d "@$(git log -1 --format=%ct)")
+export VERSION=${PACKAGE_VERSION:-$(scripts/version.sh)}
+export CHANGELOG_DATE; CHANGELOG_DATE=$(TZ=UTC0 date -R -d "@$(git log -1 --format=%ct)")
 export NFPM="$nfpm_dir/nfpm"
 export OUT=${OUT:-dist}
 mkdir -p "$OUT"

@@ -8,8 +8,10 @@
 #   scripts/repo.sh REPO DEB...          # add or replace packages, re-sign
 #   scripts/repo.sh REPO                 # (re)export and re-sign only
 # Env: GNUPGHOME (default ~/.gnupg), REPO_KEY (a key id or user id; default:
-# the first secret key there that can sign, or a new ed25519 key made for
-# "agenthost archive" when there is none), REPO_ORIGIN (default agenthost).
+# the first secret key there that can sign now, or a new ed25519 key made for
+# "agenthost archive" when there is no secret key; when there are some and
+# none can sign, as when the archive key expired, it lists them and why and
+# fails), REPO_ORIGIN (default agenthost).
 #
 # REPO then holds what a web server serves as is (dists/, pool/) and
 # agenthost-archive-keyring.gpg (the public key, binary, for Signed-By:) and
@@ -25,10 +27,40 @@ origin=${REPO_ORIGIN:-agenthost}
 export GNUPGHOME=${GNUPGHOME:-$HOME/.gnupg}
 mkdir -p "$GNUPGHOME"; chmod 700 "$GNUPGHOME"
 
+# secret_keys [KEY]: one line per secret key: fingerprint, why it cannot sign
+# (empty when it can), user id, tab-separated. In gpg's listing an uppercase
+# S in field 12 says the key as a whole can sign now; an expired or revoked
+# key keeps only the lowercase s of what it could once do.
+secret_keys() {
+  gpg --batch --with-colons --list-secret-keys "$@" 2>/dev/null | awk -F: -v OFS='\t' '
+    function flush() { if (fpr != "") print fpr, why, uid; fpr = ""; uid = "" }
+    $1 == "sec" {
+      flush(); want = 1
+      if ($2 ~ /e/) why = "expired"
+      else if ($2 ~ /r/) why = "revoked"
+      else if ($2 ~ /[idn]/) why = "invalid or disabled"
+      else if ($12 !~ /S/) why = "has no usable signing key or subkey (expired?)"
+      else why = ""
+      next
+    }
+    $1 == "fpr" && want { fpr = $10; want = 0; next }
+    $1 == "uid" && uid == "" { uid = $10 }
+    END { flush() }'
+}
+
 key=${REPO_KEY:-}
-if [ -z "$key" ]; then
-  key=$(gpg --batch --with-colons --list-secret-keys 2>/dev/null | awk -F: '$1 == "sec" && $12 ~ /[sS]/ {print $5; exit}')
+seen=$(secret_keys ${key:+"$key"} || true)   # gpg fails on a REPO_KEY it does not know
+usable=$(awk -F'\t' '$2 == "" {print $1; exit}' <<<"$seen")
+if [ -z "$usable" ] && { [ -n "$seen" ] || [ -n "$key" ]; }; then
+  {
+    echo "repo: no usable signing key${key:+ for REPO_KEY=$key} in $GNUPGHOME; seen:"
+    [ -n "$seen" ] && awk -F'\t' '{print "  " $1 " " $3 ": " $2}' <<<"$seen" || echo "  (none)"
+    echo "repo: extend the archive key the speakers trust (gpg --quick-set-expire FPR 2y, and again with '*' for its"
+    echo "      subkeys), or name another with REPO_KEY; a new key would need a new keyring on every speaker"
+  } >&2
+  exit 2
 fi
+key=$usable
 if [ -z "$key" ]; then
   echo "repo: no signing key in $GNUPGHOME; making one (ed25519, no passphrase, no expiry)" >&2
   gpg --batch --quiet --passphrase '' --quick-gen-key "agenthost archive <archive@agenthost.invalid>" ed25519 sign never

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/urlmask"
 )
 
 // ServerConfig is one MCP server, in the shape of a desktop MCP client's
@@ -337,8 +339,8 @@ func ExpandEnv(s string) (string, []string) {
 }
 
 // Redacted returns a copy of c that can be shown: the values of env and
-// headers masked (they carry API keys and tokens), and so is any user
-// information in the URL.
+// headers masked (they carry API keys and tokens), and so are the URL's
+// secrets (urlmask).
 func (c ServerConfig) Redacted() ServerConfig {
 	mask := func(m map[string]string) map[string]string {
 		if m == nil {
@@ -356,6 +358,6 @@ func (c ServerConfig) Redacted() ServerConfig {
 	}
 	c.Env = mask(c.Env)
 	c.Headers = mask(c.Headers)
-	c.URL = redactURL(c.URL)
+	c.URL = urlmask.String(c.URL)
 	return c
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/internal/urlmask"
 )
 
 // The HTTP transports' parts: the guard (headers only to the server's
@@ -116,33 +117,18 @@ func (s *Session) scrub(err error) error {
 	return scrubURL(err, s.o.Server.URL)
 }
 
-// scrubURL hides the secrets of the URL raw (its password and query
-// values) wherever err's message shows them: the URL as configured, as
-// net/http prints it (password masked, query kept), or in parts.
+// scrubURL hides the secrets of the URL raw (urlmask: password, query
+// values, fragment) wherever err's message shows them: the URL as
+// configured, as net/http prints it (password masked, query kept), or in
+// parts.
 func scrubURL(err error, raw string) error {
 	if err == nil || raw == "" {
 		return err
 	}
-	msg := strings.ReplaceAll(err.Error(), raw, redactURL(raw))
-	if u, perr := url.Parse(raw); perr == nil {
-		var secrets []string
-		if p, ok := u.User.Password(); ok {
-			secrets = append(secrets, p)
-		}
-		for _, vs := range u.Query() {
-			secrets = append(secrets, vs...)
-		}
-		for _, q := range strings.Split(u.RawQuery, "&") {
-			if _, v, ok := strings.Cut(q, "="); ok {
-				secrets = append(secrets, v) // as written, escapes and all
-			}
-		}
-		for _, v := range secrets {
-			if len(v) >= 4 { // shorter values are not secrets, and would mask common words
-				msg = strings.ReplaceAll(msg, v, "***")
-				msg = strings.ReplaceAll(msg, url.QueryEscape(v), "***")
-			}
-		}
+	msg := strings.ReplaceAll(err.Error(), raw, urlmask.String(raw))
+	for _, v := range urlmask.Secrets(raw) {
+		msg = strings.ReplaceAll(msg, v, urlmask.Mask)
+		msg = strings.ReplaceAll(msg, url.QueryEscape(v), urlmask.Mask)
 	}
 	if msg == err.Error() {
 		return err
@@ -157,25 +143,3 @@ type scrubbed struct {
 
 func (e scrubbed) Error() string { return e.msg }
 func (e scrubbed) Unwrap() error { return e.err }
-
-// redactURL hides user information and query values (tokens) in a URL.
-func redactURL(s string) string {
-	if s == "" {
-		return ""
-	}
-	u, err := url.Parse(s)
-	if err != nil {
-		return "(an invalid URL)"
-	}
-	if u.User != nil {
-		u.User = url.User("***")
-	}
-	if u.RawQuery != "" {
-		q := u.Query()
-		for k := range q {
-			q[k] = []string{"***"}
-		}
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
-}

@@ -25,6 +25,7 @@ import (
 	"github.com/agenthost/agenthost/host/supervise"
 	"github.com/agenthost/agenthost/internal/pace"
 	"github.com/agenthost/agenthost/internal/quietlog"
+	"github.com/agenthost/agenthost/internal/urlmask"
 )
 
 // MinRelistInterval is the least time between two lists taken after
@@ -203,7 +204,7 @@ func start(ctx context.Context, o Options, kind string, roots rootList) (*Sessio
 		default:
 		}
 	})
-	s.status = Status{Name: o.Name, Transport: kind, URL: redactURL(o.Server.URL)}
+	s.status = Status{Name: o.Name, Transport: kind, URL: urlmask.String(o.Server.URL)}
 	s.client = s.newClient(roots)
 
 	var err error
@@ -217,7 +218,7 @@ func start(ctx context.Context, o Options, kind string, roots rootList) (*Sessio
 		if err != nil && ctx.Err() == nil && o.Server.Type == "" && !unreachable(err) {
 			// The server may speak only the legacy HTTP+SSE transport.
 			if sseErr := s.connectHTTP(ctx, TransportSSE); sseErr == nil {
-				s.log.Info("the server does not speak Streamable HTTP; using the legacy SSE transport", "url", redactURL(o.Server.URL), "streamable_err", err)
+				s.log.Info("the server does not speak Streamable HTTP; using the legacy SSE transport", "url", urlmask.String(o.Server.URL), "streamable_err", err)
 				err = nil
 			} else {
 				err = fmt.Errorf("%w; and as a legacy SSE server: %v", err, sseErr)
@@ -328,7 +329,7 @@ func (s *Session) connectHTTP(ctx context.Context, kind string) error {
 	}
 	origin, err := url.Parse(s.o.Server.URL)
 	if err != nil {
-		return fmt.Errorf("%s at %s: %w", kind, redactURL(s.o.Server.URL), s.scrub(err))
+		return fmt.Errorf("%s at %s: %w", kind, urlmask.String(s.o.Server.URL), s.scrub(err))
 	}
 	hc := *base
 	hc.Transport = guardRT{base: rt, origin: origin, headers: s.o.Server.Headers, maxBody: s.o.MaxMessage}
@@ -347,7 +348,7 @@ func (s *Session) connectHTTP(ctx context.Context, kind string) error {
 	stop()
 	if err != nil {
 		connCancel()
-		return s.explain(s.scrub(fmt.Errorf("%s at %s: initialize failed: %w", kind, redactURL(s.o.Server.URL), err)), ctx)
+		return s.explain(s.scrub(fmt.Errorf("%s at %s: initialize failed: %w", kind, urlmask.String(s.o.Server.URL), err)), ctx)
 	}
 	s.cs, s.transport, s.status.Transport, s.connCancel = cs, kind, kind, connCancel
 	return nil
