@@ -343,3 +343,28 @@ func TestWarnsBeyondLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestForeignHostHeadersAreRefused: a request that reached a loopback
+// address naming another host (a DNS-rebinding page in a browser) is
+// refused with 403; loopback names and addresses are answered.
+func TestForeignHostHeadersAreRefused(t *testing.T) {
+	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		httpserve.Options{Name: "test"})
+	_, port, _ := net.SplitHostPort(addr)
+	for host, want := range map[string]int{
+		"evil.example": http.StatusForbidden, "evil.example:" + port: http.StatusForbidden, "10.0.0.1:" + port: http.StatusForbidden,
+		addr: http.StatusOK, "localhost:" + port: http.StatusOK, "[::1]:" + port: http.StatusOK, "127.0.0.1": http.StatusOK,
+	} {
+		c := dialFrom(t, "127.0.0.1", addr)
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("Host %s: %v", host, err)
+		}
+		resp.Body.Close()
+		c.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %s, want %d", host, resp.Status, want)
+		}
+	}
+}
