@@ -2,8 +2,9 @@
 // reach (the MCP endpoint, the metrics): it bounds the connections open
 // at once, in all and per client address; closes keep-alive connections
 // left idle; gives each request's body a deadline that ends once the body
-// is read, so a long response stream (SSE) is never cut; and warns when
-// the address is beyond loopback.
+// is read, so a long response stream (SSE) is never cut; refuses a request
+// that reached loopback for another host name (DNS rebinding); and warns
+// when the address is beyond loopback.
 package httpserve
 
 import (
@@ -94,7 +95,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, o Options) erro
 		l = netutil.LimitListener(limited, o.MaxConns)
 	}
 	srv := &http.Server{
-		Handler:           bodyDeadline(h, o.BodyTimeout),
+		Handler:           localHostOnly(bodyDeadline(h, o.BodyTimeout), o.Name, logs),
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,

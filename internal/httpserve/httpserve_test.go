@@ -83,7 +83,7 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
 		httpserve.Options{Name: "test", IdleTimeout: 200 * time.Millisecond})
 	c := dialFrom(t, "127.0.0.1", addr)
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -105,7 +105,7 @@ func TestATricklingBodyIsCut(t *testing.T) {
 		readErr <- err
 	}), httpserve.Options{Name: "test", BodyTimeout: 300 * time.Millisecond})
 	c := dialFrom(t, "127.0.0.1", addr)
-	io.WriteString(c, "POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\n\r\n")
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -238,7 +238,7 @@ func TestConnectionsAreCapped(t *testing.T) {
 	}
 	request := func(ip string) net.Conn {
 		c := dialFrom(t, ip, addr)
-		io.WriteString(c, "GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 		return c
 	}
 
