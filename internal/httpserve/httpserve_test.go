@@ -180,7 +180,7 @@ func countEvents(t *testing.T, resp *http.Response, err error) int {
 func TestStreamsOutliveTheDeadlines(t *testing.T) {
 	const events = 12 // 1.2 s, against deadlines of 150 ms
 	d := 150 * time.Millisecond
-	addr, _ := serve(t, stream(events), httpserve.Options{Name: "test", ReadHeaderTimeout: d, BodyTimeout: d, IdleTimeout: d})
+	addr, _ := serve(t, stream(events), httpserve.Options{Name: "test", ReadHeaderTimeout: d, BodyTimeout: d, IdleTimeout: d, WriteTimeout: d})
 	c := &http.Client{Transport: &http.Transport{}}
 	defer c.CloseIdleConnections()
 	resp, err := c.Get("http://" + addr + "/")
