@@ -133,6 +133,28 @@ func (p Plugins) StateDirectory() string {
 	return ""
 }
 
+// CheckStateDirectory checks the state folder (see StateDirectory), if it
+// exists, as the runtime folder is: it must belong to this user or root,
+// and others may not write to it (fsperm.DirProblem). One that does not
+// exist yet is made by this user when first written.
+func (p Plugins) CheckStateDirectory() error {
+	dir := p.StateDirectory()
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("state folder %s is not a folder (plugins.state_dir)", dir)
+	}
+	if p := fsperm.DirProblem(fi); p != "" {
+		return fmt.Errorf("state folder %s %s; use a folder of this user's (plugins.state_dir)", dir, p)
+	}
+	return nil
+}
+
 // ControlSocketPath resolves conversation.control_socket: the configured
 // value, else <runtime dir>/control.sock (see Plugins.RuntimeDirectory).
 func (c *Config) ControlSocketPath() string {

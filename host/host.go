@@ -94,6 +94,9 @@ func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
 	if _, err := cfg.Plugins.EnsureRuntimeDirectory(); err != nil {
 		return nil, err
 	}
+	if err := cfg.Plugins.CheckStateDirectory(); err != nil {
+		return nil, err
+	}
 	h := &Host{cfg: cfg, log: log}
 	h.callCtx, h.stopCalls = context.WithCancel(context.Background())
 	h.work = make(chan callWork)
