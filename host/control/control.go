@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -168,6 +169,12 @@ func (c *Client) Do(ctx context.Context, endpoint string, in, out any) error {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if errors.Is(err, ErrUntrusted) {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				return ue.Err
+			}
+		}
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 			return fmt.Errorf("%w (no socket answers at %s)", ErrNotRunning, c.path)
 		}
