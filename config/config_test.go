@@ -1025,3 +1025,41 @@ func TestLivenessBounds(t *testing.T) {
 		t.Errorf("defaults: %+v, earcon %q", d.Server.Liveness, d.Conversation.Earcons.Unreachable)
 	}
 }
+
+// TestAConfiguredRuntimeFolderOfAnotherUserIsRefused: plugins.runtime_dir
+// (or $RUNTIME_DIRECTORY) that another user owns, or that any user may
+// write to, is refused as the built-in fallback is: its owner could move
+// the daemon's sockets aside and listen in their place. As root, with a
+// folder owned by nobody (65534).
+func TestAConfiguredRuntimeFolderOfAnotherUserIsRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("only root can give a folder to another user")
+	}
+	runtimeEnv(t)
+	p := Default().Plugins
+	p.RuntimeDir = filepath.Join(t.TempDir(), "theirs")
+	if err := os.Mkdir(p.RuntimeDir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(p.RuntimeDir, 0o777)
+	if err := os.Chown(p.RuntimeDir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.EnsureRuntimeDirectory(); err == nil || !strings.Contains(err.Error(), p.RuntimeDir) {
+		t.Errorf("configured folder of nobody, mode 0777: err = %v", err)
+	}
+	os.Chmod(p.RuntimeDir, 0o700)
+	if _, err := p.EnsureRuntimeDirectory(); err == nil || !strings.Contains(err.Error(), "belongs to user id 65534") {
+		t.Errorf("configured folder of nobody, mode 0700: err = %v", err)
+	}
+	os.Chown(p.RuntimeDir, 0, 0)
+	os.Chmod(p.RuntimeDir, 0o777)
+	if _, err := p.EnsureRuntimeDirectory(); err == nil || !strings.Contains(err.Error(), "0777") {
+		t.Errorf("configured folder of ours that anyone may write to: err = %v", err)
+	}
+	t.Setenv("RUNTIME_DIRECTORY", p.RuntimeDir)
+	p.RuntimeDir = ""
+	if _, err := p.EnsureRuntimeDirectory(); err == nil || !strings.Contains(err.Error(), "0777") {
+		t.Errorf("$RUNTIME_DIRECTORY that anyone may write to: err = %v", err)
+	}
+}

@@ -57,9 +57,10 @@ func (p Plugins) runtimeDirectory() (dir string, shared bool) {
 // another user could have made it first: when that fallback is used, the
 // folder must be a real directory (not a symlink) owned by this user with
 // no write permission for group or others, or an error says what is wrong
-// and how to fix it. Other locations are only required to be directories
-// (they live under a parent the system or the user controls; a
-// systemd RuntimeDirectoryMode= that shares the folder with a group is kept).
+// and how to fix it. Other locations (configured, or systemd's) must be
+// folders of this user or root that others may not write to (see
+// fsperm.DirProblem; a systemd RuntimeDirectoryMode= that shares the folder
+// with a group is kept).
 func (p Plugins) EnsureRuntimeDirectory() (string, error) {
 	dir, shared := p.runtimeDirectory()
 	if shared {
@@ -84,6 +85,9 @@ func (p Plugins) EnsureRuntimeDirectory() (string, error) {
 	}
 	if !fi.IsDir() {
 		return "", fmt.Errorf("runtime folder %s is not a folder", dir)
+	}
+	if p := fsperm.DirProblem(fi); p != "" {
+		return "", fmt.Errorf("runtime folder %s %s; use a folder of this user's (plugins.runtime_dir)", dir, p)
 	}
 	if !writable(dir) {
 		return "", fmt.Errorf("runtime folder %s is not writable by this user (is it the service's?); run as the service's user, or set plugins.runtime_dir", dir)
@@ -127,6 +131,28 @@ func (p Plugins) StateDirectory() string {
 		return filepath.Join(home, ".local", "state", "agenthost")
 	}
 	return ""
+}
+
+// CheckStateDirectory checks the state folder (see StateDirectory), if it
+// exists, as the runtime folder is: it must belong to this user or root,
+// and others may not write to it (fsperm.DirProblem). One that does not
+// exist yet is made by this user when first written.
+func (p Plugins) CheckStateDirectory() error {
+	dir := p.StateDirectory()
+	if dir == "" {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return nil
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("state folder %s is not a folder (plugins.state_dir)", dir)
+	}
+	if p := fsperm.DirProblem(fi); p != "" {
+		return fmt.Errorf("state folder %s %s; use a folder of this user's (plugins.state_dir)", dir, p)
+	}
+	return nil
 }
 
 // ControlSocketPath resolves conversation.control_socket: the configured

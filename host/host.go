@@ -110,6 +110,9 @@ func newHost(cfg *config.Config, log *slog.Logger, standalone bool) (*Host, erro
 	if _, err := cfg.Plugins.EnsureRuntimeDirectory(); err != nil {
 		return nil, err
 	}
+	if err := cfg.Plugins.CheckStateDirectory(); err != nil {
+		return nil, err
+	}
 	h := &Host{cfg: cfg, log: log, standalone: standalone}
 	h.callCtx, h.stopCalls = context.WithCancel(context.Background())
 	h.work = make(chan callWork)

@@ -14,7 +14,8 @@ import (
 )
 
 // TestMetrics: /metrics on metrics.listen names the link, the calls by
-// service and outcome, the plugins and the audio; promtool (Debian's
+// service and outcome, the plugins and the audio, to no other Host than
+// loopback's; promtool (Debian's
 // prometheus package, unpacked by scripts/install-promtool.sh) accepts it.
 func TestMetrics(t *testing.T) {
 	sim := newSim(t, voicetest.Options{})
@@ -48,6 +49,17 @@ func TestMetrics(t *testing.T) {
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// A page from another name (DNS rebinding) is refused, as on /mcp.
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Host = "evil.example"
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Error(err)
+	} else {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusForbidden {
+			t.Errorf("/metrics with Host: evil.example: %s, want 403", resp.Status)
 		}
 	}
 	out, err := exec.Command(filepath.Join(testbin.ModuleRoot(t), "scripts", "install-promtool.sh")).Output()

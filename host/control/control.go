@@ -15,10 +15,13 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"syscall"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/fsperm"
 )
 
 // Server serves the control socket.
@@ -85,6 +88,12 @@ func (s *Server) Run(ctx context.Context, ready func()) error {
 	if err := os.MkdirAll(filepath.Dir(s.path), 0o750); err != nil {
 		return fmt.Errorf("creating the folder of %s: %w", s.path, err)
 	}
+	dir := filepath.Dir(s.path)
+	if fi, err := os.Stat(dir); err != nil {
+		return fmt.Errorf("the folder of %s: %w", s.path, err)
+	} else if p := fsperm.DirProblem(fi); p != "" {
+		return fmt.Errorf("the control socket's folder %s %s; set conversation.control_socket (or plugins.runtime_dir) to a folder of this user's", dir, p)
+	}
 	if c, err := net.DialTimeout("unix", s.path, time.Second); err == nil {
 		c.Close()
 		return fmt.Errorf("%s is in use: is another agenthost running? (set conversation.control_socket to use another path)", s.path)
@@ -121,12 +130,20 @@ type Client struct {
 // ErrNotRunning means no daemon answers on the socket.
 var ErrNotRunning = errors.New("no agenthost daemon is running")
 
-// NewClient returns a client for the socket at path. It has no deadline of
+// ErrUntrusted means the socket may not be the daemon's: another user
+// could have put it there (see fsperm.SocketProblem).
+var ErrUntrusted = errors.New("the control socket is not to be trusted")
+
+// NewClient returns a client for the socket at path. Before each
+// connection it checks that no other user could have put the socket there. It has no deadline of
 // its own: a call lasts as long as the daemon lets the service take, and
 // the context of Do bounds everything else.
 func NewClient(path string) *Client {
 	return &Client{path: path, http: &http.Client{Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+			if p := fsperm.SocketProblem(path); p != "" {
+				return nil, fmt.Errorf("%w: refusing to speak to %s: %s", ErrUntrusted, path, p)
+			}
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", path)
 		},
@@ -152,6 +169,12 @@ func (c *Client) Do(ctx context.Context, endpoint string, in, out any) error {
 	}
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if errors.Is(err, ErrUntrusted) {
+			var ue *url.Error
+			if errors.As(err, &ue) {
+				return ue.Err
+			}
+		}
 		if errors.Is(err, syscall.ENOENT) || errors.Is(err, syscall.ECONNREFUSED) {
 			return fmt.Errorf("%w (no socket answers at %s)", ErrNotRunning, c.path)
 		}

@@ -118,3 +118,90 @@ func TestAClientWaitsAsLongAsTheCall(t *testing.T) {
 	default:
 	}
 }
+
+// theirs makes a folder of nobody's (65534) with mode perm, with a socket
+// in it listening as an impostor would: its path, and how many
+// connections it got. Only root can; others skip.
+func theirs(t *testing.T, perm os.FileMode, sockOwner int) (string, func() int) {
+	t.Helper()
+	if os.Getuid() != 0 {
+		t.Skip("only root can give a folder to another user")
+	}
+	dir, err := os.MkdirTemp("", "ctl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "control.sock")
+	ln, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	conns := make(chan struct{}, 100)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns <- struct{}{}
+			c.Close()
+		}
+	}()
+	if err := os.Chown(path, sockOwner, sockOwner); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, perm); err != nil {
+		t.Fatal(err)
+	}
+	return path, func() int { return len(conns) }
+}
+
+// TestTheClientRefusesASocketAnotherUserCouldHavePut: the CLI does not
+// speak to a socket in a folder any user may write to (nobody's, 0777:
+// nobody could have moved the daemon's socket aside), nor to one that
+// belongs to a user other than this one, root or its folder's owner; it
+// says why, and the impostor gets no connection.
+func TestTheClientRefusesASocketAnotherUserCouldHavePut(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		perm      os.FileMode
+		sockOwner int
+		want      string
+	}{
+		{"folder of nobody, 0777", 0o777, 65534, "0777"},
+		{"folder of nobody, socket of another user", 0o755, 1234, "1234"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, got := theirs(t, tc.perm, tc.sockOwner)
+			err := control.NewClient(path).Do(context.Background(), "POST /v1/say", map[string]string{"text": "the door code is 4711"}, nil)
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), filepath.Dir(path)) {
+				t.Errorf("err = %v, want a refusal naming %s and %s", err, filepath.Dir(path), tc.want)
+			}
+			if n := got(); n != 0 {
+				t.Errorf("the impostor's socket got %d connections", n)
+			}
+		})
+	}
+}
+
+// TestTheServerRefusesAFolderOfAnotherUser: the control socket is not put
+// in a folder that another user owns or any user may write to.
+func TestTheServerRefusesAFolderOfAnotherUser(t *testing.T) {
+	path, _ := theirs(t, 0o777, 65534)
+	os.Remove(path)
+	s := control.NewServer(path, slog.New(slog.DiscardHandler))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := s.Run(ctx, func() {
+		t.Error("the control socket was put in nobody's folder")
+		cancel()
+	})
+	if err == nil || !strings.Contains(err.Error(), filepath.Dir(path)) {
+		t.Errorf("err = %v, want a refusal naming the folder", err)
+	}
+}

@@ -132,12 +132,7 @@ func localOrigin(origin string) bool {
 	if err != nil || u.Host == "" {
 		return false
 	}
-	host := strings.ToLower(u.Hostname())
-	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return httpserve.LocalName(u.Hostname())
 }
 
 // Serve serves the endpoint at Path on ln until ctx ends, then shuts

@@ -1,9 +1,13 @@
 // Package httpserve serves the daemon's HTTP listeners that a network can
 // reach (the MCP endpoint, the metrics): it bounds the connections open
 // at once, in all and per client address; closes keep-alive connections
-// left idle; gives each request's body a deadline that ends once the body
-// is read, so a long response stream (SSE) is never cut; and warns when
-// the address is beyond loopback.
+// left idle, and those whose client does not read its answers (a write
+// deadline, a bound on requests per connection, and a new connection
+// taking the slot of one that waits on its client); gives each request's
+// body a deadline that ends once the body is read, so a long response
+// stream (SSE) is never cut; refuses a request that reached loopback for
+// another host name (DNS rebinding); and warns when the address is beyond
+// loopback.
 package httpserve
 
 import (
@@ -15,8 +19,6 @@ import (
 	"net/http"
 	"time"
 
-	"golang.org/x/net/netutil"
-
 	"github.com/agenthost/agenthost/internal/lograte"
 )
 
@@ -25,6 +27,8 @@ const (
 	DefaultReadHeaderTimeout = 10 * time.Second
 	DefaultBodyTimeout       = 30 * time.Second
 	DefaultIdleTimeout       = 60 * time.Second
+	DefaultWriteTimeout      = 10 * time.Second
+	DefaultMaxRequests       = 100
 )
 
 const (
@@ -39,16 +43,26 @@ const (
 type Options struct {
 	// Name is the listener in log lines and refusals ("the MCP endpoint").
 	Name string
-	// MaxConns bounds the connections open at once (one more waits for a
-	// free slot), MaxConnsPerClient those from one client address (one
-	// more is answered 503 and closed). The settings, when the bounds are
-	// a user's, are named in the refusal and the log.
+	// MaxConns bounds the connections open at once: one more takes the
+	// slot of the connection that has waited longest (a second or more)
+	// on its client, idle or not reading its answer, or else waits for a
+	// free slot. MaxConnsPerClient bounds those from one client (see
+	// clientKey; one more is answered 503 and closed). The settings, when
+	// the bounds are a user's, are named in the refusal and the log.
 	MaxConns, MaxConnsPerClient               int
 	MaxConnsSetting, MaxConnsPerClientSetting string
 	// ReadHeaderTimeout bounds reading a request's header, BodyTimeout
 	// its body (from the header's end), IdleTimeout the wait for the next
 	// request on a keep-alive connection.
 	ReadHeaderTimeout, BodyTimeout, IdleTimeout time.Duration
+	// WriteTimeout bounds each write of an answer: a client that reads
+	// none of it for that long loses the connection. A stream (SSE) that
+	// its client reads lasts as long as it likes.
+	WriteTimeout time.Duration
+	// MaxRequests bounds the requests answered on one connection (it is
+	// closed after that answer): pipelined requests nobody reads the
+	// answers to take no more than that.
+	MaxRequests int
 	// ExposedWarning, when set, is logged (warn) if the address is beyond
 	// loopback.
 	ExposedWarning string
@@ -65,6 +79,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = DefaultIdleTimeout
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.MaxRequests <= 0 {
+		o.MaxRequests = DefaultMaxRequests
 	}
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
@@ -88,13 +108,10 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, o Options) erro
 	if o.ExposedWarning != "" && Exposed(ln.Addr()) {
 		o.Log.Warn(o.ExposedWarning, "addr", ln.Addr().String())
 	}
-	limited := newLimitListener(ln, o, logs)
-	var l net.Listener = limited
-	if o.MaxConns > 0 {
-		l = netutil.LimitListener(limited, o.MaxConns)
-	}
+	l := newLimitListener(ln, o, logs)
 	srv := &http.Server{
-		Handler:           bodyDeadline(h, o.BodyTimeout),
+		Handler:           track(localHostOnly(bodyDeadline(h, o.BodyTimeout), o.Name, logs), o.MaxRequests),
+		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		IdleTimeout:       o.IdleTimeout,
 		MaxHeaderBytes:    maxHeaderBytes,
@@ -112,11 +129,35 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, o Options) erro
 		cancel()
 		err = <-errc
 	}
-	limited.wait()
+	l.wait()
 	if errors.Is(err, http.ErrServerClosed) {
 		return nil
 	}
 	return err
+}
+
+type connKey struct{}
+
+// track marks a connection busy while its request is in the handler (a
+// slot taken from it otherwise), and asks for it to be closed after its
+// max-th request.
+func track(h http.Handler, max int) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, _ := r.Context().Value(connKey{}).(*conn)
+		if c == nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+		if c.requests.Add(1) >= int64(max) {
+			w.Header().Set("Connection", "close")
+		}
+		c.serving.Store(true)
+		defer func() {
+			c.idleSince.Store(time.Now().UnixNano())
+			c.serving.Store(false)
+		}()
+		h.ServeHTTP(w, r)
+	})
 }
 
 // bodyDeadline gives a request with a body a read deadline, lifted once

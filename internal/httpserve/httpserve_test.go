@@ -83,7 +83,7 @@ func TestIdleConnectionsAreClosed(t *testing.T) {
 	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
 		httpserve.Options{Name: "test", IdleTimeout: 200 * time.Millisecond})
 	c := dialFrom(t, "127.0.0.1", addr)
-	io.WriteString(c, "GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 	br := bufio.NewReader(c)
 	resp, err := http.ReadResponse(br, nil)
 	if err != nil {
@@ -105,7 +105,7 @@ func TestATricklingBodyIsCut(t *testing.T) {
 		readErr <- err
 	}), httpserve.Options{Name: "test", BodyTimeout: 300 * time.Millisecond})
 	c := dialFrom(t, "127.0.0.1", addr)
-	io.WriteString(c, "POST / HTTP/1.1\r\nHost: test\r\nContent-Length: 100000\r\n\r\n")
+	io.WriteString(c, "POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -180,7 +180,7 @@ func countEvents(t *testing.T, resp *http.Response, err error) int {
 func TestStreamsOutliveTheDeadlines(t *testing.T) {
 	const events = 12 // 1.2 s, against deadlines of 150 ms
 	d := 150 * time.Millisecond
-	addr, _ := serve(t, stream(events), httpserve.Options{Name: "test", ReadHeaderTimeout: d, BodyTimeout: d, IdleTimeout: d})
+	addr, _ := serve(t, stream(events), httpserve.Options{Name: "test", ReadHeaderTimeout: d, BodyTimeout: d, IdleTimeout: d, WriteTimeout: d})
 	c := &http.Client{Transport: &http.Transport{}}
 	defer c.CloseIdleConnections()
 	resp, err := c.Get("http://" + addr + "/")
@@ -238,7 +238,7 @@ func TestConnectionsAreCapped(t *testing.T) {
 	}
 	request := func(ip string) net.Conn {
 		c := dialFrom(t, ip, addr)
-		io.WriteString(c, "GET / HTTP/1.1\r\nHost: test\r\n\r\n")
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
 		return c
 	}
 
@@ -341,5 +341,184 @@ func TestWarnsBeyondLoopback(t *testing.T) {
 		if got := strings.Contains(logs.String(), "listens beyond this machine"); got != tc.warn {
 			t.Errorf("%s: warned %v, want %v:\n%s", tc.addr, got, tc.warn, logs)
 		}
+	}
+}
+
+// TestForeignHostHeadersAreRefused: a request that reached a loopback
+// address naming another host (a DNS-rebinding page in a browser) is
+// refused with 403; loopback names and addresses are answered.
+func TestForeignHostHeadersAreRefused(t *testing.T) {
+	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		httpserve.Options{Name: "test"})
+	_, port, _ := net.SplitHostPort(addr)
+	for host, want := range map[string]int{
+		"evil.example": http.StatusForbidden, "evil.example:" + port: http.StatusForbidden, "10.0.0.1:" + port: http.StatusForbidden,
+		addr: http.StatusOK, "localhost:" + port: http.StatusOK, "[::1]:" + port: http.StatusOK, "127.0.0.1": http.StatusOK,
+	} {
+		c := dialFrom(t, "127.0.0.1", addr)
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("Host %s: %v", host, err)
+		}
+		resp.Body.Close()
+		c.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %s, want %d", host, resp.Status, want)
+		}
+	}
+}
+
+// big answers 64 KiB a request: a peer that does not read fills the
+// socket's buffers in a few requests.
+var big = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	w.Write(make([]byte, 64<<10))
+})
+
+// pipeline sends n requests on c at once, and never reads.
+func pipeline(t *testing.T, c net.Conn, n int) {
+	t.Helper()
+	go func() {
+		req := []byte("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		for range n {
+			if _, err := c.Write(req); err != nil {
+				return
+			}
+		}
+	}()
+}
+
+// get makes one request on a new connection from ip, and says how it went
+// (60 s at most: a guard against a test that would hang, not a figure).
+func get(ip, addr string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	tr := &http.Transport{DialContext: d.DialContext, DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+addr+"/", nil)
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return errors.New(resp.Status)
+	}
+	return nil
+}
+
+// closedEventually waits (60 s at most, a guard) for the server to close
+// c: reading it ends in EOF or a reset.
+func closedEventually(c net.Conn) error {
+	c.SetReadDeadline(time.Now().Add(60 * time.Second))
+	_, err := io.Copy(io.Discard, c)
+	var ne net.Error
+	if errors.As(err, &ne) && ne.Timeout() {
+		return errors.New("still open after 60 s")
+	}
+	return nil
+}
+
+// TestANonReadingClientGivesWayToOthers: a client whose connections fill
+// every slot with pipelined requests it never reads does not keep a
+// client on another address waiting: that one is answered, and the
+// non-reader's connections are closed.
+func TestANonReadingClientGivesWayToOthers(t *testing.T) {
+	addr, _ := serve(t, big, httpserve.Options{Name: "test", MaxConns: 2, MaxConnsPerClient: 2})
+	var stuck []net.Conn
+	for range 2 {
+		c := dialFrom(t, "127.0.0.2", addr)
+		pipeline(t, c, 20000)
+		stuck = append(stuck, c)
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- get("127.0.0.3", addr) }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("a client beside the non-reader: %v", err)
+		}
+	}
+	for i, c := range stuck {
+		if err := closedEventually(c); err != nil {
+			t.Errorf("the non-reader's connection %d: %v", i, err)
+		}
+	}
+}
+
+// TestPipelinedRequestsAreBoundedPerConnection: a connection that pipelines
+// 2,000 requests and reads nothing has at most 100 of them answered
+// before the server closes it.
+func TestPipelinedRequestsAreBoundedPerConnection(t *testing.T) {
+	var served atomic.Int64
+	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		served.Add(1)
+		io.WriteString(w, "ok")
+	}), httpserve.Options{Name: "test"})
+	c := dialFrom(t, "127.0.0.2", addr)
+	pipeline(t, c, 2000)
+	if err := closedEventually(c); err != nil {
+		t.Errorf("the connection with 2,000 requests pipelined (%d answered): %v", served.Load(), err)
+	}
+	if n := served.Load(); n > 100 {
+		t.Errorf("%d pipelined requests answered on one connection, want at most 100", n)
+	}
+}
+
+// TestAStalledWriteIsCut: an answer that its client never reads loses its
+// connection (after the write deadline, 10 s by default), and the
+// handler's write fails; it does not hold the slot for good.
+func TestAStalledWriteIsCut(t *testing.T) {
+	wrote := make(chan error, 1)
+	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 64<<10)
+		for {
+			if _, err := w.Write(buf); err != nil {
+				wrote <- err
+				return
+			}
+		}
+	}), httpserve.Options{Name: "test"})
+	c := dialFrom(t, "127.0.0.2", addr)
+	io.WriteString(c, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	defer c.Close() // frees the handler when the deadline never comes
+	select {
+	case <-wrote:
+	case <-time.After(60 * time.Second):
+		t.Fatal("an answer nobody reads was still being written after 60 s")
+	}
+	if err := closedEventually(c); err != nil {
+		t.Errorf("the connection of a stalled answer: %v", err)
+	}
+}
+
+// TestIdleConnectionsGiveWayToANewOne: when idle keep-alive connections
+// hold every slot, a new connection from another address is answered at
+// once (the longest idle one is closed), not after the idle timeout.
+func TestIdleConnectionsGiveWayToANewOne(t *testing.T) {
+	addr, _ := serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		httpserve.Options{Name: "test", MaxConns: 2, IdleTimeout: 10 * time.Minute})
+	var idle []net.Conn
+	for range 2 {
+		c := dialFrom(t, "127.0.0.2", addr)
+		io.WriteString(c, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.ReadAll(resp.Body)
+		resp.Body.Close()
+		idle = append(idle, c)
+	}
+	if err := get("127.0.0.3", addr); err != nil {
+		t.Fatalf("a new connection while idle ones held every slot: %v", err)
+	}
+	if err := closedEventually(idle[0]); err != nil {
+		t.Errorf("the longest idle connection: %v", err)
 	}
 }
