@@ -351,3 +351,31 @@ func TestAStateFieldThisVersionDoesNotKnowIsIgnored(t *testing.T) {
 		t.Fatalf("volume %d, speaker muted %v, microphone muted %v, warnings %q", v, muted, d.MicMuted(), d.Warnings())
 	}
 }
+
+// TestAStateFileThatDoesNotSayTheMuteStartsMuted: a state file that reads
+// but whose mute cannot be trusted (a volume outside 0–100 beside a
+// muted microphone; a document without the microphone's mute, which every
+// version writes: `null`, or a later version's that keeps it elsewhere)
+// starts the microphone muted; one that does not say it says so with the
+// way back.
+func TestAStateFileThatDoesNotSayTheMuteStartsMuted(t *testing.T) {
+	for name, doc := range map[string]string{
+		"a volume outside 0–100": `{"version": 1, "volume": 150, "speaker_muted": false, "microphone_muted": true}`,
+		"null":                   `null`,
+		"no microphone field":    `{"version": 2, "volume": 35, "speaker_muted": false, "microphone": {"muted": true}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			d := newDevice(t, device.Options{StateDir: dir})
+			if !d.MicMuted() {
+				t.Fatalf("the state file %s turned the microphone on", doc)
+			}
+			if w := strings.Join(d.Warnings(), "\n"); !strings.Contains(doc, "microphone_muted") && !strings.Contains(w, "agenthost mic on") {
+				t.Errorf("warnings %q do not name the way back", w)
+			}
+		})
+	}
+}
