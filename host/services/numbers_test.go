@@ -47,3 +47,22 @@ func TestHugeNumbersAreRefusedBeforeTheyAreParsed(t *testing.T) {
 		t.Errorf("digits in a string: %s", out.Error)
 	}
 }
+
+// TestExponentsPastAFloat64sAreRefused: an exponent of four digits costs
+// the validator a 10^9999 each (about 100 µs: a mebibyte of them in an
+// array of integers, 17 s of CPU, past the call's deadline; see
+// BenchmarkAMebibyteOfExponents), and no float64 needs one: such numbers
+// are refused; the exponents of every float64 (three digits) are not.
+func TestExponentsPastAFloat64sAreRefused(t *testing.T) {
+	d, _ := setup(t, services.DispatchOptions{})
+	for _, n := range []string{"1e1000", "1E+9999", "-2.5e-1000", "1e0001000"} {
+		if out := call(d, "1", "tool", `{"filename":"a","volume":`+n+`}`); out.Success || !strings.Contains(out.Error, "exponent") {
+			t.Errorf("%s: success %v, error %q", n, out.Success, out.Error)
+		}
+	}
+	for _, n := range []string{"1.7976931348623157e308", "4.9e-324", "-0e-999", "1E+999", "5e0000000308"} {
+		if out := call(d, "2", "tool", `{"filename":"a","other":`+n+`}`); !out.Success {
+			t.Errorf("%s: %s", n, out.Error)
+		}
+	}
+}
