@@ -379,3 +379,28 @@ func TestAStateFileThatDoesNotSayTheMuteStartsMuted(t *testing.T) {
 		})
 	}
 }
+
+// TestAStateFileSetAsideWithNoSuccessorStartsMuted: a state file set aside
+// whose muted successor could not be written (a full disk) leaves the
+// folder with no state file and the set-aside one beside it: the next
+// start keeps the microphone muted, as the start that set it aside did.
+func TestAStateFileSetAsideWithNoSuccessorStartsMuted(t *testing.T) {
+	dir := t.TempDir()
+	aside := filepath.Join(dir, "state.json.corrupt-20261126T073000Z")
+	if err := os.WriteFile(aside, []byte(`{"microphone_muted": tr`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := newDevice(t, device.Options{StateDir: dir})
+	if !d.MicMuted() {
+		t.Fatal("with only a set-aside state file, the microphone starts on")
+	}
+	if w := strings.Join(d.Warnings(), "\n"); !strings.Contains(w, "agenthost mic on") || !strings.Contains(w, aside) {
+		t.Errorf("warnings %q do not name the set-aside file and the way back", w)
+	}
+	if err := d.SetMicMuted(services.CallerOwner, false); err != nil {
+		t.Fatal(err)
+	}
+	if d2 := newDevice(t, device.Options{StateDir: dir}); d2.MicMuted() {
+		t.Fatal("after the owner's unmute, the next start mutes again")
+	}
+}
