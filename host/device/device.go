@@ -21,8 +21,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -207,6 +209,10 @@ func New(o Options) (*Device, error) {
 				d.saveLocked() // the file was moved away: a restart must find the mute
 			}
 		case !found:
+			// A file set aside whose muted successor could not be saved.
+			if aside := setAside(d.statePath()); aside != "" {
+				d.muteFailsClosed(fmt.Sprintf("device state: no %s, but %s was set aside; starting from the defaults", d.statePath(), aside))
+			}
 		case st.MicMuted == nil:
 			d.muteFailsClosed(fmt.Sprintf("device state: %s does not say whether the microphone is muted; starting from the defaults", d.statePath()))
 		case st.Volume < 0 || st.Volume > 100:
@@ -234,6 +240,17 @@ func New(o Options) (*Device, error) {
 	d.mu.Unlock()
 	d.setMixer(level)
 	return d, nil
+}
+
+// setAside names a file that statefile set aside for path, or "".
+func setAside(path string) string {
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	for _, e := range slices.Backward(entries) {
+		if strings.HasPrefix(e.Name(), filepath.Base(path)+".corrupt-") {
+			return filepath.Join(filepath.Dir(path), e.Name())
+		}
+	}
+	return ""
 }
 
 // muteFailsClosed starts the microphone muted because the state file could
