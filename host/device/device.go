@@ -133,6 +133,7 @@ type Device struct {
 	ringing    []timers.Entry
 	ringStop   chan struct{} // closed to stop the ringing goroutine
 	ringRenew  chan struct{} // gives the ringing its full time again
+	ringDone   chan struct{} // closed when the ringing goroutine has returned
 	notices    []string
 	recent     []Event
 
