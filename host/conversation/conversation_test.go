@@ -2,6 +2,7 @@ package conversation
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,13 +23,23 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type sent struct {
 	mu     sync.Mutex
 	frames []voice.Frame
+	down   bool // Send fails, as the link's does while it is down
 }
 
 func (s *sent) Send(f voice.Frame) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.down {
+		return errors.New("the link is down")
+	}
 	s.frames = append(s.frames, f)
 	return nil
+}
+
+func (s *sent) setDown(down bool) {
+	s.mu.Lock()
+	s.down = down
+	s.mu.Unlock()
 }
 
 func (s *sent) all() []voice.Frame {

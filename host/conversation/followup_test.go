@@ -350,3 +350,35 @@ func TestTheChimeStopsWithTheRing(t *testing.T) {
 		}
 	})
 }
+
+// TestASayThatWasNotSentLeavesTheNoticesHeard: the owner's say that could
+// not be sent (the link went down between the check and the send) is no
+// turn under way: the speaker's next notice is answered aloud, not set
+// aside for a reply that will never come.
+func TestASayThatWasNotSentLeavesTheNoticesHeard(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := newRig(t, Options{Mode: "manual"})
+		r.c.LinkUp()
+		r.out.setDown(true)
+		if _, _, err := r.c.Say("what time is it"); err == nil {
+			t.Fatal("a say over a link that is down did not fail")
+		}
+		r.out.setDown(false)
+		time.Sleep(time.Second) // the failure's earcon plays out
+		synctest.Wait()
+		n := r.sink.count()
+		task, err := r.c.Notify("[speaker notice] The timer has gone off and is ringing.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 10 {
+			r.c.Frame(reply(task, i+1, 60*time.Millisecond))
+		}
+		r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 11})
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		if got := tones(r.sink.since(n), 880); got < 9 {
+			t.Fatalf("%d writes of the notice's answer played after a say that was not sent, want the whole (10)", got)
+		}
+	})
+}

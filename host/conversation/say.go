@@ -94,10 +94,14 @@ func (c *Conversation) say(text string, owner bool) (task string, answer <-chan 
 	return task, answer, nil
 }
 
-// sendFailed ends the watch of a turn whose frames could not be sent.
+// sendFailed ends the watch of a turn whose frames could not be sent; it
+// is no longer the owner's turn under way (no reply will clear it).
 func (c *Conversation) sendFailed(task string, err error) {
 	c.mu.Lock()
 	release := c.unwatchLocked(task)
+	if c.owned == task {
+		c.owned = ""
+	}
 	c.mu.Unlock()
 	release()
 	c.turnFailed(task, err.Error())

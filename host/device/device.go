@@ -21,8 +21,10 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -131,6 +133,7 @@ type Device struct {
 	ringing    []timers.Entry
 	ringStop   chan struct{} // closed to stop the ringing goroutine
 	ringRenew  chan struct{} // gives the ringing its full time again
+	ringDone   chan struct{} // closed when the ringing goroutine has returned
 	notices    []string
 	recent     []Event
 
@@ -191,24 +194,34 @@ func New(o Options) (*Device, error) {
 	case o.StateDir == "":
 		d.warnings = append(d.warnings, "no state folder (plugins.state_dir): volume, mute and timers are forgotten when the daemon stops")
 	default:
-		var st persisted
+		// MicMuted is a pointer here: every version writes it, so a document
+		// without it (null, a later version's) cannot be trusted with the mute.
+		var st struct {
+			persisted
+			MicMuted *bool `json:"microphone_muted"`
+		}
 		found, err := statefile.Read(d.statePath(), &st)
 		switch {
 		case err != nil:
 			// The privacy mute fails closed: the file may have said muted.
-			d.st.MicMuted = true
-			d.micWarning = fmt.Sprintf("device state: %v; starting from the defaults with the microphone muted, "+
-				"since it may have been: check the microphone is meant to be on, then turn it on with `agenthost mic on`", err)
-			d.warn(d.micWarning)
+			d.muteFailsClosed(fmt.Sprintf("device state: %v; starting from the defaults", err))
 			var ce *statefile.CorruptError
 			if errors.As(err, &ce) && ce.SetAside != "" {
 				d.saveLocked() // the file was moved away: a restart must find the mute
 			}
-		case found && (st.Volume < 0 || st.Volume > 100):
+		case !found:
+			// A file set aside whose muted successor could not be saved.
+			if aside := setAside(d.statePath()); aside != "" {
+				d.muteFailsClosed(fmt.Sprintf("device state: no %s, but %s was set aside; starting from the defaults", d.statePath(), aside))
+			}
+		case st.MicMuted == nil:
+			d.muteFailsClosed(fmt.Sprintf("device state: %s does not say whether the microphone is muted; starting from the defaults", d.statePath()))
+		case st.Volume < 0 || st.Volume > 100:
 			d.warn(fmt.Sprintf("device state: %s has volume %d, outside 0–100; using %d", d.statePath(), st.Volume, o.Volume))
-		case found:
-			d.st = st
-			d.st.Version = 1
+			d.st.SpeakerMuted, d.st.MicMuted = st.SpeakerMuted, *st.MicMuted
+		default:
+			d.st = st.persisted
+			d.st.Version, d.st.MicMuted = 1, *st.MicMuted
 		}
 	}
 	d.micMuted.Store(d.st.MicMuted)
@@ -228,6 +241,26 @@ func New(o Options) (*Device, error) {
 	d.mu.Unlock()
 	d.setMixer(level)
 	return d, nil
+}
+
+// setAside names a file that statefile set aside for path, or "".
+func setAside(path string) string {
+	entries, _ := os.ReadDir(filepath.Dir(path))
+	for _, e := range slices.Backward(entries) {
+		if strings.HasPrefix(e.Name(), filepath.Base(path)+".corrupt-") {
+			return filepath.Join(filepath.Dir(path), e.Name())
+		}
+	}
+	return ""
+}
+
+// muteFailsClosed starts the microphone muted because the state file could
+// not say whether it was (why), with a warning naming the way back.
+func (d *Device) muteFailsClosed(why string) {
+	d.st.MicMuted = true
+	d.micWarning = why + ", with the microphone muted, since it may have been: " +
+		"check the microphone is meant to be on, then turn it on with `agenthost mic on`"
+	d.warn(d.micWarning)
 }
 
 func (d *Device) warn(msg string) {

@@ -351,3 +351,56 @@ func TestAStateFieldThisVersionDoesNotKnowIsIgnored(t *testing.T) {
 		t.Fatalf("volume %d, speaker muted %v, microphone muted %v, warnings %q", v, muted, d.MicMuted(), d.Warnings())
 	}
 }
+
+// TestAStateFileThatDoesNotSayTheMuteStartsMuted: a state file that reads
+// but whose mute cannot be trusted (a volume outside 0–100 beside a
+// muted microphone; a document without the microphone's mute, which every
+// version writes: `null`, or a later version's that keeps it elsewhere)
+// starts the microphone muted; one that does not say it says so with the
+// way back.
+func TestAStateFileThatDoesNotSayTheMuteStartsMuted(t *testing.T) {
+	for name, doc := range map[string]string{
+		"a volume outside 0–100": `{"version": 1, "volume": 150, "speaker_muted": false, "microphone_muted": true}`,
+		"null":                   `null`,
+		"no microphone field":    `{"version": 2, "volume": 35, "speaker_muted": false, "microphone": {"muted": true}}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			if err := os.WriteFile(filepath.Join(dir, "state.json"), []byte(doc), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			d := newDevice(t, device.Options{StateDir: dir})
+			if !d.MicMuted() {
+				t.Fatalf("the state file %s turned the microphone on", doc)
+			}
+			if w := strings.Join(d.Warnings(), "\n"); !strings.Contains(doc, "microphone_muted") && !strings.Contains(w, "agenthost mic on") {
+				t.Errorf("warnings %q do not name the way back", w)
+			}
+		})
+	}
+}
+
+// TestAStateFileSetAsideWithNoSuccessorStartsMuted: a state file set aside
+// whose muted successor could not be written (a full disk) leaves the
+// folder with no state file and the set-aside one beside it: the next
+// start keeps the microphone muted, as the start that set it aside did.
+func TestAStateFileSetAsideWithNoSuccessorStartsMuted(t *testing.T) {
+	dir := t.TempDir()
+	aside := filepath.Join(dir, "state.json.corrupt-20261126T073000Z")
+	if err := os.WriteFile(aside, []byte(`{"microphone_muted": tr`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	d := newDevice(t, device.Options{StateDir: dir})
+	if !d.MicMuted() {
+		t.Fatal("with only a set-aside state file, the microphone starts on")
+	}
+	if w := strings.Join(d.Warnings(), "\n"); !strings.Contains(w, "agenthost mic on") || !strings.Contains(w, aside) {
+		t.Errorf("warnings %q do not name the set-aside file and the way back", w)
+	}
+	if err := d.SetMicMuted(services.CallerOwner, false); err != nil {
+		t.Fatal(err)
+	}
+	if d2 := newDevice(t, device.Options{StateDir: dir}); d2.MicMuted() {
+		t.Fatal("after the owner's unmute, the next start mutes again")
+	}
+}

@@ -74,7 +74,11 @@ func (d *Device) startRinging(e timers.Entry) {
 	if d.ringStop == nil {
 		d.ringStop = make(chan struct{})
 		d.ringRenew = make(chan struct{}, 1)
-		go d.ring(d.ringStop, d.ringRenew)
+		d.ringDone = make(chan struct{})
+		go func(stop, renew, done chan struct{}) {
+			defer close(done)
+			d.ring(stop, renew)
+		}(d.ringStop, d.ringRenew, d.ringDone)
 	} else {
 		select {
 		case d.ringRenew <- struct{}{}:
@@ -113,7 +117,7 @@ func (d *Device) ring(stop, renew chan struct{}) {
 			mine := d.ringStop == stop
 			d.mu.Unlock()
 			if mine {
-				d.StopRinging(fmt.Sprintf("it rang for %s (device.ring.timeout)", d.o.RingTimeout))
+				d.stopRinging(fmt.Sprintf("it rang for %s (device.ring.timeout)", d.o.RingTimeout), false)
 			}
 			return
 		case <-tick.C:
@@ -129,17 +133,26 @@ func (d *Device) Ringing() bool {
 }
 
 // StopRinging stops what rings and returns it; why is logged and given to
-// the hooks (WHY).
-func (d *Device) StopRinging(why string) []timers.Entry {
+// the hooks (WHY). It returns once the ringing has queued its last chime,
+// so that a caller dropping the queued chimes next drops them all.
+func (d *Device) StopRinging(why string) []timers.Entry { return d.stopRinging(why, true) }
+
+// stopRinging is StopRinging; wait: for the ringing goroutine to return
+// (false on that goroutine).
+func (d *Device) stopRinging(why string, wait bool) []timers.Entry {
 	d.mu.Lock()
 	was := d.ringing
 	d.ringing = nil
+	done := d.ringDone
 	if d.ringStop != nil {
 		close(d.ringStop)
-		d.ringStop, d.ringRenew = nil, nil
+		d.ringStop, d.ringRenew, d.ringDone = nil, nil, nil
 	}
 	hw := d.applyLocked()
 	d.mu.Unlock()
+	if wait && done != nil {
+		<-done
+	}
 	d.setMixer(hw)
 	if len(was) > 0 {
 		d.log.Info("ringing stopped", "entries", len(was), "why", why)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -171,6 +172,47 @@ func TestMissedTimersAreToldNotRung(t *testing.T) {
 		}
 		if got := ev.all(); got != "timer ID=1 LABEL=eggs STATE=missed" {
 			t.Fatalf("hooks %q", got)
+		}
+	})
+}
+
+// TestNoChimeIsQueuedAfterTheRingStops: a chime the ringing was about to
+// queue when the owner stopped it is queued before StopRinging returns, or
+// not at all, so that the conversation's drop of the queued chimes
+// (RingStopped, right after) finds it. The ring's Cue is held at its
+// second chime to hold the ringing goroutine between its tick and its cue.
+func TestNoChimeIsQueuedAfterTheRingStops(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var calls atomic.Int32
+		var stopped atomic.Bool
+		entered, release := make(chan struct{}), make(chan struct{})
+		var late atomic.Int32 // chimes queued after StopRinging returned
+		cue := func([]int16) {
+			if calls.Add(1) == 2 {
+				close(entered)
+				<-release
+			}
+			if stopped.Load() {
+				late.Add(1)
+			}
+		}
+		d := newDevice(t, device.Options{Cue: cue})
+		stop := runDevice(d)
+		defer stop()
+		call(dispatcher(t, d), services.CallerOwner, "set_timer", `{"seconds":1}`)
+		<-entered // the second chime is on its way to the speaker
+		done := make(chan struct{})
+		go func() {
+			d.StopRinging("the owner")
+			stopped.Store(true)
+			close(done)
+		}()
+		synctest.Wait() // StopRinging returned, or waits for the chime on its way
+		close(release)
+		<-done
+		synctest.Wait()
+		if n := late.Load(); n != 0 {
+			t.Fatalf("%d chimes queued after StopRinging returned: the owner's stop cannot drop them", n)
 		}
 	})
 }

@@ -3,6 +3,7 @@ package services_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,5 +27,23 @@ func BenchmarkDispatchBuiltin(b *testing.B) {
 		if out := d.Dispatch(ctx, c); !out.Success {
 			b.Fatal(out.Error)
 		}
+	}
+}
+
+// BenchmarkAMebibyteOfExponents measures the validation of the costliest
+// params a call may carry: a mebibyte of the largest exponents allowed,
+// in an array of integers (each is computed as a big number).
+func BenchmarkAMebibyteOfExponents(b *testing.B) {
+	p := &fake{id: "plugin:ints", svcs: []services.Service{svc("ints", `{"type":"object","properties":{"v":{"type":"array","items":{"type":"integer"}}}}`)}}
+	r := services.NewRegistry(services.RegistryOptions{})
+	if err := r.Put(p); err != nil {
+		b.Fatal(err)
+	}
+	d := services.NewDispatcher(r, services.DispatchOptions{Timeout: time.Hour})
+	n := strings.Repeat("9", services.MaxNumberLength-5) + "e999"
+	params := `{"v":[` + strings.TrimSuffix(strings.Repeat(n+",", (1<<20-16)/(len(n)+1)), ",") + `]}`
+	c := voice.Call{CallID: "bench", Method: "ints", Params: json.RawMessage(params)}
+	for b.Loop() {
+		d.Dispatch(context.Background(), c)
 	}
 }

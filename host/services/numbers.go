@@ -9,12 +9,12 @@ import (
 
 // Bounds of a number in a call's params. The schema validator parses each
 // number as a big one, in time that grows with the square of its digits
-// (seconds for a million) or with its exponent (1e999999 is computed), so
-// params are checked against these first. A float64 needs 24 characters
-// and an exponent of 3 digits.
+// (seconds for a million) or with its exponent (1e999999 is computed, and
+// a mebibyte of 1e9999 takes 17 s), so params are checked against these
+// first. A float64 needs 24 characters and an exponent of 3 digits.
 const (
 	MaxNumberLength = 64
-	maxExponent     = 4 // digits
+	maxExponent     = 3 // digits, as a float64's
 )
 
 // checkNumbers says what is wrong with the first number in raw (JSON) that

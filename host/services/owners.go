@@ -70,14 +70,15 @@ func (r *Registry) Reserve(p Provider) {
 }
 
 // reserveLocked records svcs' names, bare and under id's prefix, as id's
-// when p reserves them; it reports whether any is new. r.mu held.
+// when p reserves them (folded: see fold); it reports whether any is new.
+// r.mu held.
 func (r *Registry) reserveLocked(id string, svcs []Service, p Provider) bool {
 	if !isReserving(p) {
 		return false
 	}
 	added := false
 	for _, s := range svcs {
-		for _, name := range []string{s.Name, r.prefixFor(id) + s.Name} {
+		for _, name := range []string{fold(s.Name), fold(r.prefixFor(id) + s.Name)} {
 			if _, ok := r.reserved[name]; !ok {
 				r.reserved[name] = id
 				added = true
@@ -85,6 +86,13 @@ func (r *Registry) reserveLocked(id string, svcs []Service, p Provider) bool {
 		}
 	}
 	return added
+}
+
+// fold is the form in which reserved names are compared: a name that
+// differs from one only in case, or in '-' and '.' for '_', reads as the
+// same to a model (Mute_Microphone beside mute_microphone).
+func fold(name string) string {
+	return strings.NewReplacer("-", "_", ".", "_").Replace(strings.ToLower(name))
 }
 
 // reservedMessage says that a provider offered a name reserved for another,

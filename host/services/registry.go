@@ -91,8 +91,8 @@ type Registry struct {
 	order   []string
 	bounds  bounds
 	members map[string]*member
-	// reserved maps a name to the reserving provider that alone may have it
-	// (see ReservingProvider); it only grows.
+	// reserved maps a folded name (see fold) to the reserving provider that
+	// alone may have it (see ReservingProvider); it only grows.
 	reserved map[string]string
 
 	snap atomic.Pointer[snapshot]
@@ -373,7 +373,7 @@ func (r *Registry) build(members []*member) (*snapshot, error) {
 				s.refused[e.Name] = why
 				continue
 			}
-			if keeper, ok := r.reserved[e.Name]; ok && keeper != m.p.ID() {
+			if keeper, ok := r.reserved[fold(e.Name)]; ok && keeper != m.p.ID() {
 				s.conflicts = append(s.conflicts, r.reservedMessage(e.Name, keeper, m.p.ID(), e.Service.Name))
 				continue
 			}
