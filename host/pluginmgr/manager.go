@@ -421,6 +421,7 @@ func (m *Manager) load(p *plugin) {
 	start := func(ctx context.Context) (supervise.Child, error) {
 		inst, err := m.start(ctx, name, path)
 		if err == nil {
+			startFault(name, "up")
 			p.mu.Lock()
 			p.version, p.served = inst.desc.Version, hash
 			p.mu.Unlock()
@@ -429,6 +430,9 @@ func (m *Manager) load(p *plugin) {
 			if err := m.o.cache.put(name, hash, inst.desc.Version, inst.Services()); err != nil {
 				m.log.Warn("cannot cache the plugin's description; it will be started again to describe it", "plugin", name, "err", err)
 			}
+		}
+		if err == nil {
+			startFault(name, "handing over")
 		}
 		return inst, err
 	}
