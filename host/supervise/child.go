@@ -46,6 +46,10 @@ type Info struct {
 	PID       int    `json:"pid,omitempty"`
 	Version   string `json:"version,omitempty"`
 	Transport string `json:"transport,omitempty"` // "go-plugin", "stdio", "streamable-http", "sse"
+	// Build names what the child runs where its kind has builds: a plugin
+	// binary's sha256. It comes with the PID, so a status never pairs one
+	// build with another's process.
+	Build string `json:"build,omitempty"`
 }
 
 // Starter starts a new child. It must honour ctx (the start deadline) and,
