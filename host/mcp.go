@@ -117,12 +117,9 @@ func (m *MCPEndpoint) Run(ctx context.Context, ready func()) error {
 		return fmt.Errorf("listening on %s: %w", m.addr, err)
 	}
 	serve := m.h.Config().MCP.Serve
-	perProvider := m.h.Config().Services.MaxInFlightPerProvider
 	budget := services.NewBudget(services.BudgetLimits{Name: "MCP clients", ClientName: "MCP session",
 		Max: serve.MaxCalls, MaxSetting: "mcp.serve.max_calls", PerClient: serve.MaxCallsPerSession, PerClientSetting: "mcp.serve.max_calls_per_session",
-		// One provider gets at most half of the MCP clients' budget.
-		PerProvider:        min(perProvider, max(1, serve.MaxCalls/2)),
-		PerProviderSetting: "services.max_in_flight_per_provider, at most half of mcp.serve.max_calls"})
+		PerProvider: m.h.Config().Services.MaxInFlightPerProvider, PerProviderSetting: "services.max_in_flight_per_provider"})
 	srv := mcpserver.New(mcpserver.RegistryCatalog(m.h.reg), mcpserver.CallerFunc(func(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
 		call := voice.Call{CallID: localCallID("mcp-"), Method: service, Params: params}
 		return m.h.disp.DispatchFrom(services.WithCaller(ctx, services.CallerMCP), call, budget, mcpserver.SessionID(ctx))
