@@ -186,7 +186,7 @@ func (d *Dispatcher) DispatchFrom(ctx context.Context, c voice.Call, b *Budget, 
 	if msg := d.acquire(sl); msg != "" {
 		return failure(msg)
 	}
-	params, msg := validateParams(e, c.Params)
+	params, msg := checkParams(e, c.Params)
 	if msg != "" {
 		d.release(sl)
 		return failure(msg)
