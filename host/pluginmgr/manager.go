@@ -231,7 +231,7 @@ func (m *Manager) scan(dir string) (again []string) {
 		return nil
 	}
 	for _, e := range entries {
-		if path := filepath.Join(dir, e.Name()); m.changed(path) {
+		if path := filepath.Join(dir, e.Name()); m.changed(path, false) {
 			again = append(again, path)
 		}
 	}
@@ -292,7 +292,7 @@ func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher, again []string
 					t.Stop()
 					delete(timers, ev.Name)
 				}
-				if m.changed(ev.Name) {
+				if m.changed(ev.Name, true) {
 					later(ev.Name)
 				}
 				continue
@@ -306,7 +306,7 @@ func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher, again []string
 				}
 				continue
 			}
-			if m.changed(path) {
+			if m.changed(path, false) {
 				later(path)
 			}
 		case err, ok := <-w.Errors:
@@ -334,8 +334,9 @@ func ignored(base string) bool {
 
 // changed looks at one path after it settled and tells its plugin. It
 // reports whether to look at the path again after the debounce: an ELF
-// binary that is not whole yet (see incompleteBinary).
-func (m *Manager) changed(path string) (again bool) {
+// binary that is not whole yet (see incompleteBinary). renamed says the
+// binary was renamed in whole (a new file, see load).
+func (m *Manager) changed(path string, renamed bool) (again bool) {
 	base := filepath.Base(path)
 	if ignored(base) {
 		return false
@@ -393,6 +394,10 @@ func (m *Manager) changed(path string) (again bool) {
 	m.mu.Unlock()
 	if st := p.sup.Status().State; st == supervise.StateParked || st == supervise.StateBroken {
 		m.log.Info(st+" plugin's binary changed; trying it again", "plugin", base)
+	}
+	if renamed && m.pin(base) == "" {
+		m.loadRenamed(p)
+		return false
 	}
 	m.load(p, false)
 	return false
@@ -464,25 +469,8 @@ func (m *Manager) load(p *plugin, again bool) {
 		p.sup.Load(failing(pinErr), nil)
 		return
 	}
-	name, path := p.name, p.path
-	start := func(ctx context.Context) (supervise.Child, error) {
-		inst, err := m.start(ctx, name, path)
-		if err != nil {
-			return nil, err
-		}
-		startFault(name, "up")
-		inst.hash = hash
-		p.mu.Lock()
-		p.version, p.served = inst.desc.Version, hash
-		p.mu.Unlock()
-		if m.o.lazy(name) {
-			if err := m.o.cache.put(name, hash, inst.desc.Version, inst.Services()); err != nil {
-				m.log.Warn("cannot cache the plugin's description; it will be started again to describe it", "plugin", name, "err", err)
-			}
-		}
-		startFault(name, "handing over")
-		return inst, nil
-	}
+	name := p.name
+	start := func(ctx context.Context) (supervise.Child, error) { return m.startBuild(ctx, p, hash) }
 	var desc []services.Service
 	if m.o.lazy(name) {
 		var version string
@@ -502,6 +490,32 @@ func (m *Manager) load(p *plugin, again bool) {
 	p.mu.Lock()
 	p.loading = &pendingLoad{hash: hash, handled: handled}
 	p.mu.Unlock()
+}
+
+// startBuild starts p's binary, known to have the sha256 hash.
+func (m *Manager) startBuild(ctx context.Context, p *plugin, hash string) (supervise.Child, error) {
+	inst, err := m.start(ctx, p.name, p.path)
+	if err != nil {
+		return nil, err
+	}
+	return m.started(inst, p, hash)
+}
+
+// started records a plugin's new process, of the build hash, before it is
+// handed to the supervisor.
+func (m *Manager) started(inst *instance, p *plugin, hash string) (supervise.Child, error) {
+	startFault(p.name, "up")
+	inst.hash = hash
+	p.mu.Lock()
+	p.version, p.served = inst.desc.Version, hash
+	p.mu.Unlock()
+	if m.o.lazy(p.name) {
+		if err := m.o.cache.put(p.name, hash, inst.desc.Version, inst.Services()); err != nil {
+			m.log.Warn("cannot cache the plugin's description; it will be started again to describe it", "plugin", p.name, "err", err)
+		}
+	}
+	startFault(p.name, "handing over")
+	return inst, nil
 }
 
 // checkPin refuses a binary whose sha256 is not the one the plugin is

@@ -123,3 +123,20 @@ func TestATouchDuringAReloadDoesNotStartTheBuildAgain(t *testing.T) {
 		t.Fatalf("the new build was started %d times, want 1", n)
 	}
 }
+
+// TestTheSameBuildRenamedInAgainChangesNothing: a binary renamed in is
+// started while it is hashed (renamed.go); when it is the build that
+// serves, that start is dropped: the same process serves, the log says the
+// binary is unchanged, and no reload is logged.
+func TestTheSameBuildRenamedInAgainChangesNothing(t *testing.T) {
+	x := startManager(t, func(dir string) { install(t, clockBin(t), dir, "clock", 0) }, nil)
+	first := x.running("clock", "get_current_time")
+	install(t, clockBin(t), x.dir, "clock", 0)
+	x.waitLog("plugin binary touched but unchanged", "plugin=clock")
+	if st := x.running("clock", "get_current_time"); st.PID != first.PID || st.SHA256 != first.SHA256 {
+		t.Fatalf("the same build renamed in again: %+v, was %+v", st, first)
+	}
+	if _, ok := x.log.Line(`msg="plugin reloaded"`); ok {
+		t.Fatalf("the same build was reloaded:\n%s", x.log)
+	}
+}

@@ -57,6 +57,11 @@ type Info struct {
 // reason the provider does not run, so it says what to do.
 type Starter func(ctx context.Context) (Child, error)
 
+// ErrUnchanged, from a Load's Starter, says that what it would start is
+// what already serves (a binary installed again): the Load is dropped
+// without a word, and the child serving stays.
+var ErrUnchanged = errors.New("the provider is unchanged")
+
 // ErrGone is wrapped by a Child's Call error when the child died or lost its
 // connection; the Supervisor then treats the child as crashed.
 var ErrGone = errors.New("the provider's process or connection is gone")

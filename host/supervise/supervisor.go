@@ -328,8 +328,8 @@ func (s *Supervisor) load(ctx context.Context, start Starter, desc []services.Se
 		l, old, err = s.install(child)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return // stopping
+		if ctx.Err() != nil || errors.Is(err, ErrUnchanged) {
+			return // stopping, or nothing new
 		}
 		s.mu.Lock()
 		serving := s.cur != nil
