@@ -139,6 +139,10 @@ type Services struct {
 	Timeouts    map[string]Duration `yaml:"timeouts"`
 	MaxResult   Size                `yaml:"max_result"`
 	MaxInFlight int                 `yaml:"max_in_flight"`
+	// MaxInFlightPerProvider bounds the calls running at once on one
+	// provider, for each caller's budget: a provider that never answers
+	// cannot take every slot from the others.
+	MaxInFlightPerProvider int `yaml:"max_in_flight_per_provider"`
 	// MaxDescription bounds one service's description (a longer one is
 	// cut); MaxRegister bounds the register the voice server gets (and
 	// tools/list for MCP clients): services that do not fit are left out,
@@ -414,16 +418,17 @@ func Default() *Config {
 		},
 		Log: Log{Level: "info", Format: "text"},
 		Services: Services{
-			Timeout:        Duration(10e9),
-			Timeouts:       map[string]Duration{},
-			MaxResult:      64 << 10,
-			MaxInFlight:    64,
-			MaxDescription: 8 << 10,
-			MaxRegister:    512 << 10,
-			Prefixes:       map[string]string{},
-			Builtins:       true,
-			Allow:          []string{},
-			Deny:           []string{},
+			Timeout:                Duration(10e9),
+			Timeouts:               map[string]Duration{},
+			MaxResult:              64 << 10,
+			MaxInFlight:            64,
+			MaxInFlightPerProvider: 16,
+			MaxDescription:         8 << 10,
+			MaxRegister:            512 << 10,
+			Prefixes:               map[string]string{},
+			Builtins:               true,
+			Allow:                  []string{},
+			Deny:                   []string{},
 		},
 		Plugins: Plugins{
 			Dirs:           []string{"/usr/lib/agenthost/plugins"},

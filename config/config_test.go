@@ -217,6 +217,7 @@ func TestBadFile(t *testing.T) {
 		{"mcp url", "mcp:\n  servers:\n    fs:\n      url: ftp://h/\n", []string{":4: mcp.servers.fs.url: not an http:// or https:// URL"}},
 		{"mcp headers", "mcp:\n  servers:\n    fs:\n      command: x\n      headers: {A: b}\n", []string{"mcp.servers.fs.headers: headers apply to url servers only"}},
 		{"mcp args type", "mcp:\n  servers:\n    fs:\n      command: x\n      args: {a: 1}\n", []string{":5: mcp.servers.fs.args: expected a list"}},
+		{"per-provider bound", "services:\n  max_in_flight_per_provider: 0\n", []string{":2: services.max_in_flight_per_provider: 0 must be more than 0"}},
 		{"mcp serve bound", "mcp:\n  serve:\n    max_calls_per_session: 0\n", []string{":3: mcp.serve.max_calls_per_session: 0 must be more than 0"}},
 		{"mcp session timeout", "mcp:\n  serve:\n    session_timeout: 0s\n", []string{":3: mcp.serve.session_timeout: 0s must be more than 0"}},
 		{"alias twice", "mcpServers: {a: {command: x}}\nmcp:\n  servers: {b: {command: y}}\n", []string{"given both as mcpServers and as mcp.servers"}},

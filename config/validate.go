@@ -180,6 +180,9 @@ func (l *loader) validate(c *Config) {
 	if sv.MaxInFlight <= 0 {
 		l.errorf(path("services.max_in_flight"), "%d must be more than 0", sv.MaxInFlight)
 	}
+	if sv.MaxInFlightPerProvider <= 0 {
+		l.errorf(path("services.max_in_flight_per_provider"), "%d must be more than 0", sv.MaxInFlightPerProvider)
+	}
 	for _, k := range sortedKeys(sv.Prefixes) {
 		if strings.TrimSpace(sv.Prefixes[k]) == "" {
 			l.errorf([]string{"services", "prefixes", k}, "the prefix is empty; give one, like %q, or remove the line", k+"_")

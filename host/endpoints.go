@@ -102,7 +102,8 @@ func localCallID(prefix string) string { return prefix + strconv.FormatInt(local
 // agenthost mcp): services.max_in_flight of their own, beside the voice
 // server's, which they can then never make busy.
 func localBudget(s config.Services) services.BudgetLimits {
-	return services.BudgetLimits{Name: "the control socket's clients", Max: s.MaxInFlight, MaxSetting: "services.max_in_flight"}
+	return services.BudgetLimits{Name: "the control socket's clients", Max: s.MaxInFlight, MaxSetting: "services.max_in_flight",
+		PerProvider: s.MaxInFlightPerProvider, PerProviderSetting: "services.max_in_flight_per_provider"}
 }
 
 // SayText starts a text turn: TEXT then END_FRAME on a new task. It

@@ -63,6 +63,7 @@ type Host struct {
 	work       chan callWork   // to an idle call worker
 	workers    sync.WaitGroup  // call workers, which end after shutdown
 	callCtx    context.Context // ends at shutdown: results could no longer be sent
+	voiceCtx   context.Context // callCtx naming the voice server as the caller, made once
 	stopCalls  context.CancelFunc
 	components []Component
 	frames     []func(voice.Frame) // conversation taps
@@ -115,6 +116,7 @@ func newHost(cfg *config.Config, log *slog.Logger, standalone bool) (*Host, erro
 	}
 	h := &Host{cfg: cfg, log: log, standalone: standalone}
 	h.callCtx, h.stopCalls = context.WithCancel(context.Background())
+	h.voiceCtx = services.WithCaller(h.callCtx, services.CallerVoiceServer)
 	h.work = make(chan callWork)
 	file, warnings, err := serversFile(cfg.MCP.ServersFile)
 	if err != nil {
@@ -317,7 +319,7 @@ func (h *Host) worker(w callWork) {
 // handleCall runs one MCP call and answers it with exactly one result.
 func (h *Host) handleCall(conn int, c voice.Call) {
 	start := time.Now()
-	out := h.disp.Dispatch(services.WithCaller(h.callCtx, services.CallerVoiceServer), c)
+	out := h.disp.Dispatch(h.voiceCtx, c)
 	h.answer(conn, c, out)
 	took := time.Since(start)
 	h.trim.Busy()

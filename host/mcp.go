@@ -107,7 +107,8 @@ func (m *MCPEndpoint) Run(ctx context.Context, ready func()) error {
 	}
 	serve := m.h.Config().MCP.Serve
 	budget := services.NewBudget(services.BudgetLimits{Name: "MCP clients", ClientName: "MCP session",
-		Max: serve.MaxCalls, MaxSetting: "mcp.serve.max_calls", PerClient: serve.MaxCallsPerSession, PerClientSetting: "mcp.serve.max_calls_per_session"})
+		Max: serve.MaxCalls, MaxSetting: "mcp.serve.max_calls", PerClient: serve.MaxCallsPerSession, PerClientSetting: "mcp.serve.max_calls_per_session",
+		PerProvider: m.h.Config().Services.MaxInFlightPerProvider, PerProviderSetting: "services.max_in_flight_per_provider"})
 	srv := mcpserver.New(mcpserver.RegistryCatalog(m.h.reg), mcpserver.CallerFunc(func(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
 		call := voice.Call{CallID: localCallID("mcp-"), Method: service, Params: params}
 		return m.h.disp.DispatchFrom(services.WithCaller(ctx, services.CallerMCP), call, budget, mcpserver.SessionID(ctx))

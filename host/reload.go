@@ -164,5 +164,6 @@ func dispatchLimits(s config.Services) services.DispatchOptions {
 	for name, d := range s.Timeouts {
 		timeouts[name] = d.D()
 	}
-	return services.DispatchOptions{Timeout: s.Timeout.D(), Timeouts: timeouts, MaxResult: int(s.MaxResult), MaxInFlight: s.MaxInFlight}
+	return services.DispatchOptions{Timeout: s.Timeout.D(), Timeouts: timeouts, MaxResult: int(s.MaxResult), MaxInFlight: s.MaxInFlight,
+		MaxInFlightPerProvider: s.MaxInFlightPerProvider}
 }

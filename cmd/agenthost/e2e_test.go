@@ -370,7 +370,7 @@ func TestCallErrors(t *testing.T) {
 
 func Test200ConcurrentCalls(t *testing.T) {
 	sim := newSim(t, voicetest.Options{})
-	startHost(t, sim, "services.max_in_flight=256")
+	startHost(t, sim, "services.max_in_flight=256", "services.max_in_flight_per_provider=256")
 	ready(t, sim, 1)
 	var wg sync.WaitGroup
 	errs := make(chan string, 200)

@@ -30,6 +30,7 @@ import (
 // instance is one running process of a plugin binary: a supervise.Child.
 type instance struct {
 	name     string
+	hash     string // sha256 of the binary it runs
 	client   *goplugin.Client
 	rpc      pluginv1.Client
 	desc     *pluginv1.Description
@@ -234,7 +235,7 @@ func (i *instance) Changed() <-chan struct{} { return nil }
 
 // Info implements supervise.Child.
 func (i *instance) Info() supervise.Info {
-	return supervise.Info{PID: i.pid, Version: i.desc.Version, Transport: "go-plugin"}
+	return supervise.Info{PID: i.pid, Version: i.desc.Version, Transport: "go-plugin", Build: i.hash}
 }
 
 // Health implements supervise.Healther with the contract's Health RPC.

@@ -79,10 +79,48 @@ type plugin struct {
 	path string
 	sup  *supervise.Supervisor
 
+	// loadMu makes load the one path to the supervisor: the watcher's look
+	// at the binary and a configuration reload's take turns.
+	loadMu sync.Mutex
+
 	mu      sync.Mutex
-	hash    string // of the binary last handed to the supervisor
-	served  string // of the binary that last started or was described from the cache
-	version string // from the cached description
+	hash    string       // of the binary last handed to the supervisor
+	served  string       // of the binary that last started or was described from the cache
+	version string       // from the cached description
+	loading *pendingLoad // the last build handed to the supervisor to start
+}
+
+// pendingLoad is a build handed to the supervisor; handled is closed once
+// the supervisor is done with it (it serves, was described, or failed).
+type pendingLoad struct {
+	hash    string
+	handled <-chan struct{}
+}
+
+// startingLocked reports whether the build hash was handed to the supervisor
+// and is not yet handled; p.mu held.
+func (p *plugin) startingLocked(hash string) bool {
+	if p.loading == nil || p.loading.hash != hash {
+		return false
+	}
+	select {
+	case <-p.loading.handled:
+		return false
+	default:
+		return true
+	}
+}
+
+// serving returns the build behind the plugin's services as st (its
+// supervisor's status) shows them: the running process's, else the one
+// last started or described.
+func (p *plugin) serving(st supervise.Status) string {
+	if st.Info.Build != "" {
+		return st.Info.Build
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.served
 }
 
 // New returns a manager that puts plugins' services into reg.
@@ -193,7 +231,7 @@ func (m *Manager) scan(dir string) (again []string) {
 		return nil
 	}
 	for _, e := range entries {
-		if path := filepath.Join(dir, e.Name()); m.changed(path) {
+		if path := filepath.Join(dir, e.Name()); m.changed(path, false) {
 			again = append(again, path)
 		}
 	}
@@ -254,7 +292,7 @@ func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher, again []string
 					t.Stop()
 					delete(timers, ev.Name)
 				}
-				if m.changed(ev.Name) {
+				if m.changed(ev.Name, true) {
 					later(ev.Name)
 				}
 				continue
@@ -268,7 +306,7 @@ func (m *Manager) watch(ctx context.Context, w *fsnotify.Watcher, again []string
 				}
 				continue
 			}
-			if m.changed(path) {
+			if m.changed(path, false) {
 				later(path)
 			}
 		case err, ok := <-w.Errors:
@@ -296,8 +334,9 @@ func ignored(base string) bool {
 
 // changed looks at one path after it settled and tells its plugin. It
 // reports whether to look at the path again after the debounce: an ELF
-// binary that is not whole yet (see incompleteBinary).
-func (m *Manager) changed(path string) (again bool) {
+// binary that is not whole yet (see incompleteBinary). renamed says the
+// binary was renamed in whole (a new file, see load).
+func (m *Manager) changed(path string, renamed bool) (again bool) {
 	base := filepath.Base(path)
 	if ignored(base) {
 		return false
@@ -356,7 +395,11 @@ func (m *Manager) changed(path string) (again bool) {
 	if st := p.sup.Status().State; st == supervise.StateParked || st == supervise.StateBroken {
 		m.log.Info(st+" plugin's binary changed; trying it again", "plugin", base)
 	}
-	m.load(p)
+	if renamed && m.pin(base) == "" {
+		m.loadRenamed(p)
+		return false
+	}
+	m.load(p, false)
 	return false
 }
 
@@ -393,45 +436,41 @@ func (m *Manager) incompleteBinary(path string, fi os.FileInfo, why string) (aga
 }
 
 // load hands the binary now at p.path to p's supervisor, unless it is the
-// one already serving (or starting) and its pin allows it. A build that
-// failed to start is tried again: the touch (or the change of settings)
-// that follows a fix means "try it now".
-func (m *Manager) load(p *plugin) {
+// one already serving and its pin allows it, or a start of it is under way
+// (again, for a change of settings, starts it again all the same). A build
+// that failed to start is tried again: the touch (or the change of
+// settings) that follows a fix means "try it now". Every look at a plugin's
+// binary goes through here, one at a time.
+func (m *Manager) load(p *plugin, again bool) {
+	p.loadMu.Lock()
+	defer p.loadMu.Unlock()
 	hash, err := fileHash(p.path)
 	if err != nil {
 		p.sup.Load(failing(fmt.Errorf("cannot read %s: %w", p.path, err)), nil)
 		return
 	}
+	status := p.sup.Status()
+	served := p.serving(status) == hash
 	p.mu.Lock()
-	served, handed := p.served == hash, p.hash == hash
+	handed, starting := p.hash == hash, p.startingLocked(hash)
 	p.hash = hash
 	p.mu.Unlock()
 	pinErr := checkPin(p.name, m.pin(p.name), hash)
-	switch st := p.sup.Status().State; {
+	switch st := status.State; {
 	case pinErr == nil && served && (st == supervise.StateRunning || st == supervise.StateIdle || st == supervise.StateRestarting),
 		handed && st == supervise.StateStarting:
 		m.log.Debug("plugin binary touched but unchanged; nothing to do", "plugin", p.name, "state", st)
+		return
+	case pinErr == nil && starting && !again:
+		m.log.Debug("plugin binary touched; a start of this build is under way; nothing to do", "plugin", p.name, "state", st)
 		return
 	}
 	if pinErr != nil {
 		p.sup.Load(failing(pinErr), nil)
 		return
 	}
-	name, path := p.name, p.path
-	start := func(ctx context.Context) (supervise.Child, error) {
-		inst, err := m.start(ctx, name, path)
-		if err == nil {
-			p.mu.Lock()
-			p.version, p.served = inst.desc.Version, hash
-			p.mu.Unlock()
-		}
-		if err == nil && m.o.lazy(name) {
-			if err := m.o.cache.put(name, hash, inst.desc.Version, inst.Services()); err != nil {
-				m.log.Warn("cannot cache the plugin's description; it will be started again to describe it", "plugin", name, "err", err)
-			}
-		}
-		return inst, err
-	}
+	name := p.name
+	start := func(ctx context.Context) (supervise.Child, error) { return m.startBuild(ctx, p, hash) }
 	var desc []services.Service
 	if m.o.lazy(name) {
 		var version string
@@ -447,7 +486,36 @@ func (m *Manager) load(p *plugin) {
 		}
 		p.mu.Unlock()
 	}
-	p.sup.Load(start, desc)
+	handled := p.sup.Load(start, desc)
+	p.mu.Lock()
+	p.loading = &pendingLoad{hash: hash, handled: handled}
+	p.mu.Unlock()
+}
+
+// startBuild starts p's binary, known to have the sha256 hash.
+func (m *Manager) startBuild(ctx context.Context, p *plugin, hash string) (supervise.Child, error) {
+	inst, err := m.start(ctx, p.name, p.path)
+	if err != nil {
+		return nil, err
+	}
+	return m.started(inst, p, hash)
+}
+
+// started records a plugin's new process, of the build hash, before it is
+// handed to the supervisor.
+func (m *Manager) started(inst *instance, p *plugin, hash string) (supervise.Child, error) {
+	startFault(p.name, "up")
+	inst.hash = hash
+	p.mu.Lock()
+	p.version, p.served = inst.desc.Version, hash
+	p.mu.Unlock()
+	if m.o.lazy(p.name) {
+		if err := m.o.cache.put(p.name, hash, inst.desc.Version, inst.Services()); err != nil {
+			m.log.Warn("cannot cache the plugin's description; it will be started again to describe it", "plugin", p.name, "err", err)
+		}
+	}
+	startFault(p.name, "handing over")
+	return inst, nil
 }
 
 // checkPin refuses a binary whose sha256 is not the one the plugin is
@@ -507,6 +575,9 @@ func (m *Manager) Status() []Status {
 			hash = p.hash
 		}
 		p.mu.Unlock()
+		if st.Info.Build != "" { // a process serves: its build, not the newest one handed over
+			hash = st.Info.Build
+		}
 		if st.Info.Version != "" {
 			version = st.Info.Version
 		}

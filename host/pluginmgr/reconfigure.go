@@ -47,28 +47,33 @@ func (m *Manager) Reconfigure(p config.Plugins, also func(id string) bool) {
 // reconsider looks at one plugin again after its settings (named in why)
 // changed.
 func (m *Manager) reconsider(pl *plugin, conf, pin bool, why string) {
-	st := pl.sup.Status().State
+	status := pl.sup.Status()
+	st, served := status.State, pl.serving(status)
 	pl.mu.Lock()
-	served, handed := pl.served, pl.hash
+	handed, starting := pl.hash, pl.startingLocked(pl.hash)
 	pl.mu.Unlock()
 	inst, running := pl.sup.Running().(*instance)
 	switch {
 	case st == supervise.StateBroken || st == supervise.StateParked:
 		m.log.Info(st+" plugin's settings changed; trying it again", "plugin", pl.name, "changed", why)
-		m.load(pl)
+		m.load(pl, true)
 		return
+	case handed != served && starting:
+		// A start of its newest build may have read the old settings.
+		m.log.Info("the settings of a plugin changed while its newest build was starting; starting that build again", "plugin", pl.name, "changed", why)
+		m.load(pl, true)
 	case handed != served && st != supervise.StateStarting:
 		// Its newest build failed to start (the old one serves): it may
 		// start with these settings.
 		m.log.Info("the settings of a plugin whose newest build failed to start changed; trying that build again", "plugin", pl.name, "changed", why)
-		m.load(pl)
+		m.load(pl, true)
 	case pin && running:
 		if err := checkPin(pl.name, m.pin(pl.name), served); err != nil {
 			m.log.Warn("the new pin does not match the running plugin: it keeps serving, and will not start again until the pin or the binary matches",
 				"plugin", pl.name, "err", err)
 		}
 	case pin:
-		m.load(pl) // not running: the pin is checked now, not at the next call
+		m.load(pl, true) // not running: the pin is checked now, not at the next call
 	}
 	if !conf {
 		return

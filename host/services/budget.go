@@ -12,9 +12,10 @@ type BudgetLimits struct {
 	// them ("MCP session").
 	Name, ClientName string
 	// Max bounds the calls in flight of all the callers, PerClient those
-	// of one client (0: no bound).
-	Max, PerClient               int
-	MaxSetting, PerClientSetting string
+	// of one client, PerProvider those to one provider, so that one that
+	// never answers cannot take the whole budget (0: no bound).
+	Max, PerClient, PerProvider                      int
+	MaxSetting, PerClientSetting, PerProviderSetting string
 }
 
 // A Budget bounds the calls in flight of callers other than the voice
@@ -23,15 +24,16 @@ type BudgetLimits struct {
 // voice server's alone, so they can never make its calls busy. A call
 // holds its slot until its provider lets go, as with MaxInFlight.
 type Budget struct {
-	mu      sync.Mutex
-	lim     BudgetLimits
-	n       int
-	clients map[string]int // only clients with calls in flight
+	mu        sync.Mutex
+	lim       BudgetLimits
+	n         int
+	clients   map[string]int // only clients with calls in flight
+	providers map[string]int // by provider ID, only those with calls in flight
 }
 
 // NewBudget returns a budget with the limits l.
 func NewBudget(l BudgetLimits) *Budget {
-	return &Budget{lim: l, clients: map[string]int{}}
+	return &Budget{lim: l, clients: map[string]int{}, providers: map[string]int{}}
 }
 
 // SetLimits replaces the bounds for the calls that start from now on.
@@ -41,8 +43,8 @@ func (b *Budget) SetLimits(l BudgetLimits) {
 	b.lim = l
 }
 
-// take takes a slot for client, or says why it cannot.
-func (b *Budget) take(client string) string {
+// take takes a slot for client's call to provider, or says why it cannot.
+func (b *Budget) take(client, provider string) string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.lim.Max > 0 && b.n >= b.lim.Max {
@@ -51,17 +53,24 @@ func (b *Budget) take(client string) string {
 	if n := b.clients[client]; b.lim.PerClient > 0 && n >= b.lim.PerClient {
 		return fmt.Sprintf("busy: %d calls of this %s in flight (%s)", n, b.lim.ClientName, b.lim.PerClientSetting)
 	}
+	if n := b.providers[provider]; b.lim.PerProvider > 0 && n >= b.lim.PerProvider {
+		return fmt.Sprintf("busy: %d calls of %s to %s in flight (%s)", n, b.lim.Name, provider, b.lim.PerProviderSetting)
+	}
 	b.n++
 	b.clients[client]++
+	b.providers[provider]++
 	return ""
 }
 
-// give gives client's slot back.
-func (b *Budget) give(client string) {
+// give gives the slot of client's call to provider back.
+func (b *Budget) give(client, provider string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.n--
 	if b.clients[client]--; b.clients[client] <= 0 {
 		delete(b.clients, client)
+	}
+	if b.providers[provider]--; b.providers[provider] <= 0 {
+		delete(b.providers, provider)
 	}
 }

@@ -45,7 +45,7 @@ func TestValidationRunsWithinTheCallsDeadline(t *testing.T) {
 					<-release
 					return validateParams(e, raw)
 				}
-				defer func() { validate = validateParams }()
+				defer func() { validate = checkParams }()
 				p := &slowProvider{honors: honors}
 				r := NewRegistry(RegistryOptions{})
 				if err := r.Put(p); err != nil {
@@ -78,7 +78,7 @@ func TestValidationRunsWithinTheCallsDeadline(t *testing.T) {
 // the host's internal error, not the provider's, and calls nothing.
 func TestAValidationPanicIsTheHosts(t *testing.T) {
 	validate = func(Entry, json.RawMessage) (json.RawMessage, string) { panic("deliberate panic") }
-	defer func() { validate = validateParams }()
+	defer func() { validate = checkParams }()
 	for _, honors := range []bool{true, false} {
 		p := &slowProvider{honors: honors}
 		r := NewRegistry(RegistryOptions{})

@@ -26,6 +26,9 @@ const (
 	DefaultTimeout     = 10 * time.Second
 	DefaultMaxResult   = 64 << 10
 	DefaultMaxInFlight = 64
+	// DefaultMaxInFlightPerProvider is a quarter of DefaultMaxInFlight: a
+	// hung provider leaves three quarters of the slots to the others.
+	DefaultMaxInFlightPerProvider = 16
 )
 
 // DispatchOptions configures a Dispatcher. Zero values take the defaults.
@@ -42,6 +45,10 @@ type DispatchOptions struct {
 	// MaxInFlight bounds the voice server's calls running at once (default
 	// 64); other callers have a Budget of their own (DispatchFrom).
 	MaxInFlight int
+	// MaxInFlightPerProvider bounds the voice server's calls running at once
+	// on one provider (default 16): a provider that never answers takes no
+	// more than this of MaxInFlight, and the others keep answering.
+	MaxInFlightPerProvider int
 	// Log receives one record per call: debug on success, info on failure,
 	// error with a stack for a provider panic. The caller adds its own
 	// attributes (component=…). Nil discards.
@@ -57,8 +64,9 @@ type Dispatcher struct {
 	log    *slog.Logger
 
 	mu       sync.Mutex
-	inFlight int // all calls
-	voice    int // the calls without a Budget, bounded by MaxInFlight
+	inFlight int            // all calls
+	voice    int            // the calls without a Budget, bounded by MaxInFlight
+	voiceBy  map[string]int // those by provider ID (only providers with calls)
 	ids      map[string]struct{}
 }
 
@@ -68,13 +76,13 @@ func NewDispatcher(r *Registry, opts DispatchOptions) *Dispatcher {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	d := &Dispatcher{reg: r, log: log, ids: make(map[string]struct{})}
+	d := &Dispatcher{reg: r, log: log, ids: make(map[string]struct{}), voiceBy: make(map[string]int)}
 	d.SetLimits(opts)
 	return d
 }
 
 // SetLimits replaces the deadlines and bounds (Timeout, Timeouts,
-// MaxResult, MaxInFlight) for the calls that start from now on; Log is
+// MaxResult, MaxInFlight, MaxInFlightPerProvider) for the calls that start from now on; Log is
 // ignored. A configuration reload uses it.
 func (d *Dispatcher) SetLimits(opts DispatchOptions) {
 	if opts.Timeout <= 0 {
@@ -85,6 +93,9 @@ func (d *Dispatcher) SetLimits(opts DispatchOptions) {
 	}
 	if opts.MaxInFlight <= 0 {
 		opts.MaxInFlight = DefaultMaxInFlight
+	}
+	if opts.MaxInFlightPerProvider <= 0 {
+		opts.MaxInFlightPerProvider = DefaultMaxInFlightPerProvider
 	}
 	timeouts := make(map[string]time.Duration, len(opts.Timeouts))
 	for k, v := range opts.Timeouts {
@@ -129,6 +140,7 @@ func (d *Dispatcher) InFlight() int {
 //	get_x failed: internal error in plugin:foo
 //	result of get_x is 70000 bytes, over the 64 KiB limit (services.max_result)
 //	busy: 64 calls in flight
+//	busy: 16 calls to mcp:fs in flight (services.max_in_flight_per_provider)
 //	duplicate call_id "c1": a call with this id is still running
 //
 // A provider's own error is passed through as its text. A provider that
@@ -155,17 +167,6 @@ func (d *Dispatcher) DispatchFrom(ctx context.Context, c voice.Call, b *Budget, 
 		d.logCall(c, start, out)
 	}()
 
-	sl := slot{id: c.CallID, budget: b, client: client}
-	if msg := d.acquire(sl); msg != "" {
-		return failure(msg)
-	}
-	handedOff := false
-	defer func() {
-		if !handedOff {
-			d.release(sl)
-		}
-	}()
-
 	e, ok := d.reg.Lookup(method)
 	if !ok {
 		if why := d.reg.Refused(method); why != "" {
@@ -179,7 +180,12 @@ func (d *Dispatcher) DispatchFrom(ctx context.Context, c voice.Call, b *Budget, 
 		}
 		return failure(d.unknown(method))
 	}
-	handedOff = true
+	// The provider is known before the slot is taken: its share of the
+	// budget is bounded too (a bulkhead per provider).
+	sl := slot{id: c.CallID, budget: b, client: client, provider: e.Provider.ID()}
+	if msg := d.acquire(sl); msg != "" {
+		return failure(msg)
+	}
 	return d.run(ctx, sl, e, c.Params)
 }
 
@@ -196,8 +202,8 @@ type result struct {
 // call's deadline bounds their validation too.
 const inlineParams = 4 << 10
 
-// validate checks a call's params (validateParams; tests replace it).
-var validate = validateParams
+// validate checks a call's params (checkParams; tests replace it).
+var validate = checkParams
 
 // run validates the params and calls the provider under the service's
 // deadline, in a goroutine of its own unless the provider honours its
@@ -310,12 +316,13 @@ func (d *Dispatcher) timeoutFor(e Entry) time.Duration {
 	return d.opts().Timeout
 }
 
-// slot is what a running call holds: its id, and the budget it counts
-// against (nil: MaxInFlight) with its client.
+// slot is what a running call holds: its id, the budget it counts
+// against (nil: MaxInFlight) with its client, and its provider's ID.
 type slot struct {
-	id     string
-	budget *Budget
-	client string
+	id       string
+	budget   *Budget
+	client   string
+	provider string
 }
 
 // acquire takes a slot for a call, or says why it cannot run. An empty
@@ -329,11 +336,16 @@ func (d *Dispatcher) acquire(s slot) string {
 		}
 	}
 	if s.budget == nil {
-		if d.voice >= d.opts().MaxInFlight {
+		o := d.opts()
+		if d.voice >= o.MaxInFlight {
 			return fmt.Sprintf("busy: %d calls in flight", d.voice)
 		}
+		if n := d.voiceBy[s.provider]; n >= o.MaxInFlightPerProvider {
+			return fmt.Sprintf("busy: %d calls to %s in flight (services.max_in_flight_per_provider)", n, s.provider)
+		}
 		d.voice++
-	} else if msg := s.budget.take(s.client); msg != "" {
+		d.voiceBy[s.provider]++
+	} else if msg := s.budget.take(s.client, s.provider); msg != "" {
 		return msg
 	}
 	d.inFlight++
@@ -350,8 +362,11 @@ func (d *Dispatcher) release(s slot) {
 	d.inFlight--
 	if s.budget == nil {
 		d.voice--
+		if d.voiceBy[s.provider]--; d.voiceBy[s.provider] <= 0 {
+			delete(d.voiceBy, s.provider)
+		}
 	} else {
-		s.budget.give(s.client)
+		s.budget.give(s.client, s.provider)
 	}
 	if s.id != "" {
 		delete(d.ids, s.id)

@@ -342,7 +342,7 @@ func TestConcurrentCalls(t *testing.T) {
 			}
 			return params, nil
 		}}
-	d, _ := setup(t, services.DispatchOptions{MaxInFlight: 256, Timeout: time.Hour}, p)
+	d, _ := setup(t, services.DispatchOptions{MaxInFlight: 256, MaxInFlightPerProvider: 256, Timeout: time.Hour}, p)
 	outs := make([]voice.Outcome, n)
 	var wg sync.WaitGroup
 	for i := range n {

@@ -57,6 +57,7 @@ type Entry struct {
 	Service  Service
 	Provider Provider
 	Schema   *jsonschema.Schema
+	valid    *validated // the params that passed last (validcache.go)
 }
 
 // Registry merges providers into one set of services. It is safe for
@@ -270,7 +271,7 @@ func (r *Registry) entriesOf(id string, svcs []Service) ([]Entry, []string, erro
 		if cut := r.bounds.cut(id, &s); cut != "" {
 			cuts = append(cuts, cut)
 		}
-		entries = append(entries, Entry{Name: name, Service: s, Schema: sch})
+		entries = append(entries, Entry{Name: name, Service: s, Schema: sch, valid: &validated{}})
 	}
 	byName(entries)
 	return entries, cuts, nil

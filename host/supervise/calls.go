@@ -91,7 +91,8 @@ func (s *Supervisor) unavailable(state, lastErr string) error {
 }
 
 func (s *Supervisor) release(l *life) {
-	if l.release() && s.o.Lazy {
+	// Rearming the timer made by an earlier call allocates nothing.
+	if l.release() && s.o.Lazy && !l.rearmIdle(s.o.IdleStop) {
 		l.armIdle(s.o.IdleStop, func() { s.send(event{kind: evIdle, life: l}) })
 	}
 }

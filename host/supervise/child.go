@@ -46,12 +46,21 @@ type Info struct {
 	PID       int    `json:"pid,omitempty"`
 	Version   string `json:"version,omitempty"`
 	Transport string `json:"transport,omitempty"` // "go-plugin", "stdio", "streamable-http", "sse"
+	// Build names what the child runs where its kind has builds: a plugin
+	// binary's sha256. It comes with the PID, so a status never pairs one
+	// build with another's process.
+	Build string `json:"build,omitempty"`
 }
 
 // Starter starts a new child. It must honour ctx (the start deadline) and,
 // on failure, leave nothing running. Its error is shown to the user as the
 // reason the provider does not run, so it says what to do.
 type Starter func(ctx context.Context) (Child, error)
+
+// ErrUnchanged, from a Load's Starter, says that what it would start is
+// what already serves (a binary installed again): the Load is dropped
+// without a word, and the child serving stays.
+var ErrUnchanged = errors.New("the provider is unchanged")
 
 // ErrGone is wrapped by a Child's Call error when the child died or lost its
 // connection; the Supervisor then treats the child as crashed.

@@ -82,6 +82,20 @@ func (l *life) armIdle(d time.Duration, f func()) {
 	l.idleT.Reset(d)
 }
 
+// rearmIdle resets the idle timer armIdle made, as armIdle would; false
+// when there is none yet.
+func (l *life) rearmIdle(d time.Duration) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.idleT == nil {
+		return false
+	}
+	if !l.retiring && l.calls == 0 {
+		l.idleT.Reset(d)
+	}
+	return true
+}
+
 // unused reports whether no call was ever admitted.
 func (l *life) unused() bool {
 	l.mu.Lock()

@@ -149,6 +149,8 @@ type event struct {
 	life  *life
 	why   string
 	sc    *startCall
+	// handled is closed once an evLoad has been handled (or the loop ended).
+	handled chan struct{}
 }
 
 type startCall struct {
@@ -172,9 +174,15 @@ func New(o Options) *Supervisor {
 // after its binary or configuration changed. A running child keeps serving
 // until the new one is up and registered. For a lazy supervisor, a non-nil
 // desc (from a cache) is registered without starting anything; without one,
-// a child is started to describe the services, then stopped.
-func (s *Supervisor) Load(start Starter, desc []services.Service) {
-	s.send(event{kind: evLoad, start: start, desc: desc})
+// a child is started to describe the services, then stopped. The channel is
+// closed once this Load has been handled (the new child serves, is
+// described, or failed), or at once when the supervisor has stopped.
+func (s *Supervisor) Load(start Starter, desc []services.Service) <-chan struct{} {
+	handled := make(chan struct{})
+	if !s.send(event{kind: evLoad, start: start, desc: desc, handled: handled}) {
+		close(handled)
+	}
+	return handled
 }
 
 // Settled is closed once the first Load has been handled (started,
@@ -245,6 +253,18 @@ func (s *Supervisor) Status() Status {
 }
 
 func (s *Supervisor) loop() {
+	defer func() { // Loads the loop never got to: their senders must not wait
+		for {
+			select {
+			case e := <-s.events:
+				if e.handled != nil {
+					close(e.handled)
+				}
+			default:
+				return
+			}
+		}
+	}()
 	defer close(s.done)
 	var once sync.Once
 	settle := func() { once.Do(func() { close(s.settled) }) }
@@ -255,6 +275,7 @@ func (s *Supervisor) loop() {
 		case evLoad:
 			s.load(ctx, e.start, e.desc)
 			settle()
+			close(e.handled)
 		case evStart:
 			s.lazyStart(ctx, e.sc)
 		case evExited:
@@ -307,8 +328,8 @@ func (s *Supervisor) load(ctx context.Context, start Starter, desc []services.Se
 		l, old, err = s.install(child)
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return // stopping
+		if ctx.Err() != nil || errors.Is(err, ErrUnchanged) {
+			return // stopping, or nothing new
 		}
 		s.mu.Lock()
 		serving := s.cur != nil

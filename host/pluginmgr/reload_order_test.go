@@ -1,0 +1,142 @@
+package pluginmgr_test
+
+import (
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/pluginmgr"
+)
+
+// startHold holds, at the start fault point (pluginmgr.SetStartHook), the
+// first start of a plugin that reaches a stage once armed, until released;
+// it counts the armed starts that reach the stage.
+type startHold struct {
+	t       *testing.T
+	name    string
+	stage   string
+	armed   atomic.Bool
+	starts  atomic.Int32
+	reached chan struct{}
+	release chan struct{}
+	once    sync.Once
+}
+
+// holdStart sets the fault point; call it before startManager.
+func holdStart(t *testing.T, name, stage string) *startHold {
+	h := &startHold{t: t, name: name, stage: stage, reached: make(chan struct{}), release: make(chan struct{})}
+	pluginmgr.SetStartHook(t.Cleanup, func(name, stage string) {
+		if name != h.name || stage != h.stage || !h.armed.Load() {
+			return
+		}
+		if h.starts.Add(1) == 1 {
+			close(h.reached)
+			<-h.release
+		}
+	})
+	return h
+}
+
+// arm holds the next start; call it after startManager, so that the
+// release comes before the manager's stop at cleanup.
+func (h *startHold) arm() {
+	h.t.Cleanup(h.let)
+	h.armed.Store(true)
+}
+
+func (h *startHold) let() { h.once.Do(func() { close(h.release) }) }
+
+// wait waits until an armed start is held.
+func (h *startHold) wait() {
+	h.t.Helper()
+	select {
+	case <-h.reached:
+	case <-time.After(20 * time.Second):
+		h.t.Fatalf("no start of %s reached %q", h.name, h.stage)
+	}
+}
+
+// TestPluginStatusNeverShowsANewBuildOnTheOldProcess: while a new build is
+// up but not yet serving (held at the fault point), the status shows the
+// build that serves, with its process; once the new build serves, its own
+// (found by TestPluginManagerFailedReloadIsRetriedOnTouch failing 1 run in
+// 60: the new build's sha256 was recorded as soon as it started, beside
+// the process of the old build that still served).
+func TestPluginStatusNeverShowsANewBuildOnTheOldProcess(t *testing.T) {
+	h := holdStart(t, "clock", "handing over")
+	x := startManager(t, func(dir string) { install(t, clockBin(t), dir, "clock", 0) }, nil)
+	first := x.running("clock", "get_current_time")
+	h.arm()
+	install(t, clockBin(t), x.dir, "clock", 1)
+	h.wait()
+	if st := x.status("clock"); st.PID != first.PID || st.SHA256 != first.SHA256 {
+		t.Fatalf("while the new build does not serve yet, the status is %+v, want the first build (pid %d, sha256 %s)", st, first.PID, first.SHA256)
+	}
+	h.let()
+	st := x.waitStatus("clock", "the new build", func(s pluginmgr.Status) bool { return s.SHA256 != first.SHA256 })
+	if st.PID == first.PID {
+		t.Fatalf("the status shows the new build on the first process: %+v", st)
+	}
+	if st := x.running("clock", "get_current_time"); st.SHA256 == first.SHA256 || st.PID == first.PID {
+		t.Fatalf("the new build does not serve: %+v", st)
+	}
+}
+
+// TestATouchDuringAReloadDoesNotStartTheBuildAgain: a configuration reload
+// tries again a new build that failed to start; a touch of the binary while
+// that start is under way (held at the fault point) finds the build being
+// started and starts no second copy (found by review of
+// TestPluginManagerFailedReloadIsRetriedOnTouch's log: the reload's retry
+// and the touch each started the new build).
+func TestATouchDuringAReloadDoesNotStartTheBuildAgain(t *testing.T) {
+	h := holdStart(t, "clock", "up")
+	x := startManager(t, func(dir string) { install(t, clockBin(t), dir, "clock", 0) },
+		func(p *config.Plugins) { p.Debounce = config.Duration(50 * time.Millisecond) })
+	first := x.running("clock", "get_current_time")
+	plugins := config.Default().Plugins
+	plugins.Config = map[string]any{"clock": map[string]any{"no_such_setting": true}}
+	x.m.Reconfigure(plugins, nil)
+	install(t, clockBin(t), x.dir, "clock", 1)
+	x.waitLog("the new version of a plugin does not work")
+
+	h.arm()
+	plugins.Config = nil
+	x.m.Reconfigure(plugins, nil)
+	h.wait()
+	now := time.Now()
+	if err := os.Chtimes(filepath.Join(x.dir, "clock"), now, now); err != nil {
+		t.Fatal(err)
+	}
+	x.waitLog("a start of this build is under way", "plugin=clock")
+	h.let()
+	st := x.waitStatus("clock", "the new build", func(s pluginmgr.Status) bool { return s.SHA256 != first.SHA256 })
+	if st.PID == first.PID {
+		t.Fatalf("the status shows the new build on the first process: %+v", st)
+	}
+	x.running("clock", "get_current_time")
+	x.stop()
+	if n := h.starts.Load(); n != 1 {
+		t.Fatalf("the new build was started %d times, want 1", n)
+	}
+}
+
+// TestTheSameBuildRenamedInAgainChangesNothing: a binary renamed in is
+// started while it is hashed (renamed.go); when it is the build that
+// serves, that start is dropped: the same process serves, the log says the
+// binary is unchanged, and no reload is logged.
+func TestTheSameBuildRenamedInAgainChangesNothing(t *testing.T) {
+	x := startManager(t, func(dir string) { install(t, clockBin(t), dir, "clock", 0) }, nil)
+	first := x.running("clock", "get_current_time")
+	install(t, clockBin(t), x.dir, "clock", 0)
+	x.waitLog("plugin binary touched but unchanged", "plugin=clock")
+	if st := x.running("clock", "get_current_time"); st.PID != first.PID || st.SHA256 != first.SHA256 {
+		t.Fatalf("the same build renamed in again: %+v, was %+v", st, first)
+	}
+	if _, ok := x.log.Line(`msg="plugin reloaded"`); ok {
+		t.Fatalf("the same build was reloaded:\n%s", x.log)
+	}
+}
