@@ -152,6 +152,7 @@ type worldResult struct {
 	erle  float64   // dB removed from 2 s on (after the move's first second, in a Moving room)
 	corr  []float64 // near-speech correlation per double-talk segment
 	first float64   // of the segment starting at 1 s
+	loss  []float64 // dB of the near speech lost per segment
 }
 
 // measureWorld runs a canceller (mic, far → out) over a scene.
@@ -166,8 +167,15 @@ func measureWorld(sc worldScene, run func(mic, far []int16) []int16) worldResult
 	}
 	dt := run(sc.dt.Mic, sc.far)
 	for i, s := range sc.segs {
-		c, _ := echoroom.Correlation(dt, sc.dt.Near, s[0], s[1], rate/50)
+		c, lag := echoroom.Correlation(dt, sc.dt.Near, s[0], s[1], rate/50)
 		r.corr = append(r.corr, c)
+		var xy, xx float64
+		for i := s[0]; i < s[1] && i+lag < len(dt); i++ {
+			x := float64(sc.dt.Near[i])
+			xy += x * float64(dt[i+lag])
+			xx += x * x
+		}
+		r.loss = append(r.loss, -20*math.Log10(max(xy/xx, 1e-3)))
 		if i == 0 {
 			r.first = c
 		}
@@ -193,6 +201,7 @@ type worldRow struct {
 	pick   func(sc worldScene) bool
 	corr   bool // the near-speech correlation p10 instead of ERLE's min
 	first  bool // only the segments starting at 1 s
+	loss   bool // the near speech's loss p90 instead
 }
 
 func speechIn(kinds ...echoroom.Kind) func(worldScene) bool {
@@ -217,21 +226,27 @@ var worldRows = []worldRow{
 	{name: "path change: 2nd second after", target: "≥ 20", pick: anyIn(echoroom.Moving)},
 	{name: "double talk: near corr p10", target: "≥ 0.9", pick: func(worldScene) bool { return true }, corr: true},
 	{name: "  of which starting at 1 s", target: "≥ 0.9", pick: func(worldScene) bool { return true }, corr: true, first: true},
+	{name: "double talk: near lost, dB p90", target: "", pick: func(worldScene) bool { return true }, loss: true},
 }
 
 // worldCell is a row's figure over the results of its scenes.
 func worldCell(row worldRow, scenes []worldScene, res []worldResult) (float64, string) {
-	var erle, corr []float64
+	var erle, corr, loss []float64
 	for i, sc := range scenes {
 		if !row.pick(sc) {
 			continue
 		}
 		erle = append(erle, res[i].erle)
+		loss = append(loss, res[i].loss...)
 		if row.first {
 			corr = append(corr, res[i].first)
 		} else {
 			corr = append(corr, res[i].corr...)
 		}
+	}
+	if row.loss {
+		v := percentile(loss, 90)
+		return v, fmtFloat(v, 1)
 	}
 	if row.corr {
 		v := percentile(corr, 10)
