@@ -1,0 +1,93 @@
+package capture
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/audio/audiotest"
+)
+
+// BenchmarkWorldEcho prints issue 24's echo figures on the world material
+// (world_test.go), side by side: today's shipped canceller, the tuned one,
+// and the programs named in AGENTHOST_AEC_COMPARE (name=command,…; each is
+// called as `command FAR MIC OUT` on raw 16 kHz s16le files; see
+// scripts/aec-world.sh, which builds WebRTC's AEC3 in a trixie root). Run
+//
+//	go test ./audio/capture/ -run '^$' -bench WorldEcho -benchtime 1x
+//
+// AGENTHOST_AEC_SET=tuning measures the tuning set instead of the held-out
+// one; AGENTHOST_AEC_SCENES=1 adds a line per scene. Each cell is the
+// smallest figure over the row's scenes (the median in brackets); the
+// correlation rows are the 10th percentile over the double-talk segments.
+func BenchmarkWorldEcho(b *testing.B) {
+	set := worldSets[1]
+	if os.Getenv("AGENTHOST_AEC_SET") == "tuning" {
+		set = worldSets[0]
+	}
+	scenes := worldScenes(b, set)
+	type canceller struct {
+		name string
+		run  func(mic, far []int16) []int16
+	}
+	speex := func(o EchoOptions) func(mic, far []int16) []int16 {
+		return func(mic, far []int16) []int16 { return cancel(b, mic, far, o) }
+	}
+	cs := []canceller{
+		{"today", speex(EchoOptions{MaxDelay: DefaultMaxDelay})},
+	}
+	if spec := os.Getenv("AGENTHOST_AEC_COMPARE"); spec != "" {
+		dir := b.TempDir()
+		for _, item := range strings.Split(spec, ",") {
+			name, cmd, ok := strings.Cut(item, "=")
+			if !ok {
+				b.Fatalf("AGENTHOST_AEC_COMPARE: %q is not name=command", item)
+			}
+			cs = append(cs, canceller{name, func(mic, far []int16) []int16 {
+				farPath := filepath.Join(dir, "far.raw")
+				if err := audiotest.WriteRaw(farPath, far); err != nil {
+					b.Fatal(err)
+				}
+				return external(b, cmd, dir, farPath, mic)
+			}})
+		}
+	}
+	res := make([][]worldResult, len(cs))
+	for b.Loop() {
+		for i, c := range cs {
+			res[i] = res[i][:0]
+			for _, sc := range scenes {
+				res[i] = append(res[i], measureWorld(sc, c.run))
+			}
+		}
+	}
+	w := os.Stdout
+	fmt.Fprintf(w, "\nEcho removed 2 s after the speaker starts, %s set (%d scenes); dB min (median), near corr p10\n", set.name, len(scenes))
+	fmt.Fprintf(w, "%-36s %-7s", "condition", "target")
+	for _, c := range cs {
+		fmt.Fprintf(w, " %-16s", c.name)
+	}
+	fmt.Fprintln(w)
+	for _, row := range worldRows {
+		fmt.Fprintf(w, "%-36s %-7s", row.name, row.target)
+		for i := range cs {
+			_, s := worldCell(row, scenes, res[i])
+			fmt.Fprintf(w, " %-16s", s)
+		}
+		fmt.Fprintln(w)
+	}
+	if os.Getenv("AGENTHOST_AEC_SCENES") != "" {
+		for k, sc := range scenes {
+			fmt.Fprintf(w, "%-44s", sc.name())
+			for i := range cs {
+				r := res[i][k]
+				fmt.Fprintf(w, " %5.1f dB %4.2f/%4.2f", r.erle, percentile(r.corr, 0), r.first)
+			}
+			fmt.Fprintln(w)
+		}
+	}
+}
+
+func fmtFloat(v float64, prec int) string { return fmt.Sprintf("%.*f", prec, v) }

@@ -1,0 +1,257 @@
+package capture
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/audio/echoroom"
+)
+
+// The world material of issue 24: rooms of RT60 0.2–0.8 s with a small
+// loudspeaker, microphone noise, clipping and a path that changes
+// (echoroom.WorldRooms), far ends in several espeak-ng voices and sox
+// music, near talkers for double talk. Two sets share no room, voice, text
+// or tune: one tunes the canceller, the other is held out and reported.
+
+const (
+	worldLen  = 20 * rate // each scene is 20 s of far end
+	worldMove = 10 * rate // where the Moving rooms change
+)
+
+// worldNearAt are where the near talker starts in double talk: from the
+// first second of the far end on.
+var worldNearAt = []int{1 * rate, 6 * rate, 11 * rate, 16 * rate}
+
+type worldSet struct {
+	name      string
+	roomSeed  uint64
+	farVoices []string // one per room, in turn
+	farWPM    int
+	farText   []string
+	music     []uint64 // one tune per room, in turn
+	near      []string // near talkers, in turn
+	nearText  []string
+}
+
+var worldSets = []worldSet{{
+	name:      "tuning",
+	roomSeed:  1,
+	farVoices: []string{"en-us", "en-gb+f2"},
+	farWPM:    165,
+	farText: []string{
+		"The weather today is mostly sunny with a light breeze from the west.",
+		"Temperatures will reach twenty three degrees in the afternoon, and the evening stays mild.",
+		"Tomorrow brings clouds and a chance of rain after midday, so take an umbrella if you go out.",
+		"The weekend looks warmer again, with long bright spells and hardly any wind at all.",
+	},
+	music:    []uint64{11, 12},
+	near:     []string{"en-gb-scotland+m3", "en-029+f4"},
+	nearText: []string{"Stop, what time is it now?", "Could you turn it down a little?", "Wait, play the next one instead.", "Tell me about the news."},
+}, {
+	name:      "held-out",
+	roomSeed:  2,
+	farVoices: []string{"en-gb-x-rp+m5", "en-us+f3"},
+	farWPM:    185,
+	farText: []string{
+		"Here is your recipe. Heat the oven to two hundred degrees and butter a deep tin.",
+		"Whisk four eggs with a cup of sugar until pale, then fold in the flour and a pinch of salt.",
+		"Pour the batter into the tin, bake it for forty minutes, and let it cool on a rack.",
+		"Serve it with cream and berries, or keep it wrapped for up to three days.",
+	},
+	music:    []uint64{21, 22},
+	near:     []string{"en-gb-x-gbcwmd+f1", "en-us+m7"},
+	nearText: []string{"Hang on, set a timer for ten minutes.", "No, I meant the other one.", "What is the capital of Peru?", "Pause the music please."},
+}}
+
+// worldScene is one room with one far end.
+type worldScene struct {
+	room  echoroom.WorldRoom
+	music bool
+	far   []int16
+	near  []int16 // the near talker placed at worldNearAt, or nil
+	segs  [][2]int
+	echo  echoroom.Signals // far alone
+	dt    echoroom.Signals // far and near
+}
+
+var worldCache struct {
+	sync.Mutex
+	scenes map[string][]worldScene
+}
+
+// worldScenes renders set s: every room with speech and with music.
+func worldScenes(t testing.TB, s worldSet) []worldScene {
+	worldCache.Lock()
+	defer worldCache.Unlock()
+	if sc, ok := worldCache.scenes[s.name]; ok {
+		return sc
+	}
+	var fars [][]int16
+	for i, v := range s.farVoices {
+		var x []int16
+		for k := 0; len(x) < worldLen; k++ {
+			x = append(x, audiotest.Say(t, audiotest.SpeechOptions{Voice: v, WPM: s.farWPM}, s.farText[(k+i)%len(s.farText)])...)
+			x = append(x, make([]int16, rate/4)...)
+		}
+		fars = append(fars, x[:worldLen])
+	}
+	var tunes [][]int16
+	for _, seed := range s.music {
+		x := audiotest.Music(t, seed, 21*time.Second)
+		tunes = append(tunes, append(x, make([]int16, worldLen)...)[:worldLen])
+	}
+	var nears [][]int16
+	for i, text := range s.nearText {
+		nears = append(nears, audiotest.Say(t, audiotest.SpeechOptions{Voice: s.near[i%len(s.near)], WPM: 170}, text))
+	}
+	var out []worldScene
+	for i, r := range echoroom.WorldRooms(s.roomSeed, 2) {
+		for _, music := range []bool{false, true} {
+			sc := worldScene{room: r, music: music, far: fars[i%len(fars)]}
+			if music {
+				sc.far = tunes[i%len(tunes)]
+			}
+			// The near talker as loud at the microphone as the echo.
+			g := math.Pow(10, r.Level/20)
+			sc.near = make([]int16, worldLen)
+			for k, at := range worldNearAt {
+				n := nears[(i+k)%len(nears)]
+				n = n[:min(len(n), 4*rate)]
+				for j, v := range n {
+					sc.near[at+j] = int16(float64(v) * g)
+				}
+				sc.segs = append(sc.segs, [2]int{at, at + len(n)})
+			}
+			sc.echo = r.Render(sc.far, nil)
+			sc.dt = r.Render(sc.far, sc.near)
+			out = append(out, sc)
+		}
+	}
+	if worldCache.scenes == nil {
+		worldCache.scenes = map[string][]worldScene{}
+	}
+	worldCache.scenes[s.name] = out
+	return out
+}
+
+func (sc worldScene) name() string {
+	far := "speech"
+	if sc.music {
+		far = "music"
+	}
+	return sc.room.String() + "/" + far
+}
+
+// worldResult is one canceller's figures on one scene.
+type worldResult struct {
+	erle  float64   // dB removed from 2 s on (after the move's first second, in a Moving room)
+	corr  []float64 // near-speech correlation per double-talk segment
+	first float64   // of the segment starting at 1 s
+	loss  []float64 // dB of the near speech lost per segment
+}
+
+// measureWorld runs a canceller (mic, far → out) over a scene.
+func measureWorld(sc worldScene, run func(mic, far []int16) []int16) worldResult {
+	var r worldResult
+	out := run(sc.echo.Mic, sc.far)
+	if sc.room.MoveAt > 0 {
+		a, b := worldMove+rate, worldMove+2*rate
+		r.erle = echoroom.ERLE(sc.echo.Mic[a:b], out[a:b], 0)
+	} else {
+		r.erle = echoroom.ERLE(sc.echo.Mic, out, settle)
+	}
+	dt := run(sc.dt.Mic, sc.far)
+	for i, s := range sc.segs {
+		c, lag := echoroom.Correlation(dt, sc.dt.Near, s[0], s[1], rate/50)
+		r.corr = append(r.corr, c)
+		var xy, xx float64
+		for i := s[0]; i < s[1] && i+lag < len(dt); i++ {
+			x := float64(sc.dt.Near[i])
+			xy += x * float64(dt[i+lag])
+			xx += x * x
+		}
+		r.loss = append(r.loss, -20*math.Log10(max(xy/xx, 1e-3)))
+		if i == 0 {
+			r.first = c
+		}
+	}
+	return r
+}
+
+// percentile is the p-th percentile (0…100) of x, nearest rank.
+func percentile(x []float64, p float64) float64 {
+	if len(x) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(x)
+	slices.Sort(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[max(0, min(len(s)-1, i))]
+}
+
+// worldRow is one line of the table: which scenes, which figure, the target.
+type worldRow struct {
+	name   string
+	target string
+	pick   func(sc worldScene) bool
+	corr   bool // the near-speech correlation p10 instead of ERLE's min
+	first  bool // only the segments starting at 1 s
+	loss   bool // the near speech's loss p90 instead
+}
+
+func speechIn(kinds ...echoroom.Kind) func(worldScene) bool {
+	return func(sc worldScene) bool { return !sc.music && slices.Contains(kinds, sc.room.Kind) }
+}
+
+func musicIn(kinds ...echoroom.Kind) func(worldScene) bool {
+	return func(sc worldScene) bool { return sc.music && slices.Contains(kinds, sc.room.Kind) }
+}
+
+func anyIn(kinds ...echoroom.Kind) func(worldScene) bool {
+	return func(sc worldScene) bool { return slices.Contains(kinds, sc.room.Kind) }
+}
+
+var worldRows = []worldRow{
+	{name: "speech, RT60 0.2–0.3 s (dB, min)", target: "≥ 30", pick: speechIn(echoroom.Dry)},
+	{name: "speech, RT60 0.4–0.6 s", target: "≥ 25", pick: speechIn(echoroom.Living)},
+	{name: "music, RT60 0.2–0.6 s", target: "≥ 25", pick: musicIn(echoroom.Dry, echoroom.Living)},
+	{name: "hard clipping at 0.3", target: "≥ 20", pick: anyIn(echoroom.HardClip)},
+	{name: "soft clipping at 0.3", target: "≥ 20", pick: anyIn(echoroom.SoftClip)},
+	{name: "RT60 0.8 s (no target)", target: "", pick: anyIn(echoroom.Hall)},
+	{name: "path change: 2nd second after", target: "≥ 20", pick: anyIn(echoroom.Moving)},
+	{name: "double talk: near corr p10", target: "≥ 0.9", pick: func(worldScene) bool { return true }, corr: true},
+	{name: "  of which starting at 1 s", target: "≥ 0.9", pick: func(worldScene) bool { return true }, corr: true, first: true},
+	{name: "double talk: near lost, dB p90", target: "", pick: func(worldScene) bool { return true }, loss: true},
+}
+
+// worldCell is a row's figure over the results of its scenes.
+func worldCell(row worldRow, scenes []worldScene, res []worldResult) (float64, string) {
+	var erle, corr, loss []float64
+	for i, sc := range scenes {
+		if !row.pick(sc) {
+			continue
+		}
+		erle = append(erle, res[i].erle)
+		loss = append(loss, res[i].loss...)
+		if row.first {
+			corr = append(corr, res[i].first)
+		} else {
+			corr = append(corr, res[i].corr...)
+		}
+	}
+	if row.loss {
+		v := percentile(loss, 90)
+		return v, fmtFloat(v, 1)
+	}
+	if row.corr {
+		v := percentile(corr, 10)
+		return v, strings.TrimSpace(fmtFloat(v, 2))
+	}
+	v := slices.Min(erle)
+	return v, fmtFloat(v, 1) + " (" + fmtFloat(percentile(erle, 50), 1) + ")"
+}
