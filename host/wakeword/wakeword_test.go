@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/audio/vad"
 	"github.com/agenthost/agenthost/audio/wakeword"
 	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
 	"github.com/agenthost/agenthost/host/supervise"
@@ -162,6 +165,52 @@ func TestDetectorHearsTheWakeWord(t *testing.T) {
 	if !procs.Gone(pid, 5*time.Second) {
 		t.Fatalf("the detector %d outlived its host's stop", pid)
 	}
+}
+
+// TestAPhraseAfterALongSilenceIsHeard: "hey jarvis" as the first sound
+// after 20 s of a quiet room (noise at -65 dBFS) is detected, at the
+// place of its end: nothing the detector needs of the phrase's context is
+// lost to the quiet before it.
+func TestAPhraseAfterALongSilenceIsHeard(t *testing.T) {
+	r := newRig(t, settings(t))
+	words := audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-gb", WPM: 140}, "hey jarvis")
+	rng := rand.New(rand.NewPCG(5, 6))
+	const at = 20 * wakeword.Rate
+	pcm := roomNoise(rng, at+len(words)+3*wakeword.Rate, -65)
+	for i, v := range words {
+		pcm[at+i] = int16(max(-32768, min(32767, int(pcm[at+i])+int(v))))
+	}
+	end := at + voicedEnd(words)
+	feed(r.d, 0, pcm)
+	select {
+	case d := <-r.wakes:
+		lag := int(d.End) - end
+		t.Logf("detected %s %.3f, %d ms after the end of the words", d.Model, d.Score, lag/16)
+		if d.Model != "hey_jarvis" || lag < -wakeword.Rate/2 || lag > wakeword.Rate {
+			t.Fatalf("detection %+v, words end at %d", d, end)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no detection; status %+v; log:\n%s", r.d.Status(), r.log)
+	}
+}
+
+// roomNoise is n samples of white noise at dbfs (RMS).
+func roomNoise(rng *rand.Rand, n int, dbfs float64) []int16 {
+	a := math.Pow(10, dbfs/20) * 32768
+	out := make([]int16, n)
+	for i := range out {
+		out[i] = int16(max(-32768, min(32767, math.Round(a*rng.NormFloat64()))))
+	}
+	return out
+}
+
+// voicedEnd is the end of the last 10 ms louder than -45 dBFS.
+func voicedEnd(words []int16) int {
+	n := len(words) / 160 * 160
+	for n > 0 && vad.DBFS(words[n-160:n]) < -45 {
+		n -= 160
+	}
+	return n
 }
 
 // TestMissingLibraryTurnsTheWakeWordOff: without ONNX Runtime the detector
