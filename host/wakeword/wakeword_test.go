@@ -65,7 +65,7 @@ type rig struct {
 
 func settings(t *testing.T) Settings {
 	f := wakewordtest.Fetch(t)
-	return Settings{Models: []string{"hey_jarvis"}, Threshold: 0.5, Dir: f.Dir, ONNXRuntime: f.ONNXRuntime}
+	return Settings{Models: []string{"hey_jarvis"}, Threshold: 0.5, Dir: f.Dir, ONNXRuntime: f.ONNXRuntime, Gate: true}
 }
 
 // newRig runs a detector (the real binary, built with tags) until the test ends.
@@ -191,6 +191,37 @@ func TestAPhraseAfterALongSilenceIsHeard(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no detection; status %+v; log:\n%s", r.d.Status(), r.log)
+	}
+}
+
+// TestAQuietRoomIsNotHandedToTheDetector: with the gate on (the
+// default), the detector hears nothing of a quiet room once the gate has
+// heard it, and still hears the phrase that ends the quiet; Status counts
+// what the gate held back. With the gate off it hears everything.
+func TestAQuietRoomIsNotHandedToTheDetector(t *testing.T) {
+	words := audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-gb", WPM: 140}, "hey jarvis")
+	rng := rand.New(rand.NewPCG(7, 8))
+	const at = 12 * wakeword.Rate
+	pcm := roomNoise(rng, at+len(words)+3*wakeword.Rate, -65)
+	for i, v := range words {
+		pcm[at+i] = int16(max(-32768, min(32767, int(pcm[at+i])+int(v))))
+	}
+	for _, on := range []bool{true, false} {
+		s := settings(t)
+		s.Gate = on
+		r := newRig(t, s)
+		feed(r.d, 0, pcm)
+		select {
+		case <-r.wakes:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("gate %v: no detection; status %+v; log:\n%s", on, r.d.Status(), r.log)
+		}
+		st := r.d.Status()
+		t.Logf("gate %v: %.1f s held back of %.1f s", on, st.GatedSeconds, float64(len(pcm))/wakeword.Rate)
+		if on && st.GatedSeconds < 6 || !on && st.GatedSeconds != 0 || st.DroppedSeconds != 0 {
+			t.Errorf("gate %v: status %+v", on, st)
+		}
+		r.stop()
 	}
 }
 
