@@ -231,3 +231,26 @@ func TestReplayHandsOnThePreRollAgain(t *testing.T) {
 		t.Fatalf("handed on %d chunks, the first at %d with %d samples", len(out), out[0].pos, len(out[0].pcm))
 	}
 }
+
+// TestTheHandOnKeepsTheStreamsSteps: a stream that begins at 16000 (as
+// the capture's does) is handed on from a multiple of Align after 16000,
+// where a detector fed the continuous stream takes its steps.
+func TestTheHandOnKeepsTheStreamsSteps(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	src := white(rng, samples(20*time.Second), -65)
+	mix(src, white(rng, samples(time.Second), -20), samples(15*time.Second))
+	g := newGate(t)
+	var out []chunk
+	for i := 0; i < len(src); i += 960 {
+		g.Push(16000+int64(i), src[i:min(i+960, len(src))], func(pos int64, pcm []int16) { out = append(out, chunk{pos, pcm}) })
+	}
+	var late []int64
+	for _, c := range out {
+		if c.pos > 16000+int64(samples(10*time.Second)) {
+			late = append(late, c.pos)
+		}
+	}
+	if len(late) == 0 || (late[0]-16000)%1280 != 0 {
+		t.Fatalf("handed on from %v", late)
+	}
+}
