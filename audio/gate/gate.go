@@ -29,9 +29,10 @@ type Config struct {
 	// PreRoll is the audio handed on when the gate opens: at least the
 	// detector's context (about 2.1 s for openWakeWord); 2.2 s.
 	PreRoll time.Duration
-	// Align: the handed-on audio starts at a multiple of Align samples
-	// (the detector's hop), so that its steps fall where a continuous
-	// stream's do; 1280.
+	// Align: the handed-on audio starts a multiple of Align samples (the
+	// detector's hop) after the stream began (its first position, or the
+	// first after a gap), so that the detector's steps fall where they
+	// would in the continuous stream; 1280.
 	Align int
 	// Hang is how long the gate stays open after the last loud block: at
 	// least the detector's context, so that every score whose audio holds
@@ -93,6 +94,7 @@ type Gate struct {
 	ring      []int16 // the last samples seen; ring[0] is at ringStart
 	ringStart int64
 	sent      int64 // the position after the last sample handed on; -1 none
+	anchor    int64 // where the stream began: hand-ons start Align apart from it
 
 	open     bool
 	loudTill int64 // open until this position
@@ -140,7 +142,7 @@ func (g *Gate) Replay() {
 // the number of pcm's samples handed on.
 func (g *Gate) Push(pos int64, pcm []int16, emit func(pos int64, pcm []int16)) int {
 	if pos != g.next {
-		g.ring, g.ringStart, g.sent = g.ring[:0], pos, -1
+		g.ring, g.ringStart, g.sent, g.anchor = g.ring[:0], pos, -1, pos
 		g.acc, g.n, g.prev = 0, 0, 0
 		g.openAt(pos)
 	}
@@ -166,8 +168,8 @@ func (g *Gate) handOn(pos int64, emit func(int64, []int16)) {
 	from := g.sent
 	if from < g.ringStart || pos-from > int64(g.keep) {
 		a := int64(g.c.Align)
-		from = max(g.ringStart, pos-int64(g.keep))
-		from = (from + a - 1) / a * a
+		from = max(g.ringStart, pos-int64(g.keep)) - g.anchor
+		from = g.anchor + (from+a-1)/a*a
 	}
 	if from < g.next {
 		emit(from, append([]int16(nil), g.ring[from-g.ringStart:]...))
