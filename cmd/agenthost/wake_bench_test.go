@@ -45,6 +45,7 @@ func BenchmarkWakeWordIdle(b *testing.B) {
 		{"fan", soxFan(b, n, -40)},
 		{"speech-half", speechHalf(b, rng, n)},
 	}
+	extra := strings.Fields(os.Getenv("WAKE_BENCH_SETS"))
 	for _, sc := range scenes {
 		in := filepath.Join(dir, sc.name+".s16")
 		if err := audiotest.WriteRaw(in, sc.pcm); err != nil {
@@ -58,9 +59,9 @@ func BenchmarkWakeWordIdle(b *testing.B) {
 						b.Fatal(err)
 					}
 					defer sim.Close()
-					d := startHost(b, sim, append(wakeSets(b, in), "log.level="+cmp.Or(os.Getenv("WAKE_BENCH_LOG"), "warn"),
+					d := startHost(b, sim, append(append(wakeSets(b, in), "log.level="+cmp.Or(os.Getenv("WAKE_BENCH_LOG"), "warn"),
 						"audio.capture.echo_cancel=true", "audio.capture.noise_suppression=true", "audio.output_file="+filepath.Join(b.TempDir(), "out.wav"),
-						"conversation.wake_word.gate="+strconv.FormatBool(gate))...)
+						"conversation.wake_word.gate="+strconv.FormatBool(gate)), extra...)...) // $WAKE_BENCH_SETS: more, e.g. a stage off
 					host := d.cmd.Process.Pid
 					det := waitChild(b, host, "agenthost-wake")
 					time.Sleep(warm * time.Second)
