@@ -32,6 +32,10 @@ type WakeWord struct {
 	PreRoll Duration `yaml:"pre_roll"`
 	// MaxTurn ends a turn that the end of speech has not ended.
 	MaxTurn Duration `yaml:"max_turn"`
+	// Gate keeps the detector idle while the room is quiet: a cheap level
+	// gate in the host wakes it, with the audio of its context, at the
+	// first sound (audio/gate). On by default.
+	Gate bool `yaml:"gate"`
 }
 
 // On reports whether the wake word is configured.
@@ -39,7 +43,7 @@ func (w WakeWord) On() bool { return len(w.Models) > 0 }
 
 func defaultWakeWord() WakeWord {
 	return WakeWord{Models: []string{}, Threshold: 0.5, Dir: "/var/lib/agenthost/wakeword",
-		PreRoll: Duration(300 * time.Millisecond), MaxTurn: Duration(30 * time.Second)}
+		PreRoll: Duration(300 * time.Millisecond), MaxTurn: Duration(30 * time.Second), Gate: true}
 }
 
 // Bounds of the wake-word settings.

@@ -8,8 +8,11 @@ import (
 func TestWakeWordSettings(t *testing.T) {
 	clearEnv(t)
 	c := mustLoad(t, "", nil)
-	if w := c.Conversation.WakeWord; w.On() || w.Threshold != 0.5 || w.Dir != "/var/lib/agenthost/wakeword" || w.PreRoll.D().Milliseconds() != 300 {
+	if w := c.Conversation.WakeWord; w.On() || w.Threshold != 0.5 || w.Dir != "/var/lib/agenthost/wakeword" || w.PreRoll.D().Milliseconds() != 300 || !w.Gate {
 		t.Errorf("defaults = %+v", w)
+	}
+	if c := mustLoad(t, writeConfig(t, "conversation:\n  wake_word: {gate: false}\n"), nil); c.Conversation.WakeWord.Gate {
+		t.Errorf("gate: false loads as %+v", c.Conversation.WakeWord)
 	}
 	c = mustLoad(t, writeConfig(t, "conversation:\n  wake_word: {models: [hey_jarvis, /opt/mine.onnx], threshold: 0.6, follow_up: 5s}\n  hooks: {wake: 'echo $AGENTHOST_MODEL'}\n"), nil)
 	if w := c.Conversation.WakeWord; !w.On() || len(w.Models) != 2 || w.Threshold != 0.6 || w.FollowUp.D().Seconds() != 5 {
@@ -28,6 +31,7 @@ func TestWakeWordSettings(t *testing.T) {
 		{"conversation:\n  wake_word: {follow_up: -1s}\n", "conversation.wake_word.follow_up: -1s is outside"},
 		{"conversation:\n  wake_word: {max_turn: 0s}\n", "conversation.wake_word.max_turn: 0s is outside 1s…5m"},
 		{"conversation:\n  wake_word: {modles: [alexa]}\n", "conversation.wake_word.modles"},
+		{"conversation:\n  wake_word: {gate: sometimes}\n", "conversation.wake_word.gate"},
 		{"audio: {rate: 24000}\nconversation:\n  wake_word: {models: [alexa]}\n", "the wake word's models hear 16000 Hz"},
 	} {
 		_, err := Load(writeConfig(t, tc.yaml), nil)

@@ -102,6 +102,41 @@ func BenchmarkHostStreaming(b *testing.B) {
 	}
 }
 
+// BenchmarkHostIdle runs the host in this process with the file audio
+// backend, echo cancellation and noise suppression on, linked to the
+// simulator, for 10 s per iteration, nobody talking: the path to profile
+// for what an idle speaker costs (the wake word's detector, a process of
+// its own, is not in it).
+//
+//	go test -run='^$' -bench=HostIdle -benchtime=2x -cpuprofile=/tmp/cpu.out ./host/
+func BenchmarkHostIdle(b *testing.B) {
+	sim, err := voicetest.NewServer(voicetest.Options{DisconnectDelay: time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sim.Close()
+	mic := filepath.Join(b.TempDir(), "mic.s16")
+	os.WriteFile(mic, make([]byte, 2*16000*60), 0o644)
+	cfg := config.Default()
+	cfg.Server.Address, cfg.Server.Token = sim.Addr(), "tok"
+	cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = b.TempDir(), b.TempDir()
+	cfg.Audio.Backend, cfg.Audio.InputFile, cfg.Audio.OutputFile = "file", mic, filepath.Join(b.TempDir(), "out.wav")
+	cfg.Audio.Capture.EchoCancel, cfg.Audio.Capture.NoiseSuppression = true, true
+	h, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	conv, err := h.Conversation()
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.Add(conv)
+	runHost(b, h, sim, func(ctx context.Context) bool { return conv.Check(ctx) == nil })
+	for b.Loop() {
+		time.Sleep(10 * time.Second)
+	}
+}
+
 // runHost runs h until the benchmark ends and waits until the simulator
 // has its register and ready says yes. The context it returns ends with h.
 func runHost(b *testing.B, h *Host, sim *voicetest.Server, ready func(context.Context) bool) context.Context {

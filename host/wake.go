@@ -15,7 +15,7 @@ import (
 
 // wakeSettings are the detector's settings from the configuration.
 func wakeSettings(w config.WakeWord) hostwake.Settings {
-	return hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime}
+	return hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime, Gate: w.Gate}
 }
 
 // wakeOptions builds the wake word for the conversation the configuration
@@ -93,6 +93,7 @@ var (
 	descWakeDetections = prometheus.NewDesc("agenthost_wake_detections_total", "Wake phrases heard, by model.", []string{"model"}, nil)
 	descWakeRestarts   = prometheus.NewDesc("agenthost_wake_word_restarts_total", "Restarts of the wake-word detector after it crashed or hung.", nil, nil)
 	descWakeDropped    = prometheus.NewDesc("agenthost_wake_word_dropped_seconds_total", "Microphone audio the detector did not hear (not running, or behind).", nil, nil)
+	descWakeGated      = prometheus.NewDesc("agenthost_wake_word_gated_seconds_total", "Microphone audio of a quiet room the gate kept from the detector.", nil, nil)
 )
 
 // collectWake adds the wake word's metrics (none when it is off).
@@ -107,4 +108,5 @@ func (m *metrics) collectWake(gauge, counter func(*prometheus.Desc, float64, ...
 	}
 	counter(descWakeRestarts, float64(st.Restarts))
 	counter(descWakeDropped, st.DroppedSeconds)
+	counter(descWakeGated, st.GatedSeconds)
 }

@@ -1,5 +1,6 @@
 // Package capture is the microphone's processing chain. A Chain reads a
-// source in 10 ms frames, stamps each with the time its first sample
+// source in whole 10 ms frames (as many as its reader asks for at once),
+// processes them 10 ms at a time, stamps each with the time its first sample
 // reached the microphone, and passes it through stages that change it in
 // place; it is itself an audio.Source, so what reads the microphone (the
 // conversation) reads the chain instead.
@@ -83,6 +84,7 @@ type Chain struct {
 
 	mu      sync.Mutex
 	frame   Frame
+	block   []int16 // the last read of the source, processed in frames
 	pending []int16 // processed samples not yet read
 	closed  bool
 }
@@ -93,12 +95,13 @@ func NewChain(src audio.Source, rate int, stages ...Stage) (*Chain, error) {
 	if rate <= 0 || rate%100 != 0 {
 		return nil, fmt.Errorf("capture: rate %d Hz is not a whole number of samples per 10 ms", rate)
 	}
-	c := &Chain{src: src, stages: stages, rate: rate, clock: clock{rate: rate}}
-	c.frame.PCM = make([]int16, FrameSize(rate))
-	return c, nil
+	return &Chain{src: src, stages: stages, rate: rate, clock: clock{rate: rate}}, nil
 }
 
-// Read delivers processed samples; it reads the source a frame at a time.
+// Read delivers processed samples. It reads the source as many whole
+// frames at a time as p holds (at least one): a reader's 60 ms frame is one
+// read, one wake-up, not six. The stages still take 10 ms frames, each
+// stamped as if it had been read alone.
 func (c *Chain) Read(p []int16) (int, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -106,16 +109,27 @@ func (c *Chain) Read(p []int16) (int, error) {
 		return 0, audio.ErrClosed
 	}
 	if len(c.pending) == 0 {
-		if _, err := audio.ReadFull(c.src, c.frame.PCM); err != nil {
+		size := FrameSize(c.rate)
+		k := max(1, len(p)/size)
+		if cap(c.block) < k*size {
+			c.block = make([]int16, k*size)
+		}
+		block := c.block[:k*size]
+		if _, err := audio.ReadFull(c.src, block); err != nil {
 			return 0, err
 		}
-		jumps := c.clock.jumps
-		c.frame.At = c.clock.stamp(time.Now(), LatencyOf(c.src), len(c.frame.PCM))
-		c.frame.Resync = c.clock.jumps != jumps
-		for _, s := range c.stages {
-			s.Process(&c.frame)
+		now, lat := time.Now(), LatencyOf(c.src)
+		for j := 0; j < k; j++ {
+			// Frame j's newest sample was (k-1-j) frames before the block's.
+			c.frame.PCM = block[j*size : (j+1)*size]
+			jumps := c.clock.jumps
+			c.frame.At = c.clock.stamp(now, lat+time.Duration(k-1-j)*FrameDuration, size)
+			c.frame.Resync = c.clock.jumps != jumps
+			for _, s := range c.stages {
+				s.Process(&c.frame)
+			}
 		}
-		c.pending = c.frame.PCM
+		c.pending = block
 	}
 	n := copy(p, c.pending)
 	c.pending = c.pending[n:]

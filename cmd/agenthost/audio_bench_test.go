@@ -25,7 +25,22 @@ import (
 // from `talk stop` on the control socket to END_FRAME arriving at the simulator.
 //
 //	go test -run='^$' -bench=AudioStreaming -benchtime=1x ./cmd/agenthost/
+//
+// With $STREAM_BENCH_BEFORE naming another host binary (built with -tags
+// testkit, e.g. from an older commit), it runs that one too, first, as
+// before/pcm, before/opus, for figures in one run.
 func BenchmarkAudioStreaming(b *testing.B) {
+	type host struct{ name, bin string }
+	hosts := []host{{"", testbinHost(b)}}
+	if old := os.Getenv("STREAM_BENCH_BEFORE"); old != "" {
+		hosts = []host{{"before/", old}, {"after/", hosts[0].bin}}
+	}
+	for _, h := range hosts {
+		audioStreaming(b, h.name, h.bin)
+	}
+}
+
+func audioStreaming(b *testing.B, prefix, bin string) {
 	clip := audiotest.Speech(b, "Hello speaker. This is a longer sentence so that there is speech to encode.")
 	var long []int16
 	for len(long) < 16000*14 {
@@ -36,13 +51,13 @@ func BenchmarkAudioStreaming(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, codec := range []string{"pcm", "opus"} {
-		b.Run(codec, func(b *testing.B) {
+		b.Run(prefix+codec, func(b *testing.B) {
 			sim, err := voicetest.NewServer(voicetest.Options{ReplyDuration: 60 * time.Millisecond, Faults: voicetest.Faults{WithholdReplies: true}})
 			if err != nil {
 				b.Fatal(err)
 			}
 			defer sim.Close()
-			d := startHost(b, sim, "log.level=warn", "audio.backend=file", "audio.input_file="+in,
+			d := startHostBin(b, bin, sim, nil, "log.level=warn", "audio.backend=file", "audio.input_file="+in,
 				"server.params.input_audio_format="+codec)
 			ctx := context.Background()
 			wctx, cancel := context.WithTimeout(ctx, 15*time.Second)

@@ -102,7 +102,7 @@ func watchAudio(ctx context.Context, sim *voicetest.Server) *arrivals {
 	return a
 }
 
-func wakeSets(t *testing.T, input string) []string {
+func wakeSets(t testing.TB, input string) []string {
 	f := wakewordtest.Fetch(t)
 	testbin.Build(t, "./cmd/agenthost-wakeword") // beside the host, where it looks first
 	return []string{"audio.backend=file", "audio.input_file=" + input,

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/agenthost/agenthost/audio/gate"
 	"github.com/agenthost/agenthost/audio/wakeword"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/supervise"
@@ -51,6 +52,9 @@ type Settings struct {
 	Threshold   float64
 	Dir         string // the fetch script's folder: models/, onnxruntime/
 	ONNXRuntime string // "" finds it (wakeword.FindONNXRuntime)
+	// Gate: the detector hears nothing of a quiet room (audio/gate); a
+	// sound wakes it with the audio of its context. Host side only.
+	Gate bool
 }
 
 // Args are the detector's arguments for s.
@@ -91,6 +95,13 @@ type Detector struct {
 	detections atomic.Int64
 	fed        atomic.Int64 // samples handed to a running detector
 	dropped    atomic.Int64 // samples dropped: no detector, or it fell behind
+	gated      atomic.Int64 // samples the gate held back (a quiet room)
+	gateOn     atomic.Bool
+
+	// The feeding goroutine's: the gate, and the detector it last fed.
+	gate   *gate.Gate
+	fedTo  *child
+	sendTo func(pos int64, pcm []int16)
 
 	mu       sync.Mutex
 	settings Settings
@@ -125,6 +136,8 @@ func New(o Options) *Detector {
 	}
 	log := o.Log.With("component", "wakeword")
 	d := &Detector{o: o, log: log, settings: o.Settings, byModel: map[string]int64{}}
+	d.gateOn.Store(o.Settings.Gate)
+	d.gate, _ = gate.New(gate.Config{Rate: wakeword.Rate, Align: wakeword.Hop})
 	d.sup = supervise.New(supervise.Options{
 		ID: "wakeword", Kind: "wake-word detector", Name: "wakeword", Registry: noRegistry{}, Log: log,
 		StartTimeout: o.StartTimeout, StopGrace: time.Second, Restart: o.Restart,
@@ -170,6 +183,7 @@ func (d *Detector) Reload(s Settings) {
 	d.mu.Lock()
 	d.settings = s
 	d.mu.Unlock()
+	d.gateOn.Store(s.Gate)
 	d.load()
 }
 
@@ -187,15 +201,34 @@ func (d *Detector) wake(det wakeword.Detection) {
 	}
 }
 
-// Feed hands the detector audio at stream position pos. It never blocks:
-// without a running detector, or when it falls behind, the audio is
-// dropped. pcm is copied.
+// Feed hands the detector audio at stream position pos, through the gate
+// when it is on. It never blocks: without a running detector, or when it
+// falls behind, the audio is dropped. pcm is copied. Feed is called from
+// one goroutine (the capture's).
 func (d *Detector) Feed(pos int64, pcm []int16) {
 	c, _ := d.sup.Running().(*child)
 	if c == nil {
 		d.dropped.Add(int64(len(pcm)))
+		d.fedTo = nil
 		return
 	}
+	if c != d.fedTo {
+		d.gate.Replay() // a new detector: its context first
+		d.fedTo = c
+	}
+	if !d.gateOn.Load() {
+		d.send(c, pos, pcm) // the gate, on again, sees a gap: it opens
+		return
+	}
+	if d.sendTo == nil {
+		d.sendTo = func(pos int64, pcm []int16) { d.send(d.fedTo, pos, pcm) }
+	}
+	if n := d.gate.Push(pos, pcm, d.sendTo); n < len(pcm) {
+		d.gated.Add(int64(len(pcm) - n))
+	}
+}
+
+func (d *Detector) send(c *child, pos int64, pcm []int16) {
 	if c.feed(pos, append([]int16(nil), pcm...)) {
 		d.fed.Add(int64(len(pcm)))
 	} else {
@@ -220,13 +253,16 @@ type Status struct {
 	// DroppedSeconds is audio the detector did not hear (none running, or
 	// it fell behind).
 	DroppedSeconds float64 `json:"dropped_seconds"`
+	// GatedSeconds is audio the gate held back (a quiet room).
+	GatedSeconds float64 `json:"gated_seconds"`
 }
 
 // Status reports the detector's state.
 func (d *Detector) Status() Status {
 	st := d.sup.Status()
 	s := Status{State: st.State, Why: st.LastError, Restarts: st.Restarts, PID: st.Info.PID,
-		Detections: d.detections.Load(), DroppedSeconds: float64(d.dropped.Load()) / wakeword.Rate}
+		Detections: d.detections.Load(), DroppedSeconds: float64(d.dropped.Load()) / wakeword.Rate,
+		GatedSeconds: float64(d.gated.Load()) / wakeword.Rate}
 	if c, ok := d.sup.Running().(*child); ok && c != nil {
 		s.On, s.Models, s.ONNXRuntime, s.Why = true, c.ready.Models, c.ready.ONNXRuntime, ""
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/audio/vad"
 	"github.com/agenthost/agenthost/audio/wakeword"
 	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
 	"github.com/agenthost/agenthost/host/supervise"
@@ -62,7 +65,7 @@ type rig struct {
 
 func settings(t *testing.T) Settings {
 	f := wakewordtest.Fetch(t)
-	return Settings{Models: []string{"hey_jarvis"}, Threshold: 0.5, Dir: f.Dir, ONNXRuntime: f.ONNXRuntime}
+	return Settings{Models: []string{"hey_jarvis"}, Threshold: 0.5, Dir: f.Dir, ONNXRuntime: f.ONNXRuntime, Gate: true}
 }
 
 // newRig runs a detector (the real binary, built with tags) until the test ends.
@@ -162,6 +165,83 @@ func TestDetectorHearsTheWakeWord(t *testing.T) {
 	if !procs.Gone(pid, 5*time.Second) {
 		t.Fatalf("the detector %d outlived its host's stop", pid)
 	}
+}
+
+// TestAPhraseAfterALongSilenceIsHeard: "hey jarvis" as the first sound
+// after 20 s of a quiet room (noise at -65 dBFS) is detected, at the
+// place of its end: nothing the detector needs of the phrase's context is
+// lost to the quiet before it.
+func TestAPhraseAfterALongSilenceIsHeard(t *testing.T) {
+	r := newRig(t, settings(t))
+	words := audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-gb", WPM: 140}, "hey jarvis")
+	rng := rand.New(rand.NewPCG(5, 6))
+	const at = 20 * wakeword.Rate
+	pcm := roomNoise(rng, at+len(words)+3*wakeword.Rate, -65)
+	for i, v := range words {
+		pcm[at+i] = int16(max(-32768, min(32767, int(pcm[at+i])+int(v))))
+	}
+	end := at + voicedEnd(words)
+	feed(r.d, 0, pcm)
+	select {
+	case d := <-r.wakes:
+		lag := int(d.End) - end
+		t.Logf("detected %s %.3f, %d ms after the end of the words", d.Model, d.Score, lag/16)
+		if d.Model != "hey_jarvis" || lag < -wakeword.Rate/2 || lag > wakeword.Rate {
+			t.Fatalf("detection %+v, words end at %d", d, end)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no detection; status %+v; log:\n%s", r.d.Status(), r.log)
+	}
+}
+
+// TestAQuietRoomIsNotHandedToTheDetector: with the gate on (the
+// default), the detector hears nothing of a quiet room once the gate has
+// heard it, and still hears the phrase that ends the quiet; Status counts
+// what the gate held back. With the gate off it hears everything.
+func TestAQuietRoomIsNotHandedToTheDetector(t *testing.T) {
+	words := audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-gb", WPM: 140}, "hey jarvis")
+	rng := rand.New(rand.NewPCG(7, 8))
+	const at = 12 * wakeword.Rate
+	pcm := roomNoise(rng, at+len(words)+3*wakeword.Rate, -65)
+	for i, v := range words {
+		pcm[at+i] = int16(max(-32768, min(32767, int(pcm[at+i])+int(v))))
+	}
+	for _, on := range []bool{true, false} {
+		s := settings(t)
+		s.Gate = on
+		r := newRig(t, s)
+		feed(r.d, 0, pcm)
+		select {
+		case <-r.wakes:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("gate %v: no detection; status %+v; log:\n%s", on, r.d.Status(), r.log)
+		}
+		st := r.d.Status()
+		t.Logf("gate %v: %.1f s held back of %.1f s", on, st.GatedSeconds, float64(len(pcm))/wakeword.Rate)
+		if on && st.GatedSeconds < 6 || !on && st.GatedSeconds != 0 || st.DroppedSeconds != 0 {
+			t.Errorf("gate %v: status %+v", on, st)
+		}
+		r.stop()
+	}
+}
+
+// roomNoise is n samples of white noise at dbfs (RMS).
+func roomNoise(rng *rand.Rand, n int, dbfs float64) []int16 {
+	a := math.Pow(10, dbfs/20) * 32768
+	out := make([]int16, n)
+	for i := range out {
+		out[i] = int16(max(-32768, min(32767, math.Round(a*rng.NormFloat64()))))
+	}
+	return out
+}
+
+// voicedEnd is the end of the last 10 ms louder than -45 dBFS.
+func voicedEnd(words []int16) int {
+	n := len(words) / 160 * 160
+	for n > 0 && vad.DBFS(words[n-160:n]) < -45 {
+		n -= 160
+	}
+	return n
 }
 
 // TestMissingLibraryTurnsTheWakeWordOff: without ONNX Runtime the detector
