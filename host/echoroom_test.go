@@ -77,7 +77,6 @@ func TestEchoRoomBargeIns(t *testing.T) {
 						a.EchoRoom.Interrupt, a.EchoRoom.InterruptAfter = clips.stopPath, config.Duration(800*time.Millisecond)
 					}
 				})
-				defer r.stop()
 				interrupted := r.replies(t, clips.weather, tc.replies, !tc.cancel)
 				bargeIns := len(r.detections())
 				t.Logf("%d replies: %d interrupted, %d barge-ins in all (%d outside the replies)", tc.replies, interrupted, bargeIns, bargeIns-interrupted)
@@ -95,8 +94,9 @@ type roomRig struct {
 	stop func()
 }
 
-// newRoomRig starts the rig inside the current synctest bubble; sets
-// change the audio section (the room, the capture chain).
+// newRoomRig starts the rig inside the current synctest bubble (t is the
+// bubble's, whose cleanup stops it); set changes the audio section (the
+// room, the capture chain).
 func newRoomRig(t *testing.T, so voicetest.Options, set func(a *config.Audio)) *roomRig {
 	t.Helper()
 	ln := newPipeListener()
@@ -140,6 +140,7 @@ func newRoomRig(t *testing.T, so voicetest.Options, set func(a *config.Audio)) *
 		lk.close()
 		sim.Close()
 	}
+	t.Cleanup(r.stop)
 	r.waitFor(t, "the conversation to listen", 5*time.Second, func() bool {
 		for _, rc := range sim.Received() {
 			if rc.Frame.Type == voice.TypeListen && bytes.Contains(rc.Frame.Payload, []byte(`"state":"`+voice.ListenStart+`"`)) {
