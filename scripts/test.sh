@@ -33,9 +33,10 @@ if [ $# -eq 0 ]; then
   # In a session of its own, so that a failed run ends all it started (a
   # package build, qemu, a booted systemd) and not only the script, which
   # would finish its current step first. At a lower CPU and I/O priority:
-  # several Go tests play and record in real time (the echo room), and a
-  # reply in TestEchoRoomBargeIns leaked echo once while packages were built
-  # beside it at the same priority.
+  # a few end-to-end tests play and record in real time (the daemon in the
+  # echo room: TestEchoRoomBargeInsThroughTheDaemon, whose reply leaked echo
+  # once while packages were built beside it at the same priority); their
+  # exact figures are in virtual time (host's TestEchoRoomBargeIns).
   "${as_root[@]}" env SESSION_FILE="$system_log.sid" nice -n 10 ionice -c 2 -n 7 setsid scripts/test-system.sh > "$system_log" 2>&1 &
   system_pid=$!
   stop_system() {

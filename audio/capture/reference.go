@@ -171,7 +171,7 @@ func (r *Reference) Read(dst []int16, at time.Time) {
 // and an adaptive filter that learned the room sample by sample cancels
 // nothing until it has learned that shift. Close stops the feeding.
 func TapSink(sink audio.Sink, ref *Reference, rate int, keep time.Duration) audio.Sink {
-	t := &tapSink{sink: sink, ref: ref, done: make(chan struct{}), last: time.Now()}
+	t := &tapSink{sink: sink, ref: ref, done: make(chan struct{}), turn: make(chan struct{}, 1), last: time.Now()}
 	if n := int(keep.Seconds() * float64(rate)); n > 0 {
 		t.silence = make([]int16, n)
 		t.wg.Add(1)
@@ -187,14 +187,22 @@ type tapSink struct {
 	done    chan struct{}
 	wg      sync.WaitGroup
 
-	mu     sync.Mutex
+	// turn is held over a write to the device and its record in the
+	// reference, and guards what follows. A channel, not a mutex: a write
+	// holds it while the device blocks, and a goroutine waiting for a
+	// channel is blocked for testing/synctest (the echo room in virtual
+	// time), where one waiting for a mutex would keep the clock still.
+	turn   chan struct{}
 	last   time.Time // when the last write returned
 	closed bool
 }
 
+func (t *tapSink) lock()   { t.turn <- struct{}{} }
+func (t *tapSink) unlock() { <-t.turn }
+
 func (t *tapSink) Write(p []int16) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
+	t.lock()
+	defer t.unlock()
 	return t.writeLocked(p)
 }
 
@@ -218,23 +226,23 @@ func (t *tapSink) keep(every time.Duration) {
 			return
 		case <-tick.C:
 		}
-		t.mu.Lock()
+		t.lock()
 		if !t.closed && time.Since(t.last) >= every/2 {
 			if _, err := t.writeLocked(t.silence); err != nil {
 				t.last = time.Now().Add(time.Second) // a failing device: try again later
 			}
 		}
-		t.mu.Unlock()
+		t.unlock()
 	}
 }
 
 func (t *tapSink) Close() error {
-	t.mu.Lock()
+	t.lock()
 	if !t.closed {
 		t.closed = true
 		close(t.done)
 	}
-	t.mu.Unlock()
+	t.unlock()
 	t.wg.Wait()
 	return t.sink.Close()
 }

@@ -2,13 +2,18 @@ package echoroom
 
 import (
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/audio/audiotest"
 )
 
-// play writes pcm to the room's speaker in 60 ms writes, in real time.
+// The room takes time from the clock; these tests run it in virtual time
+// (testing/synctest), so what it renders is the same however busy the
+// machine is.
+
+// play writes pcm to the room's speaker in 60 ms writes, in the room's time.
 func play(t *testing.T, sink audio.Sink, pcm []int16) {
 	for i := 0; i < len(pcm); i += 960 {
 		if _, err := sink.Write(pcm[i:min(len(pcm), i+960)]); err != nil {
@@ -28,7 +33,9 @@ func record(t *testing.T, src audio.Source, d time.Duration) []int16 {
 	return out
 }
 
-func TestLiveEchoesWhatItPlays(t *testing.T) {
+func TestLiveEchoesWhatItPlays(t *testing.T) { synctest.Test(t, testLiveEchoesWhatItPlays) }
+
+func testLiveEchoesWhatItPlays(t *testing.T) {
 	room := Room{Delay: 80 * time.Millisecond, Gain: -6, Reverb: 50 * time.Millisecond, Noise: -90, Seed: 3}
 	l, err := NewLive(room, Script{})
 	if err != nil {
@@ -55,7 +62,9 @@ func TestLiveEchoesWhatItPlays(t *testing.T) {
 	}
 }
 
-func TestLiveSaysItsScript(t *testing.T) {
+func TestLiveSaysItsScript(t *testing.T) { synctest.Test(t, testLiveSaysItsScript) }
+
+func testLiveSaysItsScript(t *testing.T) {
 	word := audiotest.ToneAmp(1000, 16000, 200*time.Millisecond, 0.3)
 	l, err := NewLive(Room{Gain: -60, Noise: -90}, Script{Speech: word, SpeechAt: 100 * time.Millisecond, Interrupt: word, InterruptAfter: 300 * time.Millisecond})
 	if err != nil {

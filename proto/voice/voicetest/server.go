@@ -24,6 +24,10 @@ import (
 type Options struct {
 	// Addr to listen on; "" means 127.0.0.1:0.
 	Addr string
+	// Listener, when set, is accepted on instead of Addr: an in-memory
+	// listener lets a test run the server and its client in virtual time
+	// (testing/synctest), which a real socket cannot. Close closes it.
+	Listener net.Listener
 	// Token, when set, is the only token accepted. Secret, when set, makes the
 	// token an HS256 JWT checked with it. Neither: any non-empty token passes.
 	Token  string
@@ -141,13 +145,16 @@ type Server struct {
 // NewServer starts a simulator listening on opts.Addr.
 func NewServer(opts Options) (*Server, error) {
 	opts.defaults()
-	addr := opts.Addr
-	if addr == "" {
-		addr = "127.0.0.1:0"
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("voicesim: listen on %s: %w", addr, err)
+	ln := opts.Listener
+	if ln == nil {
+		addr := opts.Addr
+		if addr == "" {
+			addr = "127.0.0.1:0"
+		}
+		var err error
+		if ln, err = net.Listen("tcp", addr); err != nil {
+			return nil, fmt.Errorf("voicesim: listen on %s: %w", addr, err)
+		}
 	}
 	log := opts.Log
 	if log == nil {
