@@ -379,3 +379,54 @@ func splitFields(s string) []string {
 	}
 	return append(out, cur)
 }
+
+// TestAFinerStepKeepsTheReferenceScores: a stream that scores every 20 or
+// 40 ms gives, at the 80 ms positions, the reference procedure's scores
+// (the mel frames stay on their grid, and the model reads embeddings 80 ms
+// apart), and between them scores of the same kind.
+func TestAFinerStepKeepsTheReferenceScores(t *testing.T) {
+	detector(t, 0.5) // loads the library
+	f := wakewordtest.Fetch(t)
+	rt, err := ort.Open(ort.Paths{Mel: f.Model("melspectrogram"), Embedding: f.Model("embedding_model"), Wake: []string{f.Model("hey_jarvis")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.Close()
+	words := audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-gb", WPM: 140}, "hey jarvis")
+	stream := append(append(make([]int16, samples(2500*time.Millisecond)), words...), make([]int16, samples(time.Second))...)
+	mix(stream, noise(rand.New(rand.NewPCG(5, 6)), len(stream), -60), 0, 1)
+	scores := func(step int) map[int64]float32 {
+		s, err := wakeword.NewStreamStep(rt, step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := s.Feed(stream, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[int64]float32{}
+		for _, sc := range out {
+			m[sc.End] = sc.Value
+		}
+		return m
+	}
+	ref := scores(wakeword.Hop)
+	best := float32(0)
+	for _, v := range ref {
+		best = max(best, v)
+	}
+	if best < 0.5 {
+		t.Fatalf("the reference procedure scores the phrase %.3f at best", best)
+	}
+	for _, step := range []int{640, 320} {
+		fine := scores(step)
+		if len(fine) < len(ref)*wakeword.Hop/step-wakeword.Hop/step {
+			t.Errorf("step %d: %d scores for the reference's %d", step, len(fine), len(ref))
+		}
+		for end, v := range ref {
+			if w, ok := fine[end]; !ok || math.Abs(float64(w-v)) > 1e-4 {
+				t.Errorf("step %d at %d: %.5f (present %v), the reference %.5f", step, end, w, ok, v)
+			}
+		}
+	}
+}
