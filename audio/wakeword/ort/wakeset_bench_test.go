@@ -41,6 +41,10 @@ var settingsToCompare = []setting{
 	{"agc, 20 ms, 0.5, 2 in a row", "agc", 320, 0.5, 2},
 }
 
+// agcRuns are the conditions the gain control is measured on (all with
+// AGENTHOST_WAKESET_ALL_FRONTS=1).
+var agcRuns = map[string]bool{"clean": true, "pink 5 dB": true, "far (low-passed, reverb, -20 dB), pink 10 dB": true, "confusables": true}
+
 // BenchmarkWakeSet measures the wake word (hey_jarvis) on the wake set
 // (wakewordtest.Wakeset: every espeak-ng English voice and variant, noise,
 // far field, music, confusables, ordinary speech and music for false
@@ -50,7 +54,9 @@ var settingsToCompare = []setting{
 //	go test ./audio/wakeword/ort/ -run '^$' -bench WakeSet -benchtime 1x -timeout 3h
 //
 // AGENTHOST_WAKESET_PART=tune measures the tuning part instead;
-// AGENTHOST_WAKESET_MINUTES bounds the false-wake audio (60).
+// AGENTHOST_WAKESET_MINUTES bounds the false-wake audio (60);
+// AGENTHOST_WAKESET_CACHED_ONLY=1 prints what the cached scores give, and
+// scores nothing.
 func BenchmarkWakeSet(b *testing.B) {
 	set := wakewordtest.Wakeset(b)
 	f := wakewordtest.Fetch(b)
@@ -73,6 +79,7 @@ func BenchmarkWakeSet(b *testing.B) {
 	if m := os.Getenv("AGENTHOST_WAKESET_MINUTES"); m != "" {
 		fmt.Sscan(m, &minutes)
 	}
+	cachedOnly := os.Getenv("AGENTHOST_WAKESET_CACHED_ONLY") != ""
 	for b.Loop() {
 		conds := conditions(b, set, held, minutes)
 		base := settingsToCompare[0].step
@@ -90,7 +97,7 @@ func BenchmarkWakeSet(b *testing.B) {
 		var jobs []job
 		for _, c := range conds {
 			for fr := range fronts {
-				if fr == "raw" || !strings.HasPrefix(c.name, "ordinary") || os.Getenv("AGENTHOST_WAKESET_ALL_FRONTS") != "" {
+				if fr == "raw" || agcRuns[c.name] || os.Getenv("AGENTHOST_WAKESET_ALL_FRONTS") != "" {
 					jobs = append(jobs, job{c, fr})
 				}
 			}
@@ -112,6 +119,9 @@ func BenchmarkWakeSet(b *testing.B) {
 				for i := range next {
 					j := jobs[i]
 					traces[i] = cachedTrace(b, set.Dir, j.front, base, j.c.pcm, func() []wakeword.Score {
+						if cachedOnly {
+							return nil
+						}
 						if rt == nil {
 							rt = open()
 						}
@@ -132,11 +142,56 @@ func BenchmarkWakeSet(b *testing.B) {
 		b.Logf("scored %d runs in %s", len(jobs), time.Since(start).Round(time.Second))
 		byKey := map[string][]wakeword.Score{}
 		for i, j := range jobs {
-			byKey[j.c.name+"|"+j.front] = traces[i]
+			if traces[i] != nil {
+				byKey[j.c.name+"|"+j.front] = traces[i]
+			}
 		}
-		cpu := stepCPU(b, open, conds[0].pcm)
+		cpu := map[int]float64{}
+		if !cachedOnly {
+			cpu = stepCPU(b, open, conds[0].pcm)
+		}
 		printTable(b, conds, byKey, cpu, held)
+		if os.Getenv("AGENTHOST_WAKESET_GRID") != "" {
+			printGrid(b, conds, byKey)
+		}
 	}
+}
+
+// printGrid prints, for steps, thresholds and scores in a row, the hits
+// in each positive condition, confusable wakes and false wakes: the
+// search behind the shipped settings (AGENTHOST_WAKESET_GRID=1).
+func printGrid(b *testing.B, conds []*condition, tr map[string][]wakeword.Score) {
+	var sb strings.Builder
+	for _, front := range []string{"raw", "agc"} {
+		for _, step := range []int{1280, 640, 320} {
+			for _, thr := range []float32{0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9} {
+				for over := 1; over <= 4; over++ {
+					s := setting{front: front, step: step, threshold: thr, over: over}
+					fmt.Fprintf(&sb, "%s %2d ms thr %.1f over %d:", front, step/16, thr, over)
+					falses, negRun := 0, false
+					for _, c := range conds {
+						t, ok := tr[c.name+"|"+front]
+						if !ok {
+							continue
+						}
+						switch c.kind {
+						case "positive", "confusable":
+							h, _ := hits(s, c, t)
+							fmt.Fprintf(&sb, " %s %d;", strings.Fields(c.name)[0]+strings.Join(strings.Fields(c.name)[1:min(2, len(strings.Fields(c.name)))], ""), h)
+						case "negative":
+							negRun = true
+							falses += len(detections(s, t))
+						}
+					}
+					if negRun {
+						fmt.Fprintf(&sb, " false %d", falses)
+					}
+					sb.WriteString("\n")
+				}
+			}
+		}
+	}
+	fmt.Printf("grid (hits of %d per condition):\n%s", len(conds[0].clips), sb.String())
 }
 
 func gcd(a, b int) int {
@@ -257,20 +312,22 @@ func conditions(b *testing.B, set *wakewordtest.Set, held bool, minutes int) []*
 	for i, g := range gains {
 		farLevels[i] = g - 20
 	}
+	// What the targets name, and music; AGENTHOST_WAKESET_MORE=1 adds pink
+	// at 20 dB, brown at 5 dB, babble at 10 dB and music at 5 dB (a longer run).
 	conds := []*condition{
 		build("clean", "positive", pos, gains, nil, 0),
-		build("pink 20 dB", "positive", pos, gains, pink, 20),
 		build("pink 10 dB", "positive", pos, gains, pink, 10),
 		build("pink 5 dB", "positive", pos, gains, pink, 5),
 		build("brown 10 dB", "positive", pos, gains, brown, 10),
-		build("brown 5 dB", "positive", pos, gains, brown, 5),
-		build("babble 10 dB", "positive", pos, gains, babble, 10),
 		build("babble 5 dB", "positive", pos, gains, babble, 5),
 		build("reverberant (sox reverb 90)", "positive", reverb, gains, nil, 0),
 		build("far (low-passed, reverb, -20 dB), pink 10 dB", "positive", far, farLevels, pink, 10),
-		build("music 5 dB", "positive", pos, gains, music, 5),
 		build("music 0 dB", "positive", pos, gains, music, 0),
 		build("music -5 dB", "positive", pos, gains, music, -5),
+	}
+	if os.Getenv("AGENTHOST_WAKESET_MORE") != "" {
+		conds = append(conds, build("pink 20 dB", "positive", pos, gains, pink, 20), build("brown 5 dB", "positive", pos, gains, brown, 5),
+			build("babble 10 dB", "positive", pos, gains, babble, 10), build("music 5 dB", "positive", pos, gains, music, 5))
 	}
 	cg := make([]float64, len(conf))
 	for i := range cg {
@@ -434,6 +491,9 @@ func cachedTrace(b *testing.B, dir, front string, step int, pcm []int16, run fun
 		return out
 	}
 	tr := run()
+	if tr == nil {
+		return nil
+	}
 	raw := make([]byte, 12*len(tr))
 	for i, sc := range tr {
 		binary.LittleEndian.PutUint32(raw[12*i:], math.Float32bits(sc.Value))
@@ -490,6 +550,9 @@ func printTable(b *testing.B, conds []*condition, tr map[string][]wakeword.Score
 				target = "≥ 80%"
 			}
 			row(c.name, target, func(s setting) string {
+				if _, ok := tr[c.name+"|"+s.front]; !ok {
+					return "not run"
+				}
 				hit, _ := hits(s, c, tr[c.name+"|"+s.front])
 				if s == settingsToCompare[len(settingsToCompare)-1] && c.name == "clean" {
 					_, m := hits(s, c, tr[c.name+"|"+s.front])
@@ -547,8 +610,31 @@ func printTable(b *testing.B, conds []*condition, tr map[string][]wakeword.Score
 	row("detector CPU (mel+embedding+hey_jarvis, one thread), % of one core", "issue 27", func(s setting) string {
 		return fmt.Sprintf("%.1f%%", 100*cpu[s.step])
 	})
-	b.Logf("wake set %s: %d positive clips, conditions of %s each\n%s", part, len(clean.clips), clean.duration.Round(time.Second), sb.String())
-	b.Logf("missed in clean by %q: %s", settingsToCompare[len(settingsToCompare)-1].name, strings.Join(missed["clean"], "; "))
+	fmt.Printf("wake set %s: %d positive clips, conditions of %s each\n%s", part, len(clean.clips), clean.duration.Round(time.Second), sb.String())
+	fmt.Printf("missed in clean by %q: %s\n", settingsToCompare[len(settingsToCompare)-1].name, strings.Join(missed["clean"], "; "))
+	for _, c := range conds {
+		if c.kind != "confusable" {
+			continue
+		}
+		for _, s := range []setting{settingsToCompare[0], settingsToCompare[len(settingsToCompare)-1]} {
+			if t, ok := tr[c.name+"|"+s.front]; ok {
+				_, quiet := hits(s, c, t)
+				woke := map[string]bool{}
+				for _, cl := range c.clips {
+					woke[cl.name] = true
+				}
+				for _, q := range quiet {
+					delete(woke, q)
+				}
+				var names []string
+				for n := range woke {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				fmt.Printf("confusables that woke %q: %s\n", s.name, strings.Join(names, "; "))
+			}
+		}
+	}
 }
 
 func hits(s setting, c *condition, tr []wakeword.Score) (int, []string) {

@@ -109,9 +109,9 @@ func (c Clip) VoiceName() string {
 // Set is the wake set.
 type Set struct {
 	Dir         string
-	Positives   []Clip    // "hey jarvis", alone and with a command
-	Confusables []Clip    // must not wake
-	Paragraphs  []Clip    // ordinary speech: false wakes, and babble
+	Positives   []Clip             // "hey jarvis", alone and with a command
+	Confusables []Clip             // must not wake
+	Paragraphs  []Clip             // ordinary speech: false wakes, and babble
 	Sounds      map[string][]int16 // sox-synthesized notes, chords and drums for music
 }
 
@@ -146,7 +146,7 @@ func cacheDir() (string, error) {
 		return "", fmt.Errorf("wake set: the generator's source: %w", err)
 	}
 	h := sha256.New()
-	h.Write(src)
+	h.Write([]byte(strings.Join(strings.Fields(string(src)), " "))) // gofmt does not make a new set
 	for _, c := range [][]string{{"espeak-ng", "--version"}, {"sox", "--version"}} {
 		out, err := exec.Command(c[0], c[1:]...).Output()
 		if err != nil {
