@@ -29,6 +29,8 @@ type Detector struct {
 	quietTill int64 // no detection before this position
 	scores    []Score
 	runs      []int // each model's scores in a row at or over the threshold
+	gain      *Gain // nil: none
+	buf       []int16
 }
 
 // Options are a detector's settings.
@@ -39,7 +41,13 @@ type Options struct {
 	Step int
 	// Over is how many scores in a row must reach the threshold (1 when 0).
 	Over int
+	// Gain puts the gain control (Gain) before the models.
+	Gain bool
 }
+
+// Shipped are the detector's default settings, measured on the wake set
+// (BenchmarkWakeSet in audio/wakeword/ort): see its table in the README.
+var Shipped = Options{Threshold: 0.5, Step: Hop, Over: 1}
 
 // NewDetector detects the models of rt (named names) above threshold,
 // scoring every Hop samples.
@@ -60,7 +68,11 @@ func NewDetectorWith(rt Runtime, names []string, o Options) (*Detector, error) {
 	if o.Over < 1 {
 		o.Over = 1
 	}
-	return &Detector{s: s, names: names, trig: Trigger{Threshold: float32(o.Threshold), Over: o.Over}, runs: make([]int, rt.Models())}, nil
+	d := &Detector{s: s, names: names, trig: Trigger{Threshold: float32(o.Threshold), Over: o.Over}, runs: make([]int, rt.Models())}
+	if o.Gain {
+		d.gain = NewGain()
+	}
+	return d, nil
 }
 
 // Trigger decides from one model's scores in order whether it fires: Over
@@ -89,6 +101,14 @@ func (d *Detector) Feed(pos int64, pcm []int16) ([]Detection, error) {
 	if pos != d.s.Pos() {
 		d.s.Reset(pos)
 		clear(d.runs)
+		if d.gain != nil {
+			d.gain = NewGain()
+		}
+	}
+	if d.gain != nil {
+		d.buf = append(d.buf[:0], pcm...)
+		d.gain.Apply(d.buf)
+		pcm = d.buf
 	}
 	var err error
 	d.scores, err = d.s.Feed(pcm, d.scores[:0])

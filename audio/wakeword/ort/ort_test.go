@@ -20,7 +20,8 @@ import (
 const rate = wakeword.Rate
 
 // detector loads the library and models (the npm ONNX Runtime, or the one
-// AGENTHOST_TEST_ONNXRUNTIME names) with every fetched wake model.
+// AGENTHOST_TEST_ONNXRUNTIME names) with every fetched wake model, with the
+// shipped settings but threshold.
 func detector(t testing.TB, threshold float64) (*wakeword.Detector, []string) {
 	t.Helper()
 	f := wakewordtest.Fetch(t)
@@ -43,7 +44,13 @@ func detector(t testing.TB, threshold float64) (*wakeword.Detector, []string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(rt.Close)
-	return wakeword.NewDetector(rt, names, threshold), names
+	o := wakeword.Shipped
+	o.Threshold = threshold
+	d, err := wakeword.NewDetectorWith(rt, names, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, names
 }
 
 func samples(d time.Duration) int { return int(d.Seconds() * rate) }
