@@ -612,6 +612,14 @@ func printTable(b *testing.B, conds []*condition, tr map[string][]wakeword.Score
 	})
 	fmt.Printf("wake set %s: %d positive clips, conditions of %s each\n%s", part, len(clean.clips), clean.duration.Round(time.Second), sb.String())
 	fmt.Printf("missed in clean by %q: %s\n", settingsToCompare[len(settingsToCompare)-1].name, strings.Join(missed["clean"], "; "))
+	if t, ok := tr[clean.name+"|raw"]; ok {
+		sp, b4 := phaseSpreads(settingsToCompare[0], clean, t)
+		for i, v := range sp {
+			if v > 0.3 {
+				fmt.Printf("phase: %s scores %.2f %.2f %.2f %.2f started 0/20/40/60 ms later\n", clean.clips[i].name, b4[i][0], b4[i][1], b4[i][2], b4[i][3])
+			}
+		}
+	}
 	for _, c := range conds {
 		if c.kind != "confusable" {
 			continue
@@ -665,9 +673,18 @@ func hitsLat(s setting, c *condition, tr []wakeword.Score) (int, []string, []flo
 // phaseSpread: for each clip, its best score around the phrase when the
 // stream's grid is shifted 0, 20, 40 and 60 ms, and the spread of those.
 func phaseSpread(s setting, c *condition, tr []wakeword.Score) []float64 {
+	out, _ := phaseSpreads(s, c, tr)
+	sort.Float64s(out)
+	return out
+}
+
+// phaseSpreads are each clip's spread and its four best scores.
+func phaseSpreads(s setting, c *condition, tr []wakeword.Score) ([]float64, [][4]float32) {
 	var out []float64
+	var bests [][4]float32
 	for _, cl := range c.clips {
 		lo, hi := float32(2), float32(-1)
+		var b4 [4]float32
 		for d := int64(0); d < 4; d++ {
 			best := float32(0)
 			for _, sc := range tr {
@@ -677,11 +694,12 @@ func phaseSpread(s setting, c *condition, tr []wakeword.Score) []float64 {
 				best = max(best, sc.Value)
 			}
 			lo, hi = min(lo, best), max(hi, best)
+			b4[d] = best
 		}
 		out = append(out, float64(hi-lo))
+		bests = append(bests, b4)
 	}
-	sort.Float64s(out)
-	return out
+	return out, bests
 }
 
 func pctF(sorted []float64, p int) float64 {
