@@ -47,7 +47,7 @@ type Options struct {
 
 // Shipped are the detector's default settings, measured on the wake set
 // (BenchmarkWakeSet in audio/wakeword/ort): see its table in the README.
-var Shipped = Options{Threshold: 0.5, Step: Hop, Over: 1}
+var Shipped = Options{Threshold: 0.5, Step: 320, Over: 1}
 
 // NewDetector detects the models of rt (named names) above threshold,
 // scoring every Hop samples.
