@@ -35,10 +35,10 @@ type setting struct {
 var settingsToCompare = []setting{
 	{"today: 80 ms, 0.5", "raw", 1280, 0.5, 1},
 	{"40 ms, 0.5", "raw", 640, 0.5, 1},
-	{"20 ms, 0.5", "raw", 320, 0.5, 1},
+	{"20 ms, 0.4", "raw", 320, 0.4, 1},
 	{"20 ms, 0.5, 2 in a row", "raw", 320, 0.5, 2},
-	{"20 ms, 0.6, 2 in a row", "raw", 320, 0.6, 2},
-	{"agc, 20 ms, 0.5, 2 in a row", "agc", 320, 0.5, 2},
+	{"gain control, 20 ms, 0.5", "agc", 320, 0.5, 1},
+	{"shipped: 20 ms, 0.5", "raw", 320, 0.5, 1},
 }
 
 // agcRuns are the conditions the gain control is measured on (all with
