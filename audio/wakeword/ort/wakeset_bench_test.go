@@ -203,12 +203,11 @@ func gcd(a, b int) int {
 
 // condition is one stream of the wake set with where its phrases are.
 type condition struct {
-	name      string
-	kind      string // "positive", "confusable" or "negative"
-	pcm       []int16
-	clips     []placed
-	duration  time.Duration
-	noteClips string
+	name     string
+	kind     string // "positive", "confusable" or "negative"
+	pcm      []int16
+	clips    []placed
+	duration time.Duration
 }
 
 type placed struct {
