@@ -611,6 +611,20 @@ func printTable(b *testing.B, conds []*condition, tr map[string][]wakeword.Score
 	})
 	fmt.Printf("wake set %s: %d positive clips, conditions of %s each\n%s", part, len(clean.clips), clean.duration.Round(time.Second), sb.String())
 	fmt.Printf("missed in clean by %q: %s\n", settingsToCompare[len(settingsToCompare)-1].name, strings.Join(missed["clean"], "; "))
+	for _, st := range []setting{settingsToCompare[0], settingsToCompare[len(settingsToCompare)-1]} {
+		var at []string
+		var before time.Duration
+		for _, c := range conds {
+			if c.kind != "negative" {
+				continue
+			}
+			for _, d := range detections(st, tr[c.name+"|"+st.front]) {
+				at = append(at, fmt.Sprintf("%s (%.2f)", (before+time.Duration(d.End)*time.Second/wakeword.Rate).Round(time.Second), d.Value))
+			}
+			before += c.duration
+		}
+		fmt.Printf("false wakes by %q at %s into the negatives (speech for the first half, music after)\n", st.name, strings.Join(at, ", "))
+	}
 	if t, ok := tr[clean.name+"|raw"]; ok {
 		sp, b4 := phaseSpreads(settingsToCompare[0], clean, t)
 		for i, v := range sp {
