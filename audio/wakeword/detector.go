@@ -25,14 +25,71 @@ type Detection struct {
 type Detector struct {
 	s         *Stream
 	names     []string
-	threshold float32
+	trig      Trigger
 	quietTill int64 // no detection before this position
 	scores    []Score
+	runs      []int // each model's scores in a row at or over the threshold
+	gain      *Gain // nil: none
+	buf       []int16
 }
 
-// NewDetector detects the models of rt (named names) above threshold.
+// Options are a detector's settings.
+type Options struct {
+	// Threshold is the score (0..1) at or over which a model fires.
+	Threshold float64
+	// Step is the samples between scores (see NewStreamStep); 0 is Hop.
+	Step int
+	// Over is how many scores in a row must reach the threshold (1 when 0).
+	Over int
+	// Gain puts the gain control (Gain) before the models.
+	Gain bool
+}
+
+// Shipped are the detector's default settings, measured on the wake set
+// (BenchmarkWakeSet in audio/wakeword/ort): see its table in the README.
+var Shipped = Options{Threshold: 0.5, Step: 320, Over: 1}
+
+// NewDetector detects the models of rt (named names) above threshold,
+// scoring every Hop samples.
 func NewDetector(rt Runtime, names []string, threshold float64) *Detector {
-	return &Detector{s: NewStream(rt), names: names, threshold: float32(threshold)}
+	d, _ := NewDetectorWith(rt, names, Options{Threshold: threshold})
+	return d
+}
+
+// NewDetectorWith detects the models of rt (named names) as o says.
+func NewDetectorWith(rt Runtime, names []string, o Options) (*Detector, error) {
+	if o.Step == 0 {
+		o.Step = Hop
+	}
+	s, err := NewStreamStep(rt, o.Step)
+	if err != nil {
+		return nil, err
+	}
+	if o.Over < 1 {
+		o.Over = 1
+	}
+	d := &Detector{s: s, names: names, trig: Trigger{Threshold: float32(o.Threshold), Over: o.Over}, runs: make([]int, rt.Models())}
+	if o.Gain {
+		d.gain = NewGain()
+	}
+	return d, nil
+}
+
+// Trigger decides from one model's scores in order whether it fires: Over
+// scores in a row at or over Threshold.
+type Trigger struct {
+	Threshold float32
+	Over      int
+}
+
+// Fires takes the next score, with run the scores in a row at or over the
+// threshold before it, and returns the new run and whether it fires.
+func (t Trigger) Fires(v float32, run int) (int, bool) {
+	if v < t.Threshold {
+		return 0, false
+	}
+	run++
+	return run, run >= max(t.Over, 1)
 }
 
 // Pos is the position after the last sample fed.
@@ -43,12 +100,23 @@ func (d *Detector) Pos() int64 { return d.s.Pos() }
 func (d *Detector) Feed(pos int64, pcm []int16) ([]Detection, error) {
 	if pos != d.s.Pos() {
 		d.s.Reset(pos)
+		clear(d.runs)
+		if d.gain != nil {
+			d.gain = NewGain()
+		}
+	}
+	if d.gain != nil {
+		d.buf = append(d.buf[:0], pcm...)
+		d.gain.Apply(d.buf)
+		pcm = d.buf
 	}
 	var err error
 	d.scores, err = d.s.Feed(pcm, d.scores[:0])
 	var out []Detection
 	for _, sc := range d.scores {
-		if sc.Value < d.threshold || sc.End < d.quietTill {
+		var fire bool
+		d.runs[sc.Model], fire = d.trig.Fires(sc.Value, d.runs[sc.Model])
+		if !fire || sc.End < d.quietTill {
 			continue
 		}
 		out = append(out, Detection{Model: d.names[sc.Model], Score: sc.Value, End: sc.End})

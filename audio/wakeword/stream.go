@@ -6,6 +6,14 @@
 // embedding model gets the last 76 mel frames (96 values per 80 ms); each
 // wake model scores the last 16 (or its own window of) embeddings.
 //
+// A stream may step more often than every 80 ms (Step: 640, 320 or 160
+// samples): the mel frames stay on their 10 ms grid, an embedding is made
+// every step, and a wake model still reads embeddings 80 ms apart (every
+// Hop/Step-th one), so each step scores the reference procedure as if the
+// stream had started that much later. Where the 80 ms grid falls in the
+// speech then matters less, at the cost of one embedding and one score per
+// model each step.
+//
 // The models run behind Runtime, so this package holds no native code: the
 // ONNX Runtime binding is in package wakeword/ort and is linked only into
 // the detector's own process (cmd/agenthost-wakeword). The pipe protocol
@@ -21,7 +29,8 @@ const Rate = 16000
 
 // The reference procedure's sizes.
 const (
-	Hop        = 1280 // new samples per step (80 ms)
+	Hop        = 1280 // the reference procedure's step (80 ms): embeddings a wake model reads are this far apart
+	melFrame   = 160  // samples per mel frame (10 ms)
 	melContext = 480  // older samples the mel model also sees
 	melBands   = 32
 	melWindow  = 76 // mel frames per embedding
@@ -62,23 +71,49 @@ type Stream struct {
 	ones    int       // mel frames of the initial ones still in mel
 	pos     int64     // samples consumed
 	embKeep int
+	step    int       // new samples per step
+	phases  int       // Hop / step: embeddings per 80 ms
+	in      []float32 // a wake model's input, gathered
 }
 
-// NewStream returns a stream at position 0.
+// NewStream returns a stream at position 0 that steps every Hop samples.
 func NewStream(rt Runtime) *Stream {
+	s, _ := NewStreamStep(rt, Hop)
+	return s
+}
+
+// ValidStep reports whether step (samples) is one a stream can take: a
+// whole number of mel frames that divides Hop.
+func ValidStep(step int) error {
+	if step < melFrame || step%melFrame != 0 || Hop%step != 0 {
+		return fmt.Errorf("step %d samples: it must be 160, 320, 640 or 1280 (10, 20, 40 or 80 ms)", step)
+	}
+	return nil
+}
+
+// NewStreamStep returns a stream at position 0 that steps every step
+// samples (see ValidStep).
+func NewStreamStep(rt Runtime, step int) (*Stream, error) {
+	if err := ValidStep(step); err != nil {
+		return nil, err
+	}
 	keep := 16
 	for i := 0; i < rt.Models(); i++ {
 		keep = max(keep, rt.Window(i))
 	}
-	s := &Stream{rt: rt, embKeep: keep}
+	phases := Hop / step
+	s := &Stream{rt: rt, embKeep: (keep-1)*phases + 1, step: step, phases: phases}
 	s.Reset(0)
-	return s
+	return s, nil
 }
+
+// Step is the samples between scores.
+func (s *Stream) Step() int { return s.step }
 
 // Reset forgets the audio heard: the stream starts again at pos (after a
 // gap in the audio).
 func (s *Stream) Reset(pos int64) {
-	s.raw = make([]float32, melContext+Hop)
+	s.raw = make([]float32, melContext+s.step)
 	s.n = 0
 	s.mel = s.mel[:0]
 	for i := 0; i < melWindow*melBands; i++ {
@@ -96,7 +131,7 @@ func (s *Stream) Pos() int64 { return s.pos }
 // (each model's, in order), appended to out.
 func (s *Stream) Feed(pcm []int16, out []Score) ([]Score, error) {
 	for len(pcm) > 0 {
-		k := min(Hop-s.n, len(pcm))
+		k := min(s.step-s.n, len(pcm))
 		dst := s.raw[melContext+s.n:]
 		for i, v := range pcm[:k] {
 			dst[i] = float32(v)
@@ -104,20 +139,20 @@ func (s *Stream) Feed(pcm []int16, out []Score) ([]Score, error) {
 		s.n += k
 		s.pos += int64(k)
 		pcm = pcm[k:]
-		if s.n < Hop {
+		if s.n < s.step {
 			break
 		}
 		var err error
-		if out, err = s.step(out); err != nil {
+		if out, err = s.run(out); err != nil {
 			return out, err
 		}
-		copy(s.raw, s.raw[Hop:])
+		copy(s.raw, s.raw[s.step:])
 		s.n = 0
 	}
 	return out, nil
 }
 
-func (s *Stream) step(out []Score) ([]Score, error) {
+func (s *Stream) run(out []Score) ([]Score, error) {
 	frames, err := s.rt.Mel(s.raw)
 	if err != nil {
 		return out, fmt.Errorf("mel model: %w", err)
@@ -151,10 +186,19 @@ func (s *Stream) step(out []Score) ([]Score, error) {
 	have := len(s.emb) / embedSize
 	for i := 0; i < s.rt.Models(); i++ {
 		w := s.rt.Window(i)
-		if have < w {
+		if have < (w-1)*s.phases+1 {
 			continue
 		}
-		v, err := s.rt.Score(i, s.emb[len(s.emb)-w*embedSize:])
+		in := s.emb[len(s.emb)-w*embedSize:]
+		if s.phases > 1 {
+			// Every phases-th embedding, ending with the newest: 80 ms apart.
+			s.in = s.in[:0]
+			for k := have - 1 - (w-1)*s.phases; k < have; k += s.phases {
+				s.in = append(s.in, s.emb[k*embedSize:(k+1)*embedSize]...)
+			}
+			in = s.in
+		}
+		v, err := s.rt.Score(i, in)
 		if err != nil {
 			return out, fmt.Errorf("wake model %d: %w", i, err)
 		}

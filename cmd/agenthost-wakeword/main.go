@@ -5,7 +5,13 @@
 // native library so that the host does not: a crash or hang here ends only
 // the detector.
 //
-//	agenthost-wakeword [--dir DIR] [--onnxruntime LIB] [--threshold 0.5] [--check] MODEL...
+//	agenthost-wakeword [--dir DIR] [--onnxruntime LIB] [--threshold T] [--step D] [--over N] [--gain] [--check] MODEL...
+//
+// --step is how often the models score (80, 40, 20 or 10 ms: a shorter
+// step makes where the 80 ms grid falls in the speech matter less, for
+// more CPU); --over is how many scores in a row must reach the threshold;
+// --gain puts an automatic gain control before the models. The defaults
+// are wakeword.Shipped.
 //
 // MODEL is a name (hey_jarvis, alexa, hey_mycroft, hey_rhasspy: DIR/models)
 // or the path of an openWakeWord .onnx model. --check loads everything, runs
@@ -19,6 +25,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -60,7 +67,11 @@ func run(args []string, in io.Reader, out io.Writer) int {
 	fs := flag.NewFlagSet("agenthost-wakeword", flag.ContinueOnError)
 	dir := fs.String("dir", wakeword.DefaultDir, "where scripts/fetch-wakeword.sh put models/ (and onnxruntime/)")
 	lib := fs.String("onnxruntime", "", "the ONNX Runtime library (default: the system's, then DIR/onnxruntime)")
-	threshold := fs.Float64("threshold", 0.5, "the score (0..1) above which a model fires")
+	sh := wakeword.Shipped
+	threshold := fs.Float64("threshold", sh.Threshold, "the score (0..1) at or above which a model fires")
+	step := fs.Duration("step", time.Duration(sh.Step)*time.Second/wakeword.Rate, "how often the models score: 80ms, 40ms, 20ms or 10ms")
+	over := fs.Int("over", sh.Over, "how many scores in a row must reach the threshold (1…10)")
+	gain := fs.Bool("gain", sh.Gain, "put the automatic gain control before the models")
 	check := fs.Bool("check", false, "load everything, print the ready or error line, exit")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -72,7 +83,8 @@ func run(args []string, in io.Reader, out io.Writer) int {
 		fmt.Fprintln(os.Stderr, "agenthost-wakeword:", err)
 		return 1
 	}
-	det, ready, closeRT, err := load(*dir, *lib, *threshold, fs.Args())
+	o := wakeword.Options{Threshold: *threshold, Step: int(step.Seconds()*wakeword.Rate + 0.5), Over: *over, Gain: *gain}
+	det, ready, closeRT, err := load(*dir, *lib, o, fs.Args())
 	if err != nil {
 		return fail(err)
 	}
@@ -94,13 +106,19 @@ func run(args []string, in io.Reader, out io.Writer) int {
 	return 0
 }
 
-func load(dir, lib string, threshold float64, models []string) (*wakeword.Detector, wakeword.Message, func(), error) {
+func load(dir, lib string, o wakeword.Options, models []string) (*wakeword.Detector, wakeword.Message, func(), error) {
 	var ready wakeword.Message
 	if len(models) == 0 {
 		return nil, ready, nil, errors.New("no wake model given")
 	}
-	if threshold <= 0 || threshold >= 1 {
-		return nil, ready, nil, fmt.Errorf("threshold %g is outside (0, 1)", threshold)
+	if o.Threshold <= 0 || o.Threshold >= 1 {
+		return nil, ready, nil, fmt.Errorf("threshold %g is outside (0, 1)", o.Threshold)
+	}
+	if err := wakeword.ValidStep(o.Step); err != nil {
+		return nil, ready, nil, fmt.Errorf("--step: %w", err)
+	}
+	if o.Over < 1 || o.Over > 10 {
+		return nil, ready, nil, fmt.Errorf("--over %d is outside 1…10", o.Over)
 	}
 	var err error
 	if lib == "" {
@@ -133,7 +151,12 @@ func load(dir, lib string, threshold float64, models []string) (*wakeword.Detect
 		return nil, ready, nil, err
 	}
 	ready = wakeword.Message{Type: wakeword.KindReady, ONNXRuntime: version, Library: lib, Models: names}
-	return wakeword.NewDetector(rt, names, threshold), ready, rt.Close, nil
+	det, err := wakeword.NewDetectorWith(rt, names, o)
+	if err != nil {
+		rt.Close()
+		return nil, ready, nil, err
+	}
+	return det, ready, rt.Close, nil
 }
 
 // serve detects until the input ends.

@@ -164,3 +164,27 @@ func trixieRoot(t *testing.T) string {
 	t.Logf("made the trixie root %s in %s", root, time.Since(t0).Round(time.Second))
 	return root
 }
+
+// TestAStepOrRunOutOfRangeIsAClearError: --step and --over outside what the
+// detector can do end it with an error line that names them, before any
+// library is loaded.
+func TestAStepOrRunOutOfRangeIsAClearError(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--step", "30ms", "hey_jarvis"}, "--step: step 480 samples"},
+		{[]string{"--step", "0s", "hey_jarvis"}, "--step: step 0 samples"},
+		{[]string{"--over", "0", "hey_jarvis"}, "--over 0 is outside 1…10"},
+		{[]string{"--over", "11", "hey_jarvis"}, "--over 11 is outside 1…10"},
+	} {
+		var out strings.Builder
+		if code := run(c.args, strings.NewReader(""), &out); code != 1 {
+			t.Errorf("%v: exit %d, want 1", c.args, code)
+		}
+		var m wakeword.Message
+		if err := json.Unmarshal([]byte(out.String()), &m); err != nil || m.Type != wakeword.KindError || !strings.Contains(m.Error, c.want) {
+			t.Errorf("%v: %q, want an error line with %q", c.args, out.String(), c.want)
+		}
+	}
+}
