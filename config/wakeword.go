@@ -36,6 +36,11 @@ type WakeWord struct {
 	// gate in the host wakes it, with the audio of its context, at the
 	// first sound (audio/gate). On by default.
 	Gate bool `yaml:"gate"`
+	// Step is how often the models score: 20ms (every phase of their 80 ms
+	// grid: where the phrase falls no longer matters), 40ms or 80ms (a
+	// quarter of the CPU of 20ms, for a slow board; scores then depend on
+	// where the grid falls in the speech by up to 0.6).
+	Step Duration `yaml:"step"`
 }
 
 // On reports whether the wake word is configured.
@@ -43,7 +48,8 @@ func (w WakeWord) On() bool { return len(w.Models) > 0 }
 
 func defaultWakeWord() WakeWord {
 	return WakeWord{Models: []string{}, Threshold: 0.5, Dir: "/var/lib/agenthost/wakeword",
-		PreRoll: Duration(300 * time.Millisecond), MaxTurn: Duration(30 * time.Second), Gate: true}
+		PreRoll: Duration(300 * time.Millisecond), MaxTurn: Duration(30 * time.Second), Gate: true,
+		Step: Duration(20 * time.Millisecond)}
 }
 
 // Bounds of the wake-word settings.
@@ -79,6 +85,9 @@ func (l *loader) wakeWord(c *Config) {
 	}
 	if math.IsNaN(w.Threshold) || w.Threshold <= 0 || w.Threshold >= 1 {
 		l.errorf(path(key+"threshold"), "%g is outside (0, 1); 0.5 suits the pre-trained models", w.Threshold)
+	}
+	if st := time.Duration(w.Step); st != 20*time.Millisecond && st != 40*time.Millisecond && st != 80*time.Millisecond {
+		l.errorf(path(key+"step"), "%s is not 20ms, 40ms or 80ms (20ms is the default; 80ms costs a quarter of its CPU)", w.Step)
 	}
 	if w.Dir == "" || !filepath.IsAbs(w.Dir) {
 		l.errorf(path(key+"dir"), "%q is not an absolute folder; the default is /var/lib/agenthost/wakeword", w.Dir)

@@ -8,11 +8,14 @@ import (
 func TestWakeWordSettings(t *testing.T) {
 	clearEnv(t)
 	c := mustLoad(t, "", nil)
-	if w := c.Conversation.WakeWord; w.On() || w.Threshold != 0.5 || w.Dir != "/var/lib/agenthost/wakeword" || w.PreRoll.D().Milliseconds() != 300 || !w.Gate {
+	if w := c.Conversation.WakeWord; w.On() || w.Threshold != 0.5 || w.Dir != "/var/lib/agenthost/wakeword" || w.PreRoll.D().Milliseconds() != 300 || !w.Gate || w.Step.D().Milliseconds() != 20 {
 		t.Errorf("defaults = %+v", w)
 	}
 	if c := mustLoad(t, writeConfig(t, "conversation:\n  wake_word: {gate: false}\n"), nil); c.Conversation.WakeWord.Gate {
 		t.Errorf("gate: false loads as %+v", c.Conversation.WakeWord)
+	}
+	if c := mustLoad(t, writeConfig(t, "conversation:\n  wake_word: {step: 80ms}\n"), nil); c.Conversation.WakeWord.Step.D().Milliseconds() != 80 {
+		t.Errorf("step: 80ms loads as %+v", c.Conversation.WakeWord)
 	}
 	c = mustLoad(t, writeConfig(t, "conversation:\n  wake_word: {models: [hey_jarvis, /opt/mine.onnx], threshold: 0.6, follow_up: 5s}\n  hooks: {wake: 'echo $AGENTHOST_MODEL'}\n"), nil)
 	if w := c.Conversation.WakeWord; !w.On() || len(w.Models) != 2 || w.Threshold != 0.6 || w.FollowUp.D().Seconds() != 5 {
@@ -32,6 +35,7 @@ func TestWakeWordSettings(t *testing.T) {
 		{"conversation:\n  wake_word: {max_turn: 0s}\n", "conversation.wake_word.max_turn: 0s is outside 1s…5m"},
 		{"conversation:\n  wake_word: {modles: [alexa]}\n", "conversation.wake_word.modles"},
 		{"conversation:\n  wake_word: {gate: sometimes}\n", "conversation.wake_word.gate"},
+		{"conversation:\n  wake_word: {step: 30ms}\n", "conversation.wake_word.step: 30ms is not 20ms, 40ms or 80ms"},
 		{"audio: {rate: 24000}\nconversation:\n  wake_word: {models: [alexa]}\n", "the wake word's models hear 16000 Hz"},
 	} {
 		_, err := Load(writeConfig(t, tc.yaml), nil)

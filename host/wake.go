@@ -1,6 +1,8 @@
 package host
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"strings"
@@ -15,7 +17,7 @@ import (
 
 // wakeSettings are the detector's settings from the configuration.
 func wakeSettings(w config.WakeWord) hostwake.Settings {
-	return hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime, Gate: w.Gate}
+	return hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime, Gate: w.Gate, Step: time.Duration(w.Step)}
 }
 
 // wakeOptions builds the wake word for the conversation the configuration

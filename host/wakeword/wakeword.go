@@ -55,6 +55,8 @@ type Settings struct {
 	// Gate: the detector hears nothing of a quiet room (audio/gate); a
 	// sound wakes it with the audio of its context. Host side only.
 	Gate bool
+	// Step is how often the models score (--step); 0 is the detector's own.
+	Step time.Duration
 }
 
 // Args are the detector's arguments for s.
@@ -62,6 +64,9 @@ func (s Settings) Args() []string {
 	args := []string{"--dir", s.Dir, "--threshold", strconv.FormatFloat(s.Threshold, 'g', -1, 64)}
 	if s.ONNXRuntime != "" {
 		args = append(args, "--onnxruntime", s.ONNXRuntime)
+	}
+	if s.Step > 0 {
+		args = append(args, "--step", s.Step.String())
 	}
 	return append(append(args, "--"), s.Models...)
 }
