@@ -3,8 +3,9 @@ package capture
 import (
 	"math"
 	"math/bits"
-	"math/cmplx"
 	"slices"
+
+	"github.com/agenthost/agenthost/audio/internal/fft"
 )
 
 // delayEstimator finds how far the echo in the microphone lags the
@@ -102,13 +103,13 @@ type spectrum struct {
 }
 
 func newSpectrum(frame int) spectrum {
-	f := newFFT(frame)
+	f := fft.New(frame)
 	return spectrum{far: newBander(f, frame), near: newBander(f, frame)}
 }
 
 // bander computes a frame's band energies and compares each with its mean.
 type bander struct {
-	fft   *fft
+	fft   *fft.FFT
 	buf   []complex128
 	win   []float64
 	bands [][2]int
@@ -116,13 +117,13 @@ type bander struct {
 	init  bool
 }
 
-func newBander(f *fft, frame int) *bander {
-	b := &bander{fft: f, buf: make([]complex128, f.n), win: make([]float64, frame), mean: make([]float64, delayBands)}
+func newBander(f *fft.FFT, frame int) *bander {
+	b := &bander{fft: f, buf: make([]complex128, f.N()), win: make([]float64, frame), mean: make([]float64, delayBands)}
 	for i := range b.win {
 		b.win[i] = 0.5 - 0.5*math.Cos(2*math.Pi*float64(i)/float64(frame))
 	}
 	// Bins from about 1/32 to 1/2 of the spectrum (250 Hz … 4 kHz at 16 kHz).
-	lo, hi := f.n/64, f.n/4
+	lo, hi := f.N()/64, f.N()/4
 	for i := range delayBands {
 		a := lo + (hi-lo)*i/delayBands
 		z := lo + (hi-lo)*(i+1)/delayBands
@@ -146,7 +147,7 @@ func (b *bander) bits(x []int16) (uint32, bool) {
 	if total < float64(len(x))*100 { // below about -50 dBFS: nothing to compare
 		return 0, false
 	}
-	b.fft.transform(b.buf)
+	b.fft.Forward(b.buf)
 	var out uint32
 	for i, r := range b.bands {
 		var e float64
@@ -164,45 +165,4 @@ func (b *bander) bits(x []int16) (uint32, bool) {
 	}
 	b.init = true
 	return out, true
-}
-
-// fft is an in-place radix-2 complex FFT of a fixed power-of-two size.
-type fft struct {
-	n   int
-	tw  []complex128
-	rev []int
-}
-
-func newFFT(atLeast int) *fft {
-	n := 1
-	for n < atLeast {
-		n <<= 1
-	}
-	f := &fft{n: n, tw: make([]complex128, n/2), rev: make([]int, n)}
-	for i := range f.tw {
-		f.tw[i] = cmplx.Exp(complex(0, -2*math.Pi*float64(i)/float64(n)))
-	}
-	lg := bits.TrailingZeros(uint(n))
-	for i := range f.rev {
-		f.rev[i] = int(bits.Reverse(uint(i)) >> (bits.UintSize - lg))
-	}
-	return f
-}
-
-func (f *fft) transform(x []complex128) {
-	for i, j := range f.rev {
-		if i < j {
-			x[i], x[j] = x[j], x[i]
-		}
-	}
-	for size := 2; size <= f.n; size <<= 1 {
-		half, step := size/2, f.n/size
-		for start := 0; start < f.n; start += size {
-			for k := range half {
-				t := f.tw[k*step] * x[start+k+half]
-				x[start+k+half] = x[start+k] - t
-				x[start+k] += t
-			}
-		}
-	}
 }

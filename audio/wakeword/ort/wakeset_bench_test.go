@@ -9,7 +9,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -473,7 +473,7 @@ func cachedTrace(b *testing.B, dir, front string, step int, pcm []int16, run fun
 	h := sha256.New()
 	h.Write(audiotest.SamplesToBytes(pcm))
 	fmt.Fprintf(h, "|%s|%d|", front, step)
-	_, self, _, _ := runtime.Caller(0)
+	_, self, _, _ := goruntime.Caller(0)
 	for _, src := range []string{"../stream.go", "../gain.go", "ort.go"} {
 		p, err := os.ReadFile(filepath.Join(filepath.Dir(self), src))
 		if err != nil {
