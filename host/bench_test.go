@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/conversation"
 	"github.com/agenthost/agenthost/internal/testbin"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
@@ -78,16 +79,7 @@ func BenchmarkHostStreaming(b *testing.B) {
 			cfg.Server.Params.InputAudioFormat = codec
 			cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = b.TempDir(), b.TempDir()
 			cfg.Audio.Backend, cfg.Audio.InputFile = "file", mic
-			h, err := New(cfg, slog.New(slog.DiscardHandler))
-			if err != nil {
-				b.Fatal(err)
-			}
-			conv, err := h.Conversation()
-			if err != nil {
-				b.Fatal(err)
-			}
-			h.Add(conv)
-			runHost(b, h, sim, func(ctx context.Context) bool { return conv.Check(ctx) == nil })
+			conv := runConversation(b, cfg, sim)
 			for {
 				if _, err := conv.TalkStart(); err == nil {
 					break
@@ -122,16 +114,7 @@ func BenchmarkHostIdle(b *testing.B) {
 	cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = b.TempDir(), b.TempDir()
 	cfg.Audio.Backend, cfg.Audio.InputFile, cfg.Audio.OutputFile = "file", mic, filepath.Join(b.TempDir(), "out.wav")
 	cfg.Audio.Capture.EchoCancel, cfg.Audio.Capture.NoiseSuppression = true, true
-	h, err := New(cfg, slog.New(slog.DiscardHandler))
-	if err != nil {
-		b.Fatal(err)
-	}
-	conv, err := h.Conversation()
-	if err != nil {
-		b.Fatal(err)
-	}
-	h.Add(conv)
-	runHost(b, h, sim, func(ctx context.Context) bool { return conv.Check(ctx) == nil })
+	runConversation(b, cfg, sim)
 	for b.Loop() {
 		time.Sleep(10 * time.Second)
 	}
@@ -151,4 +134,21 @@ func runHost(b *testing.B, h *Host, sim *voicetest.Server, ready func(context.Co
 		b.Fatal(err)
 	}
 	return ctx
+}
+
+// runConversation runs a host of cfg, linked to sim, with its conversation,
+// until the conversation's devices are up; the benchmark's cleanup stops it.
+func runConversation(b *testing.B, cfg *config.Config, sim *voicetest.Server) *conversation.Conversation {
+	b.Helper()
+	h, err := New(cfg, slog.New(slog.DiscardHandler))
+	if err != nil {
+		b.Fatal(err)
+	}
+	conv, err := h.Conversation()
+	if err != nil {
+		b.Fatal(err)
+	}
+	h.Add(conv)
+	runHost(b, h, sim, func(ctx context.Context) bool { return conv.Check(ctx) == nil })
+	return conv
 }

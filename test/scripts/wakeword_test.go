@@ -103,16 +103,7 @@ func TestFetchWakewordRepairsWhatIsMissingOrDamaged(t *testing.T) {
 // that user). Found by attack: a root-only 0600 file truncated to 0 bytes
 // through a link the service user planted. The other user is nobody.
 func TestFetchWakewordAsRootWritesThroughNoLinkOfTheServiceUser(t *testing.T) {
-	need(t, "bash", "sha256sum", "tar", "flock", "setpriv")
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (the fetch as root is what is tested)")
-	}
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skip("needs the user nobody")
-	}
-	uid, _ := strconv.Atoi(nobody.Uid)
-	gid, _ := strconv.Atoi(nobody.Gid)
+	uid, gid := asRootBesideNobody(t)
 	packs := wakePacks(t)
 
 	// root's folder (traversable by all, as / and /var/lib are), holding a
@@ -167,16 +158,7 @@ func TestFetchWakewordAsRootWritesThroughNoLinkOfTheServiceUser(t *testing.T) {
 // ones reused (no tarball needed for them), and nothing of root's is left
 // there.
 func TestFetchWakewordAsRootTakesOverWhatAnOlderVersionMadeAsRoot(t *testing.T) {
-	need(t, "bash", "sha256sum", "tar", "flock", "setpriv")
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (the fetch as root is what is tested)")
-	}
-	nobody, err := user.Lookup("nobody")
-	if err != nil {
-		t.Skip("needs the user nobody")
-	}
-	uid, _ := strconv.Atoi(nobody.Uid)
-	gid, _ := strconv.Atoi(nobody.Gid)
+	uid, gid := asRootBesideNobody(t)
 	packs := wakePacks(t)
 	old := filepath.Join(t.TempDir(), "wakeword")
 	run(t, "", nil, script(t, "fetch-wakeword.sh"), "--dest", old, "--from", packs, "--onnxruntime", "no")
@@ -212,4 +194,22 @@ func TestFetchWakewordAsRootTakesOverWhatAnOlderVersionMadeAsRoot(t *testing.T) 
 		t.Errorf("left in the service user's folder: %v", left)
 	}
 	t.Logf("fetch-wakeword as root:\n%s", errOut)
+}
+
+// asRootBesideNobody skips unless the test runs as root with the tools the
+// fetch as root needs, and returns the user nobody's uid and gid (the
+// service user of these tests).
+func asRootBesideNobody(t *testing.T) (uid, gid int) {
+	t.Helper()
+	need(t, "bash", "sha256sum", "tar", "flock", "setpriv")
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (the fetch as root is what is tested)")
+	}
+	nobody, err := user.Lookup("nobody")
+	if err != nil {
+		t.Skip("needs the user nobody")
+	}
+	uid, _ = strconv.Atoi(nobody.Uid)
+	gid, _ = strconv.Atoi(nobody.Gid)
+	return uid, gid
 }
