@@ -92,8 +92,11 @@ func stdioClient(t *testing.T, s *mcpserver.Server, opts *mcp.ClientOptions) *mc
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		cs.Close()
+		// The server's end first: a client that hangs up while the server
+		// writes (a list_changed notice) fails that write, which is not
+		// what these tests are about.
 		cancel()
+		cs.Close()
 		if err := <-served; err != nil {
 			t.Errorf("ServeStdio: %v", err)
 		}
