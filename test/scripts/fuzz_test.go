@@ -3,6 +3,7 @@ package scripts
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -24,7 +25,7 @@ func fakeGo(t *testing.T, fuzzLog string, replayStatus int) string {
 	body := `#!/bin/sh
 case "$*" in
 *-fuzz=*) cat "` + filepath.Join(dir, "fuzz.log") + `"; exit 1 ;;
-*-run=^FuzzDecode$*) echo replayed; exit ` + map[bool]string{true: "0", false: "1"}[replayStatus == 0] + ` ;;
+*-run=^FuzzDecode\$*) echo replayed; exit ` + strconv.Itoa(replayStatus) + ` ;;
 esac
 echo "fake go: unexpected arguments: $*" >&2; exit 3
 `
