@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -415,5 +417,58 @@ func TestHTTPSessionsBounded(t *testing.T) {
 	}
 	if n > 3 {
 		t.Errorf("%d sessions open, over MaxSessions (3)", n)
+	}
+}
+
+// failSignal passes writes to a real pipe and says when one failed.
+type failSignal struct {
+	io.Writer
+	failed chan struct{}
+	once   sync.Once
+}
+
+func (f *failSignal) Write(p []byte) (int, error) {
+	n, err := f.Writer.Write(p)
+	if err != nil {
+		f.once.Do(func() { close(f.failed) })
+	}
+	return n, err
+}
+
+// TestAClientThatHangsUpMidNoticeEndsTheSessionCleanly: a desktop client
+// that closes its end while the server writes a list_changed notice has
+// ended the session, as when it closes between messages; ServeStdio
+// returned "io: read/write on closed pipe" for it (seen in TestListChanged).
+// The client is raw JSON-RPC, so that nothing but the test closes a pipe.
+func TestAClientThatHangsUpMidNoticeEndsTheSessionCleanly(t *testing.T) {
+	r, s, _ := setup(t)
+	cin, sout := io.Pipe()
+	sin, cout := io.Pipe()
+	out := &failSignal{Writer: sout, failed: make(chan struct{})}
+	served := make(chan error, 1)
+	go func() { served <- s.ServeStdio(context.Background(), sin, out) }()
+	replies := bufio.NewReader(cin)
+	send := func(msg string) {
+		if _, err := io.WriteString(cout, msg+"\n"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	if line, err := replies.ReadString('\n'); err != nil || !strings.Contains(line, `"id":1`) {
+		t.Fatalf("initialize: %q, %v", line, err)
+	}
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if line, err := replies.ReadString('\n'); err != nil || !strings.Contains(line, `"id":2`) {
+		t.Fatalf("tools/list: %q, %v", line, err)
+	}
+	cin.Close() // the client stops reading: the next notice fails
+	if err := r.Put(notes{[]string{"add_note"}}); err != nil {
+		t.Fatal(err)
+	}
+	<-out.failed
+	cout.Close()
+	if err := <-served; err != nil {
+		t.Errorf("ServeStdio after the client hung up: %v, want a clean end", err)
 	}
 }
