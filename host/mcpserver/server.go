@@ -9,13 +9,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
+	"os"
 	"slices"
 	"sort"
 	"sync"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -264,13 +267,20 @@ func Result(out voice.Outcome) *mcp.CallToolResult {
 }
 
 // ServeStdio serves one MCP client on in/out (newline-delimited JSON-RPC)
-// until the client closes in or ctx ends. Nothing else may write to out.
+// until the client closes in or out, or ctx ends. Nothing else may write
+// to out.
 func (s *Server) ServeStdio(ctx context.Context, in io.Reader, out io.Writer) error {
 	err := s.srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopCloser{out}})
-	if err == nil || err == io.EOF || ctx.Err() != nil {
+	if err == nil || ctx.Err() != nil || hungUp(err) {
 		return nil
 	}
 	return err
+}
+
+// hungUp reports whether err says the client closed its end (a pipe's read
+// or write end, or stdout as a desktop client's pipe): the session's end.
+func hungUp(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrClosedPipe) || errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed)
 }
 
 type nopCloser struct{ io.Writer }
