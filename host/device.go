@@ -14,6 +14,7 @@ import (
 	"github.com/agenthost/agenthost/host/device"
 	"github.com/agenthost/agenthost/host/device/timers"
 	"github.com/agenthost/agenthost/host/link"
+	"github.com/agenthost/agenthost/host/part"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/trigger"
 )
@@ -94,13 +95,13 @@ func (h *Host) MicButton() Component {
 	if g.Chip == "" || g.Line < 0 {
 		return nil
 	}
-	return componentFunc{"microphone button", func(ctx context.Context) error {
+	return part.Func("microphone button", func(ctx context.Context) error {
 		err := trigger.GPIO(ctx, trigger.GPIOOptions{Chip: g.Chip, Line: g.Line}, micButton{h}, h.log)
 		if err != nil && ctx.Err() == nil {
 			h.log.Error("the microphone button is unavailable; the speaker runs without it (fix device.mic_button, or the unit's gpio group and DeviceAllow, then restart)", "err", err)
 		}
 		return nil
-	}}
+	})
 }
 
 // micButton toggles the microphone's privacy mute; the button is the owner's.

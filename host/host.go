@@ -22,6 +22,7 @@ import (
 	"github.com/agenthost/agenthost/host/device"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/mcpclient"
+	"github.com/agenthost/agenthost/host/part"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/services"
 	hostwake "github.com/agenthost/agenthost/host/wakeword"
@@ -29,13 +30,8 @@ import (
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
-// Component is a part of the daemon that runs beside the link: the plugin
-// manager, the control socket, the conversation. Start must return once the
-// component is ready; Run then blocks until ctx ends.
-type Component interface {
-	Name() string
-	Run(ctx context.Context, ready func()) error
-}
+// Component is a part of the daemon that runs beside the link (host/part).
+type Component = part.Part
 
 // Host is a configured daemon.
 type Host struct {
@@ -192,7 +188,7 @@ func (h *Host) Run(ctx context.Context) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	errc := make(chan error, len(h.components)+1)
-	if err := h.startComponents(ctx, runCtx, &wg, errc); err != nil {
+	if err := part.Start(ctx, runCtx, h.components, &wg, errc); err != nil {
 		cancel()
 		wg.Wait()
 		if ctx.Err() != nil {
@@ -488,44 +484,12 @@ func (h *Host) RunProviders(ctx context.Context, f func(ctx context.Context)) er
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel()
-	if err := h.startComponents(ctx, ctx, &wg, make(chan error, len(h.components))); err != nil {
+	if err := part.Start(ctx, ctx, h.components, &wg, make(chan error, len(h.components))); err != nil {
 		return err
 	}
 	if h.mcpSrv != nil {
 		h.mcpSrv.settle(ctx) // a one-off call has no later register to wait for
 	}
 	f(ctx)
-	return nil
-}
-
-// startComponents starts each component in order on runCtx, waiting until
-// it is ready, unless ctx (the stop signal) ends first. Errors of components
-// that fail later arrive on errc.
-func (h *Host) startComponents(ctx, runCtx context.Context, wg *sync.WaitGroup, errc chan error) error {
-	for _, c := range h.components {
-		ready := make(chan struct{})
-		var once sync.Once
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := c.Run(runCtx, func() { once.Do(func() { close(ready) }) }); err != nil {
-				errc <- fmt.Errorf("%s: %w", c.Name(), err)
-				return
-			}
-			once.Do(func() { close(ready) }) // ended cleanly without saying ready
-		}()
-		select {
-		case err := <-errc:
-			return err
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ready:
-			select { // a component may fail right after saying ready
-			case err := <-errc:
-				return err
-			default:
-			}
-		}
-	}
 	return nil
 }

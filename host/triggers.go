@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/agenthost/agenthost/host/conversation"
+	"github.com/agenthost/agenthost/host/part"
 	"github.com/agenthost/agenthost/host/trigger"
 )
 
@@ -15,12 +16,12 @@ func (h *Host) Triggers(conv *conversation.Conversation) []Component {
 	var out []Component
 	talk := talkHandler{conv: conv, h: h}
 	if h.cfg.Conversation.PushToTalkKey && h.cfg.Server.Params.Mode == "manual" {
-		out = append(out, componentFunc{"push-to-talk key", func(ctx context.Context) error {
+		out = append(out, part.Func("push-to-talk key", func(ctx context.Context) error {
 			return trigger.Key(ctx, os.Stdin, talk, h.log)
-		}})
+		}))
 	}
 	if g := h.cfg.Conversation.GPIO; g.Chip != "" && g.Line >= 0 {
-		out = append(out, componentFunc{"push-to-talk button", func(ctx context.Context) error {
+		out = append(out, part.Func("push-to-talk button", func(ctx context.Context) error {
 			err := trigger.GPIO(ctx, trigger.GPIOOptions{Chip: g.Chip, Line: g.Line}, talk, h.log)
 			if err != nil && ctx.Err() == nil {
 				// Not fatal: exiting would have systemd restart the daemon
@@ -28,7 +29,7 @@ func (h *Host) Triggers(conv *conversation.Conversation) []Component {
 				h.log.Error("push-to-talk button unavailable; the speaker runs without it (fix conversation.gpio, or the unit's gpio group and DeviceAllow, then restart)", "err", err)
 			}
 			return nil
-		}})
+		}))
 	}
 	return out
 }
@@ -54,21 +55,4 @@ func (t talkHandler) Release() {
 	if _, err := t.conv.TalkStop(); err != nil {
 		t.h.log.Warn("push-to-talk: cannot end the turn", "err", err)
 	}
-}
-
-// componentFunc runs f as a component that is ready at once.
-type componentFunc struct {
-	name string
-	run  func(ctx context.Context) error
-}
-
-func (c componentFunc) Name() string { return c.name }
-
-func (c componentFunc) Run(ctx context.Context, ready func()) error {
-	ready()
-	if err := c.run(ctx); err != nil {
-		return err
-	}
-	<-ctx.Done()
-	return nil
 }
