@@ -21,7 +21,7 @@ import (
 	"github.com/agenthost/agenthost/host/conversation"
 	"github.com/agenthost/agenthost/host/device"
 	"github.com/agenthost/agenthost/host/link"
-	"github.com/agenthost/agenthost/host/mcpclient"
+	"github.com/agenthost/agenthost/host/mcpservers"
 	"github.com/agenthost/agenthost/host/part"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/services"
@@ -65,10 +65,9 @@ type Host struct {
 	frames     []func(voice.Frame) // conversation taps
 	observers  []func(CallRecord)  // call observers (metrics)
 	trim       *memtrim.Trimmer
-	level      *slog.LevelVar // the logger's level, set by reloads
-	mcpSrv     *mcpServers
-	mcpConfs   map[string]mcpclient.ServerConfig // the MCP servers the configuration names
-	mcpFile    map[string]mcpclient.ServerConfig // the servers of mcp.servers_file, as last read
+	level      *slog.LevelVar      // the logger's level, set by reloads
+	mcpSet     *mcpservers.Set     // the MCP servers the configuration names
+	mcpSrv     *mcpservers.Servers // runs them
 
 	device        *device.Device // volume, mutes, timers (host/device.go)
 	talkSwallowed atomic.Bool    // a talk press that stopped a ringing timer: its release is ignored
@@ -114,17 +113,9 @@ func newHost(cfg *config.Config, log *slog.Logger, standalone bool) (*Host, erro
 	h.callCtx, h.stopCalls = context.WithCancel(context.Background())
 	h.voiceCtx = services.WithCaller(h.callCtx, services.CallerVoiceServer)
 	h.work = make(chan callWork)
-	file, warnings, err := serversFile(cfg.MCP.ServersFile)
-	if err != nil {
-		warnings = append(warnings, err.Error()+"; its servers are not started")
-	}
-	h.mcpFile = file
-	confs, more := mcpConfigs(cfg, file)
-	h.mcpConfs, warnings = confs, append(warnings, more...)
-	for _, w := range warnings {
-		log.Warn("configuration: " + w)
-	}
-	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: registryPrefixes(cfg, h.mcpConfs), Order: providerOrder(cfg, h.mcpConfs),
+	h.mcpSet = mcpservers.NewSet(cfg, log)
+	mcp := h.mcpSet.Configs()
+	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: mcpservers.Prefixes(cfg, mcp), Order: mcpservers.Order(cfg, mcp),
 		MaxDescription: int(cfg.Services.MaxDescription), MaxRegister: int(cfg.Services.MaxRegister), Log: log.With("component", "registry"),
 		Policy: services.Policy{Allow: cfg.Services.Allow, Deny: cfg.Services.Deny}})
 	limits := dispatchLimits(cfg.Services)
@@ -141,6 +132,14 @@ func newHost(cfg *config.Config, log *slog.Logger, standalone bool) (*Host, erro
 	}
 	h.link = link.New(link.Options{Server: cfg.Server, Token: cfg.Token, Log: log}, (*linkHandler)(h))
 	return h, nil
+}
+
+// MCPServers returns the part that runs the configured MCP servers.
+func (h *Host) MCPServers() Component {
+	if h.mcpSrv == nil {
+		h.mcpSrv = mcpservers.New(h.cfg, h.mcpSet, h.reg, h.log, Version)
+	}
+	return h.mcpSrv
 }
 
 // Plugins returns the plugin manager built from the configuration, creating
@@ -419,15 +418,15 @@ func (h *Host) mcp(conn int, f voice.Frame) {
 
 // Status is a summary for `agenthost status` and the control socket.
 type Status struct {
-	Connected bool        `json:"connected"`
-	Conn      int         `json:"connection"`
-	Link      link.State  `json:"link"`
-	Registers int         `json:"registers_sent"`
-	Services  []string    `json:"services"`
-	Conflicts []string    `json:"conflicts,omitempty"`
-	LeftOut   []string    `json:"left_out,omitempty"` // services over services.max_register
-	InFlight  int         `json:"calls_in_flight"`
-	MCP       []MCPStatus `json:"mcp_servers,omitempty"`
+	Connected bool                `json:"connected"`
+	Conn      int                 `json:"connection"`
+	Link      link.State          `json:"link"`
+	Registers int                 `json:"registers_sent"`
+	Services  []string            `json:"services"`
+	Conflicts []string            `json:"conflicts,omitempty"`
+	LeftOut   []string            `json:"left_out,omitempty"` // services over services.max_register
+	InFlight  int                 `json:"calls_in_flight"`
+	MCP       []mcpservers.Status `json:"mcp_servers,omitempty"`
 	// WakeWord says whether the wake word is on, and why not.
 	WakeWord hostwake.Status `json:"wake_word"`
 	Process  Process         `json:"process"`
@@ -469,7 +468,7 @@ func (h *Host) Status() Status {
 		s.Services = append(s.Services, e.Name)
 	}
 	if h.mcpSrv != nil {
-		s.MCP = h.mcpSrv.status()
+		s.MCP = h.mcpSrv.Status()
 	}
 	s.WakeWord = h.wakeStatus()
 	ds := h.device.Status()
@@ -488,7 +487,7 @@ func (h *Host) RunProviders(ctx context.Context, f func(ctx context.Context)) er
 		return err
 	}
 	if h.mcpSrv != nil {
-		h.mcpSrv.settle(ctx) // a one-off call has no later register to wait for
+		h.mcpSrv.Settle(ctx) // a one-off call has no later register to wait for
 	}
 	f(ctx)
 	return nil

@@ -121,7 +121,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	if h.mcpSrv != nil {
-		for _, s := range h.mcpSrv.status() {
+		for _, s := range h.mcpSrv.Status() {
 			for _, st := range pluginStates {
 				gauge(descMCPState, b2f(s.State == st), s.Name, s.Transport, st)
 			}

@@ -2,14 +2,14 @@ package host
 
 import (
 	"log/slog"
-	"reflect"
 	"strings"
 	"time"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/builtin"
 	"github.com/agenthost/agenthost/host/link"
-	"github.com/agenthost/agenthost/host/mcpclient"
+	"github.com/agenthost/agenthost/host/mcpservers"
+	"github.com/agenthost/agenthost/host/part"
 	"github.com/agenthost/agenthost/host/services"
 )
 
@@ -64,10 +64,9 @@ func (h *Host) Apply(next *config.Config) []string {
 	h.mu.Lock()
 	prev := h.cfg
 	h.mu.Unlock()
-	changed := config.Changed(prev, next)
-	file := h.readServersFile(next)
-	if !reflect.DeepEqual(file, h.mcpFile) && !touched(changed, "mcp.servers_file") {
-		changed = append(changed, "mcp.servers_file")
+	changed := part.Changes(config.Changed(prev, next))
+	if more := h.mcpSet.Diff(next); !changed.Touched(more...) {
+		changed = append(changed, more...)
 	}
 	if len(changed) == 0 {
 		h.log.Info("configuration reloaded: nothing changed")
@@ -85,24 +84,15 @@ func (h *Host) Apply(next *config.Config) []string {
 	if touched(changed, "log.level") && h.level != nil {
 		h.level.UnmarshalText([]byte(next.Log.Level))
 	}
-	oldConfs := h.mcpConfs
+	h.mcpSet.Reload(prev, next, changed)
 	mcpTouched := touched(changed, "mcp.servers", "mcp.servers_file")
-	if mcpTouched {
-		confs, warnings := mcpConfigs(next, file)
-		for _, w := range warnings {
-			h.log.Warn("configuration: " + w)
-		}
-		h.mcpFile, h.mcpConfs = file, confs
-	}
-	oldPrefixes, prefixes := registryPrefixes(prev, oldConfs), registryPrefixes(next, h.mcpConfs)
-	prefixChanged := func(id string) bool {
-		return services.PrefixOf(oldPrefixes, id) != services.PrefixOf(prefixes, id)
-	}
+	mcp := h.mcpSet.Configs()
+	prefixes, prefixChanged := mcpservers.Prefixes(next, mcp), h.mcpSet.PrefixChanged
 	if touched(changed, "services") || mcpTouched {
 		h.disp.SetLimits(dispatchLimits(next.Services))
 		h.local.SetLimits(localBudget(next.Services))
 		h.reg.Reconfigure(prefixes, services.Policy{Allow: next.Services.Allow, Deny: next.Services.Deny})
-		h.reg.SetOrder(providerOrder(next, h.mcpConfs))
+		h.reg.SetOrder(mcpservers.Order(next, mcp))
 		h.reg.SetBounds(int(next.Services.MaxDescription), int(next.Services.MaxRegister))
 		if next.Services.Builtins && !prev.Services.Builtins {
 			if err := h.reg.Put(builtin.New(nil)); err != nil {
@@ -128,8 +118,8 @@ func (h *Host) Apply(next *config.Config) []string {
 	h.mu.Lock()
 	h.cfg = next
 	h.mu.Unlock()
-	if (mcpTouched || touched(changed, "services.prefixes")) && h.mcpSrv != nil {
-		h.mcpSrv.apply(h.mcpConfs, prefixChanged)
+	if h.mcpSrv != nil {
+		h.mcpSrv.Reload(prev, next, changed)
 	}
 	if touched(changed, "server") && h.link.Update(link.Options{Server: next.Server, Token: next.Token, Log: h.log}) {
 		h.log.Info("the server settings changed; reconnecting once")
@@ -139,23 +129,6 @@ func (h *Host) Apply(next *config.Config) []string {
 		h.log.Warn("these settings changed but apply only after a restart (systemctl restart agenthost)", "settings", strings.Join(later, ", "))
 	}
 	return later
-}
-
-// readServersFile reads next's mcp.servers_file again. A file that cannot
-// be read or parsed is refused like a YAML with a mistake: the servers it
-// gave stay (the last good read), and the log says why.
-func (h *Host) readServersFile(next *config.Config) map[string]mcpclient.ServerConfig {
-	file, warnings, err := serversFile(next.MCP.ServersFile)
-	if err != nil {
-		h.log.Error("the MCP servers file was not reloaded; the running servers stay. Fix the file and reload again", "err", err)
-		return h.mcpFile
-	}
-	if !reflect.DeepEqual(file, h.mcpFile) {
-		for _, w := range warnings {
-			h.log.Warn("configuration: " + w)
-		}
-	}
-	return file
 }
 
 // dispatchLimits are the dispatcher's deadlines and bounds from services.
