@@ -10,6 +10,7 @@ import (
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/audio/mixer"
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/audiochain"
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/device"
 	"github.com/agenthost/agenthost/host/device/timers"
@@ -170,7 +171,7 @@ func (h *Host) deviceInfo() device.Info {
 // echoes).
 func (h *Host) audioDevices(a config.Audio) (func(context.Context) (audio.Source, error), func(context.Context) (audio.Sink, error)) {
 	d := h.device
-	openSource, openSink := devices(a, h.log, d.MicMuted)
+	openSource, openSink := audiochain.Devices(a, h.log, d.MicMuted)
 	if openSink != nil {
 		open := openSink
 		openSink = func(ctx context.Context) (audio.Sink, error) {
