@@ -5,11 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
-	"sync/atomic"
 
-	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/proto/voice"
@@ -33,8 +30,6 @@ type TalkRequest struct {
 type SayRequest struct {
 	Text string `json:"text"`
 }
-
-var localCalls atomic.Int64
 
 // ControlServer returns the control socket with the host's endpoints; the
 // caller may add more before running it.
@@ -85,25 +80,9 @@ func (h *Host) ControlServer() *control.Server {
 }
 
 // CallLocal runs one call through the same dispatch as the server's calls,
-// with a budget of calls in flight of its own. The caller is the owner
-// unless ctx names another (services.WithCaller: an MCP client).
+// with a budget of calls in flight of its own (calls.Calls.Local).
 func (h *Host) CallLocal(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
-	if !services.HasCaller(ctx) {
-		ctx = services.WithCaller(ctx, services.CallerOwner)
-	}
-	return h.disp.DispatchFrom(ctx, voice.Call{CallID: localCallID("local-"), Method: service, Params: params}, h.local, "")
-}
-
-// localCallID is a call id for a call that does not come from the voice
-// server.
-func localCallID(prefix string) string { return prefix + strconv.FormatInt(localCalls.Add(1), 10) }
-
-// localBudget bounds the calls through the control socket (agenthost call,
-// agenthost mcp): services.max_in_flight of their own, beside the voice
-// server's, which they can then never make busy.
-func localBudget(s config.Services) services.BudgetLimits {
-	return services.BudgetLimits{Name: "the control socket's clients", Max: s.MaxInFlight, MaxSetting: "services.max_in_flight",
-		PerProvider: s.MaxInFlightPerProvider, PerProviderSetting: "services.max_in_flight_per_provider"}
+	return h.calls.Local(ctx, service, params)
 }
 
 // SayText starts a text turn: TEXT then END_FRAME on a new task. It

@@ -4,9 +4,7 @@
 package host
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,10 +12,9 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/agenthost/agenthost/config"
-	"github.com/agenthost/agenthost/host/builtin"
+	"github.com/agenthost/agenthost/host/calls"
 	"github.com/agenthost/agenthost/host/conversation"
 	"github.com/agenthost/agenthost/host/device"
 	"github.com/agenthost/agenthost/host/link"
@@ -26,7 +23,6 @@ import (
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/services"
 	hostwake "github.com/agenthost/agenthost/host/wakeword"
-	"github.com/agenthost/agenthost/internal/memtrim"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -35,36 +31,23 @@ type Component = part.Part
 
 // Host is a configured daemon.
 type Host struct {
-	cfg  *config.Config
-	log  *slog.Logger
-	reg  *services.Registry
-	disp *services.Dispatcher
-	// local bounds the calls through the control socket (CallLocal) apart
-	// from the voice server's.
-	local *services.Budget
+	cfg   *config.Config
+	log   *slog.Logger
+	calls *calls.Calls // the registry, the dispatcher, the register, the calls
+	reg   *services.Registry
+	disp  *services.Dispatcher
 	link  *link.Link
 
 	// standalone: this process is not the daemon (see NewStandalone).
 	standalone bool
 
-	mu         sync.Mutex
-	conn       int    // the connection that is up, 0 when down
-	registered []byte // the register last sent on conn
-	registers  int    // registers sent since start, for status
+	mu sync.Mutex
 
 	plugins    *pluginmgr.Manager
 	conv       *conversation.Conversation
 	wake       *hostwake.Detector // the wake word's detector; nil when off
-	calls      sync.WaitGroup
-	work       chan callWork   // to an idle call worker
-	workers    sync.WaitGroup  // call workers, which end after shutdown
-	callCtx    context.Context // ends at shutdown: results could no longer be sent
-	voiceCtx   context.Context // callCtx naming the voice server as the caller, made once
-	stopCalls  context.CancelFunc
 	components []Component
 	frames     []func(voice.Frame) // conversation taps
-	observers  []func(CallRecord)  // call observers (metrics)
-	trim       *memtrim.Trimmer
 	level      *slog.LevelVar      // the logger's level, set by reloads
 	mcpSet     *mcpservers.Set     // the MCP servers the configuration names
 	mcpSrv     *mcpservers.Servers // runs them
@@ -73,20 +56,12 @@ type Host struct {
 	talkSwallowed atomic.Bool    // a talk press that stopped a ringing timer: its release is ignored
 }
 
-// idleTrim: after this long without a call the daemon hands back the memory
-// that start-up and its last calls needed (internal/memtrim).
-const idleTrim = 5 * time.Second
-
 // CallRecord is one call from the voice server, as observers see it.
-type CallRecord struct {
-	Method  string
-	Took    time.Duration // dispatch, the provider, and queueing the result
-	Success bool
-}
+type CallRecord = calls.Record
 
 // OnCall adds an observer of every call from the voice server (metrics).
 // Add observers before Run; they must not block.
-func (h *Host) OnCall(f func(CallRecord)) { h.observers = append(h.observers, f) }
+func (h *Host) OnCall(f func(CallRecord)) { h.calls.OnCall(f) }
 
 // New builds a host from a loaded configuration.
 func New(cfg *config.Config, log *slog.Logger) (*Host, error) {
@@ -110,27 +85,21 @@ func newHost(cfg *config.Config, log *slog.Logger, standalone bool) (*Host, erro
 		return nil, err
 	}
 	h := &Host{cfg: cfg, log: log, standalone: standalone}
-	h.callCtx, h.stopCalls = context.WithCancel(context.Background())
-	h.voiceCtx = services.WithCaller(h.callCtx, services.CallerVoiceServer)
-	h.work = make(chan callWork)
 	h.mcpSet = mcpservers.NewSet(cfg, log)
-	mcp := h.mcpSet.Configs()
-	h.reg = services.NewRegistry(services.RegistryOptions{Prefixes: mcpservers.Prefixes(cfg, mcp), Order: mcpservers.Order(cfg, mcp),
-		MaxDescription: int(cfg.Services.MaxDescription), MaxRegister: int(cfg.Services.MaxRegister), Log: log.With("component", "registry"),
-		Policy: services.Policy{Allow: cfg.Services.Allow, Deny: cfg.Services.Deny}})
-	limits := dispatchLimits(cfg.Services)
-	limits.Log = log.With("component", "dispatch")
-	h.disp = services.NewDispatcher(h.reg, limits)
-	h.local = services.NewBudget(localBudget(cfg.Services))
-	if cfg.Services.Builtins {
-		if err := h.reg.Put(builtin.New(time.Now)); err != nil {
-			return nil, fmt.Errorf("built-in services: %w", err)
-		}
+	ranks := func(cfg *config.Config) (map[string]string, []string) {
+		mcp := h.mcpSet.Configs()
+		return mcpservers.Prefixes(cfg, mcp), mcpservers.Order(cfg, mcp)
 	}
+	var err error
+	if h.calls, err = calls.New(cfg, log, ranks); err != nil {
+		return nil, err
+	}
+	h.reg, h.disp = h.calls.Registry(), h.calls.Dispatcher()
 	if err := h.newDevice(); err != nil {
 		return nil, err
 	}
 	h.link = link.New(link.Options{Server: cfg.Server, Token: cfg.Token, Log: log}, (*linkHandler)(h))
+	h.calls.SetLink(h.link)
 	return h, nil
 }
 
@@ -199,21 +168,13 @@ func (h *Host) Run(ctx context.Context) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		for {
-			select {
-			case <-h.reg.Changes():
-				h.sendRegister(0)
-			case <-runCtx.Done():
-				return
-			}
-		}
+		h.calls.Serve(runCtx)
 	}()
 	h.log.Info("agenthost started", "server", h.cfg.Server.Address, "services", len(h.reg.Entries()))
 	if !h.cfg.Server.TLS && !loopback(h.cfg.Server.Address) {
 		h.log.Warn("the link to the voice server is not encrypted and the server is not on this machine: the token and what is said cross the network in the clear; set server.tls: true if the server offers TLS",
 			"server", h.cfg.Server.Address)
 	}
-	h.trim = memtrim.Start(memtrim.Options{GCPercent: 50, MemoryLimit: 64 << 20, IdleAfter: idleTrim})
 	linkCtx, stopLink := context.WithCancel(ctx)
 	defer stopLink()
 	linkDone := make(chan struct{})
@@ -229,9 +190,7 @@ func (h *Host) Run(ctx context.Context) error {
 	}
 	stopLink()
 	<-linkDone // the link says DISCONNECT and returns
-	h.stopCalls()
-	h.calls.Wait()
-	h.workers.Wait()
+	h.calls.Stop()
 	cancel()
 	wg.Wait()
 	h.log.Info("agenthost stopped")
@@ -251,105 +210,12 @@ func loopback(address string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// sendRegister sends the whole service set on the current connection unless
-// that connection already has exactly this set. conn 0 means "whatever is up".
-func (h *Host) sendRegister(conn int) {
-	h.mu.Lock() // held while reading the set, so an older set never overtakes a newer one
-	defer h.mu.Unlock()
-	payload := h.reg.Canonical()
-	if conn == 0 {
-		conn = h.conn
-	}
-	if conn == 0 || conn != h.conn || bytes.Equal(payload, h.registered) {
-		return
-	}
-	if err := h.link.Send(voice.MCPFrame(payload)); err != nil {
-		h.log.Warn("could not send the register message", "err", err)
-		return
-	}
-	h.registered = payload
-	h.registers++
-	h.log.Info("registered services with the voice server", "conn", conn, "services", len(h.reg.Names()))
-}
-
-// callWork is one call for a worker.
-type callWork struct {
-	conn int
-	c    voice.Call
-}
-
-// workerIdle is how long a call worker waits for another call.
-const workerIdle = 10 * time.Second
-
-// runCall hands a call to an idle worker, or to a new one. A worker serves
-// call after call: its stack keeps the depth a call needs (gRPC's is deep),
-// which a goroutine per call grew anew each time; in the profile that
-// copying was a third of the host's own work per plugin call.
-func (h *Host) runCall(conn int, c voice.Call) {
-	select {
-	case h.work <- callWork{conn, c}:
-	default:
-		h.workers.Add(1)
-		go h.worker(callWork{conn, c})
-	}
-}
-
-func (h *Host) worker(w callWork) {
-	defer h.workers.Done()
-	idle := time.NewTimer(workerIdle)
-	defer idle.Stop()
-	for {
-		h.handleCall(w.conn, w.c)
-		idle.Reset(workerIdle)
-		select {
-		case w = <-h.work:
-		case <-idle.C:
-			return
-		case <-h.callCtx.Done():
-			return
-		}
-	}
-}
-
-// handleCall runs one MCP call and answers it with exactly one result.
-func (h *Host) handleCall(conn int, c voice.Call) {
-	start := time.Now()
-	out := h.disp.Dispatch(h.voiceCtx, c)
-	h.answer(conn, c, out)
-	took := time.Since(start)
-	h.trim.Busy()
-	for _, f := range h.observers {
-		f(CallRecord{Method: c.Method, Took: took, Success: out.Success})
-	}
-	// Debug: a line per call would be most of a call's cost on a Pi; the
-	// dispatcher logs failures at info, and metrics count every call.
-	h.log.Debug("call answered", "method", c.Method, "call_id", c.CallID, "success", out.Success, "took", took.Round(time.Microsecond))
-}
-
-func (h *Host) answer(conn int, c voice.Call, out voice.Outcome) {
-	defer h.calls.Done()
-	payload, err := voice.MarshalMCP(voice.MCPResult, voice.Result{CallID: c.CallID, Result: out})
-	if err != nil {
-		payload, _ = voice.MarshalMCP(voice.MCPResult, voice.Result{CallID: c.CallID, Result: voice.Outcome{Error: "the result could not be encoded: " + err.Error()}})
-	}
-	if up, cur := h.link.Up(); !up || cur != conn {
-		h.log.Warn("the result of a call was lost: the connection it came on has closed", "method", c.Method, "call_id", c.CallID)
-		return
-	}
-	if err := h.link.Send(voice.MCPFrame(payload)); err != nil {
-		h.log.Warn("could not send a call result", "method", c.Method, "call_id", c.CallID, "err", err)
-	}
-}
-
 // linkHandler is the host's face toward the link.
 type linkHandler Host
 
 func (lh *linkHandler) Up(conn int) {
 	h := (*Host)(lh)
-	h.mu.Lock()
-	h.conn, h.registered = conn, nil
-	h.mu.Unlock()
-	h.sendRegister(conn)
+	h.calls.LinkUp(conn)
 	if h.conv != nil {
 		h.conv.LinkUp()
 	}
@@ -358,11 +224,7 @@ func (lh *linkHandler) Up(conn int) {
 
 func (lh *linkHandler) Down(conn int, err error) {
 	h := (*Host)(lh)
-	h.mu.Lock()
-	if h.conn == conn {
-		h.conn, h.registered = 0, nil
-	}
-	h.mu.Unlock()
+	h.calls.LinkDown(conn)
 	if h.conv != nil {
 		h.conv.LinkDown(err)
 	}
@@ -371,7 +233,7 @@ func (lh *linkHandler) Down(conn int, err error) {
 func (lh *linkHandler) Frame(conn int, f voice.Frame) {
 	h := (*Host)(lh)
 	if f.Type == voice.TypeMCP {
-		h.mcp(conn, f)
+		h.calls.Frame(conn, f)
 		return
 	}
 	// What was said is the user's: debug only. Turn boundaries are logged
@@ -387,32 +249,6 @@ func (lh *linkHandler) Frame(conn int, f voice.Frame) {
 	}
 	for _, tap := range h.frames {
 		tap(f)
-	}
-}
-
-func (h *Host) mcp(conn int, f voice.Frame) {
-	v, err := voice.ParseMCP(f.Payload)
-	if err != nil {
-		h.log.Warn("ignored an MCP message the host cannot read", "err", err)
-		// A call readable enough to carry a call_id still gets its one answer.
-		var m struct {
-			Type string `json:"type"`
-			Data struct {
-				CallID string `json:"call_id"`
-			} `json:"data"`
-		}
-		if json.Unmarshal(f.Payload, &m) == nil && m.Type == voice.MCPCall && m.Data.CallID != "" {
-			h.calls.Add(1)
-			go h.answer(conn, voice.Call{CallID: m.Data.CallID}, voice.Outcome{Error: "malformed call: " + err.Error()})
-		}
-		return
-	}
-	switch m := v.(type) {
-	case *voice.Call:
-		h.calls.Add(1)
-		h.runCall(conn, *m)
-	default:
-		h.log.Info("ignored an MCP message of a kind the server does not send", "kind", fmt.Sprintf("%T", m))
 	}
 }
 
@@ -460,9 +296,7 @@ func processNow() Process {
 // Status reports the host's state.
 func (h *Host) Status() Status {
 	up, conn := h.link.Up()
-	h.mu.Lock()
-	s := Status{Connected: up, Conn: conn, Registers: h.registers, InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), LeftOut: h.reg.LeftOut(), Process: processNow()}
-	h.mu.Unlock()
+	s := Status{Connected: up, Conn: conn, Registers: h.calls.Registers(), InFlight: h.disp.InFlight(), Conflicts: h.reg.Conflicts(), LeftOut: h.reg.LeftOut(), Process: processNow()}
 	s.Link = h.link.State()
 	for _, e := range h.reg.Entries() {
 		s.Services = append(s.Services, e.Name)

@@ -10,6 +10,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/agenthost/agenthost/host/calls"
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/mcpserver"
 	"github.com/agenthost/agenthost/host/services"
@@ -110,7 +111,7 @@ func (m *MCPEndpoint) Run(ctx context.Context, ready func()) error {
 		Max: serve.MaxCalls, MaxSetting: "mcp.serve.max_calls", PerClient: serve.MaxCallsPerSession, PerClientSetting: "mcp.serve.max_calls_per_session",
 		PerProvider: m.h.Config().Services.MaxInFlightPerProvider, PerProviderSetting: "services.max_in_flight_per_provider"})
 	srv := mcpserver.New(mcpserver.RegistryCatalog(m.h.reg), mcpserver.CallerFunc(func(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
-		call := voice.Call{CallID: localCallID("mcp-"), Method: service, Params: params}
+		call := voice.Call{CallID: calls.ID("mcp-"), Method: service, Params: params}
 		return m.h.disp.DispatchFrom(services.WithCaller(ctx, services.CallerMCP), call, budget, mcpserver.SessionID(ctx))
 	}), mcpserver.Options{Version: m.version, Log: m.h.log.With("component", "mcp-server")})
 	ctx, cancel := context.WithCancel(ctx)

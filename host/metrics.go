@@ -106,9 +106,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		last = float64(st.LastOutageAt.UnixMilli()) / 1e3
 	}
 	gauge(descLastOutage, last)
-	h.mu.Lock()
-	counter(descRegisters, float64(h.registers))
-	h.mu.Unlock()
+	counter(descRegisters, float64(h.calls.Registers()))
 	gauge(descServices, float64(len(h.reg.Names())))
 	gauge(descInFlight, float64(h.disp.InFlight()))
 	if h.plugins != nil {

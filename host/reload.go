@@ -3,14 +3,10 @@ package host
 import (
 	"log/slog"
 	"strings"
-	"time"
 
 	"github.com/agenthost/agenthost/config"
-	"github.com/agenthost/agenthost/host/builtin"
 	"github.com/agenthost/agenthost/host/link"
-	"github.com/agenthost/agenthost/host/mcpservers"
 	"github.com/agenthost/agenthost/host/part"
-	"github.com/agenthost/agenthost/host/services"
 )
 
 // liveKeys are the settings a reload applies without a restart (a key
@@ -86,21 +82,9 @@ func (h *Host) Apply(next *config.Config) []string {
 	}
 	h.mcpSet.Reload(prev, next, changed)
 	mcpTouched := touched(changed, "mcp.servers", "mcp.servers_file")
-	mcp := h.mcpSet.Configs()
-	prefixes, prefixChanged := mcpservers.Prefixes(next, mcp), h.mcpSet.PrefixChanged
+	prefixChanged := h.mcpSet.PrefixChanged
 	if touched(changed, "services") || mcpTouched {
-		h.disp.SetLimits(dispatchLimits(next.Services))
-		h.local.SetLimits(localBudget(next.Services))
-		h.reg.Reconfigure(prefixes, services.Policy{Allow: next.Services.Allow, Deny: next.Services.Deny})
-		h.reg.SetOrder(mcpservers.Order(next, mcp))
-		h.reg.SetBounds(int(next.Services.MaxDescription), int(next.Services.MaxRegister))
-		if next.Services.Builtins && !prev.Services.Builtins {
-			if err := h.reg.Put(builtin.New(nil)); err != nil {
-				h.log.Error("the built-in services were refused", "err", err)
-			}
-		} else if !next.Services.Builtins && prev.Services.Builtins {
-			h.reg.Remove(builtin.ID)
-		}
+		h.calls.Reload(prev, next, changed)
 		h.applyDevice(prev, next)
 	}
 	if touched(changed, "plugins.config", "plugins.sha256", "services.prefixes") && h.plugins != nil {
@@ -129,14 +113,4 @@ func (h *Host) Apply(next *config.Config) []string {
 		h.log.Warn("these settings changed but apply only after a restart (systemctl restart agenthost)", "settings", strings.Join(later, ", "))
 	}
 	return later
-}
-
-// dispatchLimits are the dispatcher's deadlines and bounds from services.
-func dispatchLimits(s config.Services) services.DispatchOptions {
-	timeouts := make(map[string]time.Duration, len(s.Timeouts))
-	for name, d := range s.Timeouts {
-		timeouts[name] = d.D()
-	}
-	return services.DispatchOptions{Timeout: s.Timeout.D(), Timeouts: timeouts, MaxResult: int(s.MaxResult), MaxInFlight: s.MaxInFlight,
-		MaxInFlightPerProvider: s.MaxInFlightPerProvider}
 }

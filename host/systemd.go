@@ -1,12 +1,8 @@
 package host
 
 import (
-	"context"
-	"errors"
-
 	"github.com/agenthost/agenthost/host/part"
 	"github.com/agenthost/agenthost/host/systemd"
-	"github.com/agenthost/agenthost/internal/stall"
 )
 
 // SystemdNotifier returns the part that tells systemd the daemon is ready
@@ -17,12 +13,7 @@ func (h *Host) SystemdNotifier() Component { return systemd.Notifier(h.log, h.ch
 
 // checks are the parts that can get stuck.
 func (h *Host) checks() []part.Checker {
-	checks := []part.Checker{h.link, h.disp, part.CheckFunc(func(ctx context.Context) error {
-		if err := stall.Lock(ctx, &h.mu); err != nil {
-			return errors.New("the host's register lock is held and not released")
-		}
-		return nil
-	})}
+	checks := []part.Checker{h.link, h.calls}
 	for _, c := range h.components {
 		if c, ok := c.(part.Checker); ok {
 			checks = append(checks, c)
