@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/agenthost/agenthost/audio/wakeword"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/conversation"
@@ -88,27 +86,4 @@ func CheckWakeWord(ctx context.Context, cfg *config.Config) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("OK: models %s, ONNX Runtime %s (%s), threshold %g", strings.Join(m.Models, ", "), m.ONNXRuntime, m.Library, w.Threshold), nil
-}
-
-var (
-	descWakeOn         = prometheus.NewDesc("agenthost_wake_word_on", "1 while the wake-word detector runs and hears the microphone.", nil, nil)
-	descWakeDetections = prometheus.NewDesc("agenthost_wake_detections_total", "Wake phrases heard, by model.", []string{"model"}, nil)
-	descWakeRestarts   = prometheus.NewDesc("agenthost_wake_word_restarts_total", "Restarts of the wake-word detector after it crashed or hung.", nil, nil)
-	descWakeDropped    = prometheus.NewDesc("agenthost_wake_word_dropped_seconds_total", "Microphone audio the detector did not hear (not running, or behind).", nil, nil)
-	descWakeGated      = prometheus.NewDesc("agenthost_wake_word_gated_seconds_total", "Microphone audio of a quiet room the gate kept from the detector.", nil, nil)
-)
-
-// collectWake adds the wake word's metrics (none when it is off).
-func (m *metrics) collectWake(gauge, counter func(*prometheus.Desc, float64, ...string)) {
-	if m.h.wake == nil {
-		return
-	}
-	st := m.h.wake.Status()
-	gauge(descWakeOn, b2f(st.On))
-	for model, n := range st.ByModel {
-		counter(descWakeDetections, float64(n), model)
-	}
-	counter(descWakeRestarts, float64(st.Restarts))
-	counter(descWakeDropped, st.DroppedSeconds)
-	counter(descWakeGated, st.GatedSeconds)
 }
