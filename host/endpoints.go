@@ -8,18 +8,10 @@ import (
 	"strings"
 
 	"github.com/agenthost/agenthost/host/control"
-	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/host/mcpendpoint"
+	"github.com/agenthost/agenthost/host/mcpserver"
 	"github.com/agenthost/agenthost/proto/voice"
 )
-
-// CallRequest is the body of POST /v1/call.
-type CallRequest struct {
-	Service string          `json:"service"`
-	Params  json.RawMessage `json:"params,omitempty"`
-	// Caller is who the client acts for: "" (the socket's user, the
-	// owner) or "mcp" (a model behind agenthost mcp), never more.
-	Caller string `json:"caller,omitempty"`
-}
 
 // TalkRequest is the body of POST /v1/talk: action "start" or "stop".
 type TalkRequest struct {
@@ -36,13 +28,7 @@ type SayRequest struct {
 func (h *Host) ControlServer() *control.Server {
 	s := control.NewServer(h.cfg.ControlSocketPath(), h.log)
 	control.HandleJSON(s, "GET /v1/status", func(context.Context, struct{}) (any, error) { return h.Status(), nil })
-	control.HandleJSON(s, "POST /v1/call", func(ctx context.Context, in CallRequest) (any, error) {
-		caller, err := services.ParseCaller(in.Caller)
-		if err != nil {
-			return nil, err
-		}
-		return h.CallLocal(services.WithCaller(ctx, caller), in.Service, in.Params), nil
-	})
+	h.calls.Endpoints(s)
 	control.HandleJSON(s, "GET /v1/plugins", func(context.Context, struct{}) (any, error) {
 		if h.plugins == nil {
 			return []any{}, nil
@@ -76,6 +62,7 @@ func (h *Host) ControlServer() *control.Server {
 		return map[string]string{"task": task}, err
 	})
 	h.addDeviceEndpoints(s)
+	mcpendpoint.Endpoints(s, h.reg) // for `agenthost mcp`
 	return s
 }
 
@@ -114,4 +101,10 @@ func (h *Host) SayText(ctx context.Context, text string) (string, error) {
 		return task, fmt.Errorf("the turn on task %s failed: %w", task, err)
 	}
 	return task, nil
+}
+
+// MCPEndpoint returns the part serving the services over MCP on addr
+// (mcp.serve.listen).
+func (h *Host) MCPEndpoint(addr, version string, o mcpserver.HTTPOptions) Component {
+	return mcpendpoint.New(h.Config(), h.calls, h.log, addr, version, o)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/calls"
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/pluginmgr"
@@ -115,7 +116,7 @@ func cmdCall(e *env, args []string) error {
 	var out voice.Outcome
 	ctx, stop := signalContext() // Ctrl-C ends the call in the daemon too
 	defer stop()
-	err = e.client(cfg).Do(ctx, "POST /v1/call", host.CallRequest{Service: service, Params: params}, &out)
+	err = e.client(cfg).Do(ctx, "POST /v1/call", calls.CallRequest{Service: service, Params: params}, &out)
 	if errors.Is(err, control.ErrNotRunning) {
 		out, err = callWithoutDaemon(cfg, service, params)
 	}

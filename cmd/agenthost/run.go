@@ -66,7 +66,6 @@ func cmdRun(e *env, args []string) error {
 		h.Add(t)
 	}
 	cs := h.ControlServer()
-	h.AddMCPEndpoints(cs) // for `agenthost mcp`
 	h.Add(cs)
 	if ms := h.MetricsServer(); ms != nil {
 		h.Add(ms)
