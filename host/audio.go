@@ -24,8 +24,8 @@ func (h *Host) Conversation() (*conversation.Conversation, error) {
 		},
 		Wake: h.wakeOptions(),
 	}
-	o.OpenSource, o.OpenSink = h.audioDevices(a)
-	o.MicMuted, o.Withheld = h.device.MicMuted, h.device.Withheld
+	o.OpenSource, o.OpenSink = h.speaker.AudioDevices(a)
+	o.MicMuted, o.Withheld = h.speaker.Device().MicMuted, h.speaker.Device().Withheld
 	c, err := conversation.New(o, h.link)
 	if err != nil {
 		return nil, err

@@ -13,11 +13,6 @@ import (
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
-// TalkRequest is the body of POST /v1/talk: action "start" or "stop".
-type TalkRequest struct {
-	Action string `json:"action"`
-}
-
 // SayRequest is the body of POST /v1/say.
 type SayRequest struct {
 	Text string `json:"text"`
@@ -35,33 +30,11 @@ func (h *Host) ControlServer() *control.Server {
 		}
 		return h.plugins.Status(), nil
 	})
-	control.HandleJSON(s, "POST /v1/talk", func(_ context.Context, in TalkRequest) (any, error) {
-		if h.conv == nil {
-			return nil, errors.New("no conversation: the daemon runs without audio")
-		}
-		var task string
-		var err error
-		switch in.Action {
-		case "start":
-			if h.talkStopsRinging("the talk button") {
-				return map[string]string{"stopped": "ringing"}, nil
-			}
-			task, err = h.conv.TalkStart()
-		case "stop":
-			if h.talkSwallowed.CompareAndSwap(true, false) {
-				return map[string]string{"stopped": "ringing"}, nil
-			}
-			task, err = h.conv.TalkStop()
-		default:
-			err = errors.New(`action must be "start" or "stop"`)
-		}
-		return map[string]string{"task": task}, err
-	})
 	control.HandleJSON(s, "POST /v1/say", func(ctx context.Context, in SayRequest) (any, error) {
 		task, err := h.SayText(ctx, in.Text)
 		return map[string]string{"task": task}, err
 	})
-	h.addDeviceEndpoints(s)
+	h.speaker.Endpoints(s)
 	mcpendpoint.Endpoints(s, h.reg) // for `agenthost mcp`
 	return s
 }

@@ -11,7 +11,6 @@ import (
 	"os"
 	"runtime"
 	"sync"
-	"sync/atomic"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/calls"
@@ -22,6 +21,7 @@ import (
 	"github.com/agenthost/agenthost/host/part"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/host/speaker"
 	hostwake "github.com/agenthost/agenthost/host/wakeword"
 	"github.com/agenthost/agenthost/proto/voice"
 )
@@ -52,8 +52,7 @@ type Host struct {
 	mcpSet     *mcpservers.Set     // the MCP servers the configuration names
 	mcpSrv     *mcpservers.Servers // runs them
 
-	device        *device.Device // volume, mutes, timers (host/device.go)
-	talkSwallowed atomic.Bool    // a talk press that stopped a ringing timer: its release is ignored
+	speaker *speaker.Speaker // the device: volume, mutes, timers, buttons
 }
 
 // CallRecord is one call from the voice server, as observers see it.
@@ -95,7 +94,10 @@ func newHost(cfg *config.Config, log *slog.Logger, standalone bool) (*Host, erro
 		return nil, err
 	}
 	h.reg, h.disp = h.calls.Registry(), h.calls.Dispatcher()
-	if err := h.newDevice(); err != nil {
+	if h.speaker, err = speaker.New(speaker.Options{Config: cfg, Log: log, Registry: h.reg, Standalone: standalone, Current: h.Config,
+		Up:           func() bool { up, _ := h.link.Up(); return up },
+		Conversation: func() speaker.Conversation { return h.conversation() },
+		WakeOn:       func() bool { return h.wakeStatus().On }}); err != nil {
 		return nil, err
 	}
 	h.link = link.New(link.Options{Server: cfg.Server, Token: cfg.Token, Log: log}, (*linkHandler)(h))
@@ -110,6 +112,23 @@ func (h *Host) MCPServers() Component {
 	}
 	return h.mcpSrv
 }
+
+// conversation is the conversation, nil before Conversation made it.
+func (h *Host) conversation() speaker.Conversation {
+	if h.conv == nil {
+		return nil
+	}
+	return h.conv
+}
+
+// Device is the part that runs the timers; add it to run them.
+func (h *Host) Device() Component { return h.speaker }
+
+// MicButton returns the part of the microphone's privacy button, or nil.
+func (h *Host) MicButton() Component { return h.speaker.MicButton() }
+
+// Triggers returns the push-to-talk parts the configuration asks for.
+func (h *Host) Triggers() []Component { return h.speaker.Triggers() }
 
 // Plugins returns the plugin manager built from the configuration, creating
 // it on first use; watch turns on hot reload. Add it to run it.
@@ -219,7 +238,7 @@ func (lh *linkHandler) Up(conn int) {
 	if h.conv != nil {
 		h.conv.LinkUp()
 	}
-	h.device.LinkUp() // what the server was not told while away (a timer rang)
+	h.speaker.Device().LinkUp() // what the server was not told while away (a timer rang)
 }
 
 func (lh *linkHandler) Down(conn int, err error) {
@@ -305,7 +324,7 @@ func (h *Host) Status() Status {
 		s.MCP = h.mcpSrv.Status()
 	}
 	s.WakeWord = h.wakeStatus()
-	ds := h.device.Status()
+	ds := h.speaker.Device().Status()
 	s.Device = &ds
 	return s
 }

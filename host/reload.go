@@ -85,7 +85,7 @@ func (h *Host) Apply(next *config.Config) []string {
 	prefixChanged := h.mcpSet.PrefixChanged
 	if touched(changed, "services") || mcpTouched {
 		h.calls.Reload(prev, next, changed)
-		h.applyDevice(prev, next)
+		h.speaker.Reload(prev, next, changed)
 	}
 	if touched(changed, "plugins.config", "plugins.sha256", "services.prefixes") && h.plugins != nil {
 		h.plugins.Reconfigure(next.Plugins, prefixChanged)
@@ -95,7 +95,7 @@ func (h *Host) Apply(next *config.Config) []string {
 			h.conv.SetHooks(next.Conversation.Hooks)
 		}
 		if touched(changed, "audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room") {
-			h.conv.SetDevices(h.audioDevices(next.Audio))
+			h.conv.SetDevices(h.speaker.AudioDevices(next.Audio))
 		}
 	}
 	h.applyWakeWord(prev, next, changed)

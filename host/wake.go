@@ -28,7 +28,7 @@ func (h *Host) wakeOptions() *conversation.WakeOptions {
 		return nil
 	}
 	h.wake = hostwake.New(hostwake.Options{Settings: wakeSettings(w), Log: h.log, OnWake: func(d wakeword.Detection) {
-		h.ownerStopsRinging("the wake word was heard")
+		h.speaker.StopRinging("the wake word was heard")
 		if h.conv != nil {
 			h.conv.Wake(conversation.Detection{Model: d.Model, Score: d.Score, End: d.End})
 		}

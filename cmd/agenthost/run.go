@@ -62,7 +62,7 @@ func cmdRun(e *env, args []string) error {
 	if b := h.MicButton(); b != nil {
 		h.Add(b)
 	}
-	for _, t := range h.Triggers(conv) {
+	for _, t := range h.Triggers() {
 		h.Add(t)
 	}
 	cs := h.ControlServer()
