@@ -26,7 +26,7 @@ func TestAStateFolderOfAnotherUserIsRefused(t *testing.T) {
 		cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = t.TempDir(), t.TempDir()
 		os.Chown(cfg.Plugins.StateDir, tc.owner, tc.owner)
 		os.Chmod(cfg.Plugins.StateDir, tc.perm)
-		_, err := New(cfg, slog.New(slog.DiscardHandler))
+		_, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), cfg.Plugins.StateDir) {
 			t.Errorf("state folder of user %d, mode %04o: err = %v", tc.owner, tc.perm, err)
 		}

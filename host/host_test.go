@@ -48,11 +48,10 @@ func TestRegisterOncePerChangeAndCleanStop(t *testing.T) {
 	cfg.Server.Token = "tok"
 	cfg.Server.Reconnect.Base, cfg.Server.Reconnect.Cap = config.Duration(10*time.Millisecond), config.Duration(50*time.Millisecond)
 	cfg.Plugins.RuntimeDir = t.TempDir()
-	h, err := New(cfg, slog.New(slog.DiscardHandler))
+	h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Add(h.ControlServer())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
@@ -115,15 +114,15 @@ func TestSayTextRefusesEmptyAndStripsMarkers(t *testing.T) {
 	cfg := config.Default()
 	cfg.Plugins.RuntimeDir = filepath.Join(t.TempDir(), "run")
 	cfg.Audio.Backend = "none"
-	h, err := New(cfg, slog.New(slog.DiscardHandler))
+	h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.SayText(ctxT(t), "  "); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Fatal(err)
 	}
-	if _, err := h.Conversation(); err != nil {
-		t.Fatal(err)
+	if h.Conversation() == nil {
+		t.Fatal("no conversation")
 	}
 	if _, err := h.SayText(ctxT(t), "hi"); err == nil || !strings.Contains(err.Error(), "not connected") {
 		t.Fatalf("a text turn without a connection: %v", err)
@@ -153,7 +152,7 @@ func TestAComponentFailureEndsRun(t *testing.T) {
 		cfg := config.Default()
 		cfg.Server.Address, cfg.Server.Token = sim.Addr(), "tok"
 		cfg.Plugins.RuntimeDir = t.TempDir()
-		h, err := New(cfg, slog.New(slog.DiscardHandler))
+		h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,11 +1,9 @@
 package host
 
 import (
-	"log/slog"
 	"strings"
 
 	"github.com/agenthost/agenthost/config"
-	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/part"
 )
 
@@ -32,41 +30,32 @@ func isLive(key string) bool {
 	return false
 }
 
-// touched reports whether any changed key is prefix or below it.
-func touched(changed []string, prefixes ...string) bool {
-	for _, key := range changed {
-		for _, p := range prefixes {
-			if key == p || strings.HasPrefix(key, p+".") {
-				return true
+// Apply makes a newly loaded (and so validated) configuration the running
+// one, a reload: the configuration is diffed once (config.Changed, and the
+// content of mcp.servers_file read again) and each part takes its slice, in
+// the composition's order (Host.reload): the log level, services
+// (deadlines, limits, prefixes, policy, built-ins), plugin settings, MCP
+// servers, hooks and audio devices change at once; a change of the server,
+// its token or the AUTH parameters makes the link reconnect, once; every
+// other changed setting is named in the log as waiting for a restart.
+// Every provider whose inputs changed (its config, its pin, its prefix) is
+// looked at again, and one that could not run is tried again. It returns
+// the changed keys that need a restart.
+func (h *Host) Apply(next *config.Config) []string {
+	prev := h.Config()
+	changed := part.Changes(config.Changed(prev, next))
+	for _, r := range h.reload {
+		if d, ok := r.(part.Differ); ok {
+			if more := d.Diff(next); !changed.Touched(more...) {
+				changed = append(changed, more...)
 			}
 		}
 	}
-	return false
-}
-
-// SetLogLevel gives the host the level of its logger, which a reload sets.
-func (h *Host) SetLogLevel(lv *slog.LevelVar) { h.level = lv }
-
-// Apply makes a newly loaded (and so validated) configuration the running
-// one, a reload: the log level, services (deadlines, limits, prefixes,
-// policy, built-ins), plugin settings, MCP servers (mcp.servers and the
-// content of mcp.servers_file, read again), hooks and audio devices change
-// at once; a change of the server, its token or the AUTH parameters makes
-// the link reconnect, once; every other changed setting is named in the log
-// as waiting for a restart. Every provider whose inputs changed (its config,
-// its pin, its prefix) is looked at again, and one that could not run is
-// tried again. It returns the changed keys that need a restart.
-func (h *Host) Apply(next *config.Config) []string {
-	h.mu.Lock()
-	prev := h.cfg
-	h.mu.Unlock()
-	changed := part.Changes(config.Changed(prev, next))
-	if more := h.mcpSet.Diff(next); !changed.Touched(more...) {
-		changed = append(changed, more...)
-	}
 	if len(changed) == 0 {
 		h.log.Info("configuration reloaded: nothing changed")
-		h.applyWakeWord(prev, next, nil) // a detector that could not run is tried again
+		for _, r := range h.reload {
+			r.Reload(prev, next, nil) // a part that could not run is tried again
+		}
 		return nil
 	}
 	var live, later []string
@@ -77,37 +66,10 @@ func (h *Host) Apply(next *config.Config) []string {
 			later = append(later, key)
 		}
 	}
-	if touched(changed, "log.level") && h.level != nil {
-		h.level.UnmarshalText([]byte(next.Log.Level))
+	for _, r := range h.reload {
+		r.Reload(prev, next, changed)
 	}
-	h.mcpSet.Reload(prev, next, changed)
-	mcpTouched := touched(changed, "mcp.servers", "mcp.servers_file")
-	prefixChanged := h.mcpSet.PrefixChanged
-	if touched(changed, "services") || mcpTouched {
-		h.calls.Reload(prev, next, changed)
-		h.speaker.Reload(prev, next, changed)
-	}
-	if touched(changed, "plugins.config", "plugins.sha256", "services.prefixes") && h.plugins != nil {
-		h.plugins.Reconfigure(next.Plugins, prefixChanged)
-	}
-	if h.conv != nil {
-		if touched(changed, "conversation.hooks") {
-			h.conv.SetHooks(next.Conversation.Hooks)
-		}
-		if touched(changed, "audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room") {
-			h.conv.SetDevices(h.speaker.AudioDevices(next.Audio))
-		}
-	}
-	h.applyWakeWord(prev, next, changed)
-	h.mu.Lock()
-	h.cfg = next
-	h.mu.Unlock()
-	if h.mcpSrv != nil {
-		h.mcpSrv.Reload(prev, next, changed)
-	}
-	if touched(changed, "server") && h.link.Update(link.Options{Server: next.Server, Token: next.Token, Log: h.log}) {
-		h.log.Info("the server settings changed; reconnecting once")
-	}
+	h.cfg.Store(next)
 	h.log.Info("configuration reloaded", "applied", strings.Join(live, ", "))
 	if len(later) > 0 {
 		h.log.Warn("these settings changed but apply only after a restart (systemctl restart agenthost)", "settings", strings.Join(later, ", "))

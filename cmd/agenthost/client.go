@@ -16,6 +16,7 @@ import (
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/host/talk"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -55,7 +56,7 @@ func cmdCheck(e *env, args []string) error {
 	}
 	if cfg.Conversation.WakeWord.On() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		said, err := host.CheckWakeWord(ctx, cfg)
+		said, err := talk.CheckWakeWord(ctx, cfg)
 		cancel()
 		if err != nil {
 			return err
@@ -135,12 +136,10 @@ func cmdCall(e *env, args []string) error {
 // call through the same dispatch, and stops them. The device is the
 // daemon's: its services answer that the daemon is not running.
 func callWithoutDaemon(cfg *config.Config, service string, params json.RawMessage) (voice.Outcome, error) {
-	h, err := host.NewStandalone(cfg, newLogger(cfg, discard{}))
+	h, err := host.NewStandalone(cfg, newLogger(cfg, discard{}), false)
 	if err != nil {
 		return voice.Outcome{}, err
 	}
-	h.Add(h.Plugins(false))
-	h.Add(h.MCPServers())
 	var out voice.Outcome
 	err = h.RunProviders(context.Background(), func(ctx context.Context) {
 		out = h.CallLocal(ctx, service, params)

@@ -84,15 +84,13 @@ func cmdMCP(e *env, args []string) error {
 	log.Info("no daemon runs; starting the providers in this process (the device's services are the daemon's: they answer that it is not running); calls go to the daemon as soon as one runs")
 	adoptOrphans(base)
 	defer killLeftovers(base)
-	h, err := host.NewStandalone(cfg, base)
+	h, err := host.NewStandalone(cfg, base, true)
 	if err != nil {
 		return err
 	}
 	if err := addTestProviders(h); err != nil {
 		return err
 	}
-	h.Add(h.Plugins(true))
-	h.Add(h.MCPServers())
 	// The providers run until the MCP session ends or a daemon answers.
 	provCtx, stopProviders := context.WithCancel(ctx)
 	defer stopProviders()

@@ -114,3 +114,15 @@ func Start(ctx, runCtx context.Context, parts []Part, wg *sync.WaitGroup, errc c
 	}
 	return nil
 }
+
+// ReloadFunc is a Reloader.
+type ReloadFunc func(prev, next *config.Config, changed Changes)
+
+// Reload implements Reloader.
+func (f ReloadFunc) Reload(prev, next *config.Config, changed Changes) { f(prev, next, changed) }
+
+// Differ is a Reloader whose input is more than the YAML (a file it names):
+// Diff says which keys changed outside it, before any part reloads.
+type Differ interface {
+	Diff(next *config.Config) Changes
+}
