@@ -10,8 +10,6 @@ import (
 	"log/slog"
 	"sync/atomic"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/calls"
 	"github.com/agenthost/agenthost/host/control"
@@ -133,7 +131,8 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 	h.parts = append(h.parts, h.speaker.Triggers()...)
 	h.parts = append(h.parts, h.controlServer(plugins))
 	if addr := cfg.Metrics.Listen; addr != "" {
-		h.parts = append(h.parts, metrics.New(addr, Version, log, h.collectors()...))
+		h.parts = append(h.parts, metrics.New(addr, Version, log, metrics.Sources{Link: h.link, Calls: c, Plugins: plugins, MCP: h.mcp,
+			Conversation: h.talk.Conversation(), Wake: h.talk.Detector(), Device: h.speaker.Device()}))
 	}
 	if o.MCP != nil {
 		h.parts = append(h.parts, mcpendpoint.New(cfg, c, log, cfg.MCP.Serve.Listen, o.Version, *o.MCP))
@@ -160,18 +159,6 @@ func (h *Host) controlServer(plugins *pluginmgr.Manager) *control.Server {
 	h.speaker.Endpoints(s)
 	mcpendpoint.Endpoints(s, h.calls.Registry()) // for `agenthost mcp`
 	return s
-}
-
-// collectors are the metrics of the link, the calls and every part that
-// has some (node_exporter's model: each part registers its own).
-func (h *Host) collectors() []prometheus.Collector {
-	cs := append(h.link.Collectors(), h.calls.Collectors()...)
-	for _, p := range h.parts {
-		if c, ok := p.(part.Collecting); ok {
-			cs = append(cs, c.Collectors()...)
-		}
-	}
-	return cs
 }
 
 // SayRequest is the body of POST /v1/say.

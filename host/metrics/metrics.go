@@ -1,7 +1,8 @@
 // Package metrics is the daemon's Prometheus endpoint (metrics.listen): it
-// gathers the collectors each part registers (node_exporter's model), the
-// Go runtime's and the process's, and agenthost_build_info. Collect and
-// its helpers make a part's collector a single function.
+// reads each part's own counters and status at scrape time (the link, the
+// calls, plugins, MCP servers, the conversation, the wake word, the
+// device), observes the calls as they end, and adds the Go runtime's and
+// the process's metrics and agenthost_build_info.
 package metrics
 
 import (
@@ -10,7 +11,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"runtime"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -19,35 +19,6 @@ import (
 	"github.com/agenthost/agenthost/internal/httpserve"
 )
 
-// Collect is a collector that reports what it sends at each scrape.
-type Collect func(ch chan<- prometheus.Metric)
-
-// Describe implements prometheus.Collector.
-func (f Collect) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(f, ch) }
-
-// Collect implements prometheus.Collector.
-func (f Collect) Collect(ch chan<- prometheus.Metric) { f(ch) }
-
-// Gauge sends a gauge of d.
-func Gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
-	ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
-}
-
-// Counter sends a counter of d.
-func Counter(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
-	ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, labels...)
-}
-
-// Bool is 1 for true, 0 for false.
-func Bool(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-var descBuild = prometheus.NewDesc("agenthost_build_info", "The daemon's version; always 1.", []string{"version", "goversion"}, nil)
-
 // Server is the part that serves /metrics.
 type Server struct {
 	addr string
@@ -55,13 +26,12 @@ type Server struct {
 	log  *slog.Logger
 }
 
-// New returns the part that serves the parts' collectors, the runtime's and
-// the process's on addr; version is agenthost_build_info's.
-func New(addr, version string, log *slog.Logger, parts ...prometheus.Collector) *Server {
+// New returns the part that serves the metrics of the parts s names, the
+// Go runtime's and the process's on addr; version is agenthost_build_info's.
+func New(addr, version string, log *slog.Logger, s Sources) *Server {
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		Collect(func(ch chan<- prometheus.Metric) { Gauge(ch, descBuild, 1, version, runtime.Version()) }))
-	reg.MustRegister(parts...)
+	reg.MustRegister(partCollectors(s, version)...)
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return &Server{addr: addr, reg: reg, log: log}
 }
 

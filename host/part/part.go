@@ -1,7 +1,7 @@
 // Package part is what the daemon is made of: a Part runs beside the link
 // until its context ends; a part may also take its slice of a reloaded
-// configuration (Reloader), say whether it makes progress (Checker) and
-// export metrics (Collecting). Start runs parts in order, one place.
+// configuration (Reloader) and say whether it makes progress (Checker).
+// Start runs parts in order, one place.
 package part
 
 import (
@@ -9,8 +9,6 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agenthost/agenthost/config"
 )
@@ -57,12 +55,6 @@ type CheckFunc func(ctx context.Context) error
 
 // Check implements Checker.
 func (f CheckFunc) Check(ctx context.Context) error { return f(ctx) }
-
-// Collecting is a part that exports metrics: each part registers its own
-// collectors (node_exporter's model), the metrics endpoint gathers them.
-type Collecting interface {
-	Collectors() []prometheus.Collector
-}
 
 // Func runs run as a part that is ready at once.
 func Func(name string, run func(ctx context.Context) error) Part { return funcPart{name, run} }

@@ -23,7 +23,6 @@ import (
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/part"
 	"github.com/agenthost/agenthost/host/services"
-	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Conversation is what the speaker needs of the conversation.
@@ -136,9 +135,6 @@ func (s *Speaker) Name() string { return s.dev.Name() }
 
 // Run implements part.Part: the timers and alarms.
 func (s *Speaker) Run(ctx context.Context, ready func()) error { return s.dev.Run(ctx, ready) }
-
-// Collectors implements part.Collecting.
-func (s *Speaker) Collectors() []prometheus.Collector { return s.dev.Collectors() }
 
 // Reload follows services.builtins.
 func (s *Speaker) Reload(prev, next *config.Config, _ part.Changes) {

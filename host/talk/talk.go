@@ -63,6 +63,9 @@ func New(cfg *config.Config, log *slog.Logger, l *link.Link, sp *speaker.Speaker
 // Conversation is the conversation.
 func (t *Talk) Conversation() *conversation.Conversation { return t.conv }
 
+// Detector is the wake word's detector; nil when the wake word is off.
+func (t *Talk) Detector() *hostwake.Detector { return t.wake }
+
 // Parts are the wake word's detector (when it is on), then the
 // conversation, in the order they start.
 func (t *Talk) Parts() []part.Part {
