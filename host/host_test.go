@@ -195,3 +195,31 @@ func TestAStateFolderOfAnotherUserIsRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestTheLiveSettingsAreThoseThePartsName: the settings a reload applies at
+// once are the ones the parts name (part.Live), the same as before the
+// daemon was split into parts; any other waits for a restart.
+func TestTheLiveSettingsAreThoseThePartsName(t *testing.T) {
+	cfg := config.Default()
+	cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = t.TempDir(), t.TempDir()
+	cfg.Audio.Backend = "none"
+	h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"log.level", "server.address", "server.params.mode", "services.timeout", "services.prefixes.clock",
+		"plugins.config.clock", "plugins.sha256", "conversation.hooks.turn_start", "conversation.wake_word.models",
+		"conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
+		"mcp.servers.x.command", "mcp.servers_file", "audio.input", "audio.output", "audio.input_file", "audio.output_file",
+		"audio.retry.base", "audio.pace", "audio.capture.echo_cancel", "audio.echo_room.delay"} {
+		if !h.isLive(key) {
+			t.Errorf("%s is not live", key)
+		}
+	}
+	for _, key := range []string{"audio.backend", "audio.rate", "metrics.listen", "plugins.dirs", "conversation.wake_word.pre_roll",
+		"conversation.gpio.chip", "device.volume", "mcp.serve.listen", "log.format", "servers", "audio.input_files"} {
+		if h.isLive(key) {
+			t.Errorf("%s is live", key)
+		}
+	}
+}

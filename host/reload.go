@@ -7,23 +7,10 @@ import (
 	"github.com/agenthost/agenthost/host/part"
 )
 
-// liveKeys are the settings a reload applies without a restart (a key
-// counts when it is one of these or below one).
-var liveKeys = []string{
-	"log.level",
-	"server",
-	"services",
-	"plugins.config", "plugins.sha256",
-	"conversation.hooks",
-	"conversation.wake_word.models", "conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
-	"mcp.servers", "mcp.servers_file",
-	"audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace",
-	"audio.capture", "audio.echo_room",
-}
-
-func isLive(key string) bool {
-	for _, k := range liveKeys {
-		if key == k || strings.HasPrefix(key, k+".") {
+// isLive reports whether a part applies key without a restart (part.Live).
+func (h *Host) isLive(key string) bool {
+	for _, r := range h.reload {
+		if l, ok := r.(part.Live); ok && (part.Changes{key}).Touched(l.Live()...) {
 			return true
 		}
 	}
@@ -60,7 +47,7 @@ func (h *Host) Apply(next *config.Config) []string {
 	}
 	var live, later []string
 	for _, key := range changed {
-		if isLive(key) {
+		if h.isLive(key) {
 			live = append(live, key)
 		} else {
 			later = append(later, key)

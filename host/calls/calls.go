@@ -99,6 +99,9 @@ func (c *Calls) Dispatcher() *services.Dispatcher { return c.disp }
 // Add observers before the link runs; they must not block.
 func (c *Calls) OnCall(f func(Record)) { c.observers = append(c.observers, f) }
 
+// Live implements part.Live.
+func (c *Calls) Live() []string { return []string{"services"} }
+
 // Reload applies services.* (deadlines, limits, prefixes, policy, bounds,
 // the built-ins) and the registry's ranks, which follow the MCP servers.
 func (c *Calls) Reload(prev, next *config.Config, changed part.Changes) {

@@ -68,6 +68,9 @@ func (s *Set) Diff(next *config.Config) part.Changes {
 	return part.Changes{"mcp.servers_file"}
 }
 
+// Live implements part.Live.
+func (s *Set) Live() []string { return []string{"mcp.servers", "mcp.servers_file"} }
+
 // Reload takes next's servers when mcp.servers or the file changed.
 func (s *Set) Reload(prev, next *config.Config, changed part.Changes) {
 	s.mu.Lock()

@@ -107,11 +107,24 @@ func Start(ctx, runCtx context.Context, parts []Part, wg *sync.WaitGroup, errc c
 	return nil
 }
 
-// ReloadFunc is a Reloader.
-type ReloadFunc func(prev, next *config.Config, changed Changes)
+// Live is a Reloader that names the settings it applies without a restart
+// (a changed key counts when it is one of these or below one); a reload
+// names every other changed setting as waiting for a restart.
+type Live interface {
+	Live() []string
+}
+
+// Settings is a Reloader of the settings Keys, which Apply applies live.
+type Settings struct {
+	Keys  []string
+	Apply func(prev, next *config.Config, changed Changes)
+}
 
 // Reload implements Reloader.
-func (f ReloadFunc) Reload(prev, next *config.Config, changed Changes) { f(prev, next, changed) }
+func (s Settings) Reload(prev, next *config.Config, changed Changes) { s.Apply(prev, next, changed) }
+
+// Live implements Live.
+func (s Settings) Live() []string { return s.Keys }
 
 // Differ is a Reloader whose input is more than the YAML (a file it names):
 // Diff says which keys changed outside it, before any part reloads.

@@ -111,6 +111,13 @@ func WakeStatus(t *Talk, cfg *config.Config) hostwake.Status {
 	return hostwake.Status{State: "off", Why: why}
 }
 
+// Live implements part.Live.
+func (t *Talk) Live() []string {
+	return []string{"conversation.hooks",
+		"conversation.wake_word.models", "conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
+		"audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room"}
+}
+
 // Reload applies conversation.hooks, the audio devices and the wake word's
 // settings; a detector that could not run is tried again at any reload.
 func (t *Talk) Reload(prev, next *config.Config, changed part.Changes) {
