@@ -103,26 +103,14 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 	// A reload: the log level, the MCP set (the prefixes follow it), the
 	// registry and dispatcher, the device, the plugins, the conversation,
 	// the MCP servers, and the link last.
-	h.reload = []part.Reloader{part.Settings{Keys: []string{"log.level"}, Apply: func(_, next *config.Config, changed part.Changes) {
-		if changed.Touched("log.level") && o.Level != nil {
-			o.Level.UnmarshalText([]byte(next.Log.Level))
-		}
-	}}, set, c, h.speaker, part.Settings{Keys: []string{"plugins.config", "plugins.sha256"}, Apply: func(_, next *config.Config, changed part.Changes) {
-		if changed.Touched("plugins.config", "plugins.sha256", "services.prefixes") {
-			plugins.Reconfigure(next.Plugins, set.PrefixChanged)
-		}
-	}}}
+	h.reload = []part.Reloader{logLevel(o.Level), set, c, h.speaker, pluginSettings(plugins, set)}
 	if o.Standalone {
 		return h, nil
 	}
 	if h.talk, err = talk.New(cfg, log, h.link, h.speaker); err != nil {
 		return nil, err
 	}
-	h.reload = append(h.reload, h.talk, h.mcp, part.Settings{Keys: []string{"server"}, Apply: func(_, next *config.Config, changed part.Changes) {
-		if changed.Touched("server") && h.link.Update(link.Options{Server: next.Server, Token: next.Token, Log: log}) {
-			log.Info("the server settings changed; reconnecting once")
-		}
-	}})
+	h.reload = append(h.reload, h.talk, h.mcp, serverSettings(h.link, log))
 	h.parts = append(h.parts, h.talk.Parts()...) // the wake word, the conversation
 	h.parts = append(h.parts, h.speaker)         // timers and alarms
 	if b := h.speaker.MicButton(); b != nil {

@@ -1,10 +1,14 @@
 package host
 
 import (
+	"log/slog"
 	"strings"
 
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/link"
+	"github.com/agenthost/agenthost/host/mcpservers"
 	"github.com/agenthost/agenthost/host/part"
+	"github.com/agenthost/agenthost/host/pluginmgr"
 )
 
 // isLive reports whether a part applies key without a restart (part.Live).
@@ -62,4 +66,33 @@ func (h *Host) Apply(next *config.Config) []string {
 		h.log.Warn("these settings changed but apply only after a restart (systemctl restart agenthost)", "settings", strings.Join(later, ", "))
 	}
 	return later
+}
+
+// logLevel sets the logger's level (log.level).
+func logLevel(lv *slog.LevelVar) part.Reloader {
+	return part.Settings{Keys: []string{"log.level"}, Apply: func(_, next *config.Config, changed part.Changes) {
+		if changed.Touched("log.level") && lv != nil {
+			lv.UnmarshalText([]byte(next.Log.Level))
+		}
+	}}
+}
+
+// pluginSettings gives the plugins their settings and pins, and looks
+// again at those whose services prefix the MCP set says changed.
+func pluginSettings(m *pluginmgr.Manager, set *mcpservers.Set) part.Reloader {
+	return part.Settings{Keys: []string{"plugins.config", "plugins.sha256"}, Apply: func(_, next *config.Config, changed part.Changes) {
+		if changed.Touched("plugins.config", "plugins.sha256", "services.prefixes") {
+			m.Reconfigure(next.Plugins, set.PrefixChanged)
+		}
+	}}
+}
+
+// serverSettings makes the link reconnect, once, when the server, its
+// token or the AUTH parameters changed.
+func serverSettings(l *link.Link, log *slog.Logger) part.Reloader {
+	return part.Settings{Keys: []string{"server"}, Apply: func(_, next *config.Config, changed part.Changes) {
+		if changed.Touched("server") && l.Update(link.Options{Server: next.Server, Token: next.Token, Log: log}) {
+			log.Info("the server settings changed; reconnecting once")
+		}
+	}}
 }
