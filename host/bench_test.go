@@ -38,6 +38,7 @@ func BenchmarkHostPluginCall(b *testing.B) {
 	cfg.Server.Address, cfg.Server.Token = sim.Addr(), "tok"
 	cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir, cfg.Plugins.Dirs = b.TempDir(), b.TempDir(), []string{dir}
 	cfg.Services.Builtins = false
+	cfg.Audio.Backend = "none" // the call path only: no microphone or speaker beside it
 	h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
 	if err != nil {
 		b.Fatal(err)
