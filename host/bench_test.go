@@ -38,11 +38,11 @@ func BenchmarkHostPluginCall(b *testing.B) {
 	cfg.Server.Address, cfg.Server.Token = sim.Addr(), "tok"
 	cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir, cfg.Plugins.Dirs = b.TempDir(), b.TempDir(), []string{dir}
 	cfg.Services.Builtins = false
-	h, err := New(cfg, slog.New(slog.DiscardHandler))
+	cfg.Audio.Backend = "none" // the call path only: no microphone or speaker beside it
+	h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	h.Add(h.Plugins(false))
 	ctx := runHost(b, h, sim, func(context.Context) bool { return true })
 	params := json.RawMessage(`{"format":"simple"}`)
 	for range 200 {
@@ -140,15 +140,11 @@ func runHost(b *testing.B, h *Host, sim *voicetest.Server, ready func(context.Co
 // until the conversation's devices are up; the benchmark's cleanup stops it.
 func runConversation(b *testing.B, cfg *config.Config, sim *voicetest.Server) *conversation.Conversation {
 	b.Helper()
-	h, err := New(cfg, slog.New(slog.DiscardHandler))
+	h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
 	if err != nil {
 		b.Fatal(err)
 	}
-	conv, err := h.Conversation()
-	if err != nil {
-		b.Fatal(err)
-	}
-	h.Add(conv)
+	conv := h.Conversation()
 	runHost(b, h, sim, func(ctx context.Context) bool { return conv.Check(ctx) == nil })
 	return conv
 }

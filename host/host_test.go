@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -48,11 +49,10 @@ func TestRegisterOncePerChangeAndCleanStop(t *testing.T) {
 	cfg.Server.Token = "tok"
 	cfg.Server.Reconnect.Base, cfg.Server.Reconnect.Cap = config.Duration(10*time.Millisecond), config.Duration(50*time.Millisecond)
 	cfg.Plugins.RuntimeDir = t.TempDir()
-	h, err := New(cfg, slog.New(slog.DiscardHandler))
+	h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.Add(h.ControlServer())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()
@@ -115,15 +115,15 @@ func TestSayTextRefusesEmptyAndStripsMarkers(t *testing.T) {
 	cfg := config.Default()
 	cfg.Plugins.RuntimeDir = filepath.Join(t.TempDir(), "run")
 	cfg.Audio.Backend = "none"
-	h, err := New(cfg, slog.New(slog.DiscardHandler))
+	h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := h.SayText(ctxT(t), "  "); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Fatal(err)
 	}
-	if _, err := h.Conversation(); err != nil {
-		t.Fatal(err)
+	if h.Conversation() == nil {
+		t.Fatal("no conversation")
 	}
 	if _, err := h.SayText(ctxT(t), "hi"); err == nil || !strings.Contains(err.Error(), "not connected") {
 		t.Fatalf("a text turn without a connection: %v", err)
@@ -153,7 +153,7 @@ func TestAComponentFailureEndsRun(t *testing.T) {
 		cfg := config.Default()
 		cfg.Server.Address, cfg.Server.Token = sim.Addr(), "tok"
 		cfg.Plugins.RuntimeDir = t.TempDir()
-		h, err := New(cfg, slog.New(slog.DiscardHandler))
+		h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -169,5 +169,57 @@ func TestAComponentFailureEndsRun(t *testing.T) {
 			t.Fatalf("after ready=%v: Run did not return after its component failed", after)
 		}
 		sim.Close()
+	}
+}
+
+// TestAStateFolderOfAnotherUserIsRefused: the host does not keep its state
+// (the device's mutes and timers, the plugins' data) in a folder that
+// another user owns or any user may write to: that user could put their
+// own state there. As root, with a folder owned by nobody (65534).
+func TestAStateFolderOfAnotherUserIsRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("only root can give a folder to another user")
+	}
+	for _, tc := range []struct {
+		perm  os.FileMode
+		owner int
+		want  string
+	}{{0o700, 65534, "belongs to user id 65534"}, {0o777, 0, "0777"}} {
+		cfg := config.Default()
+		cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = t.TempDir(), t.TempDir()
+		os.Chown(cfg.Plugins.StateDir, tc.owner, tc.owner)
+		os.Chmod(cfg.Plugins.StateDir, tc.perm)
+		_, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
+		if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), cfg.Plugins.StateDir) {
+			t.Errorf("state folder of user %d, mode %04o: err = %v", tc.owner, tc.perm, err)
+		}
+	}
+}
+
+// TestTheLiveSettingsAreThoseThePartsName: the settings a reload applies at
+// once are the ones the parts name (part.Live), the same as before the
+// daemon was split into parts; any other waits for a restart.
+func TestTheLiveSettingsAreThoseThePartsName(t *testing.T) {
+	cfg := config.Default()
+	cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = t.TempDir(), t.TempDir()
+	cfg.Audio.Backend = "none"
+	h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"log.level", "server.address", "server.params.mode", "services.timeout", "services.prefixes.clock",
+		"plugins.config.clock", "plugins.sha256", "conversation.hooks.turn_start", "conversation.wake_word.models",
+		"conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
+		"mcp.servers.x.command", "mcp.servers_file", "audio.input", "audio.output", "audio.input_file", "audio.output_file",
+		"audio.retry.base", "audio.pace", "audio.capture.echo_cancel", "audio.echo_room.delay"} {
+		if !h.isLive(key) {
+			t.Errorf("%s is not live", key)
+		}
+	}
+	for _, key := range []string{"audio.backend", "audio.rate", "metrics.listen", "plugins.dirs", "conversation.wake_word.pre_roll",
+		"conversation.gpio.chip", "device.volume", "mcp.serve.listen", "log.format", "servers", "audio.input_files"} {
+		if h.isLive(key) {
+			t.Errorf("%s is live", key)
+		}
 	}
 }

@@ -2,138 +2,65 @@ package host
 
 import (
 	"log/slog"
-	"reflect"
 	"strings"
-	"time"
 
 	"github.com/agenthost/agenthost/config"
-	"github.com/agenthost/agenthost/host/builtin"
 	"github.com/agenthost/agenthost/host/link"
-	"github.com/agenthost/agenthost/host/mcpclient"
-	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/host/mcpservers"
+	"github.com/agenthost/agenthost/host/part"
+	"github.com/agenthost/agenthost/host/pluginmgr"
 )
 
-// liveKeys are the settings a reload applies without a restart (a key
-// counts when it is one of these or below one).
-var liveKeys = []string{
-	"log.level",
-	"server",
-	"services",
-	"plugins.config", "plugins.sha256",
-	"conversation.hooks",
-	"conversation.wake_word.models", "conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
-	"mcp.servers", "mcp.servers_file",
-	"audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace",
-	"audio.capture", "audio.echo_room",
-}
-
-func isLive(key string) bool {
-	for _, k := range liveKeys {
-		if key == k || strings.HasPrefix(key, k+".") {
+// isLive reports whether a part applies key without a restart (part.Live).
+func (h *Host) isLive(key string) bool {
+	for _, r := range h.reload {
+		if l, ok := r.(part.Live); ok && (part.Changes{key}).Touched(l.Live()...) {
 			return true
 		}
 	}
 	return false
 }
 
-// touched reports whether any changed key is prefix or below it.
-func touched(changed []string, prefixes ...string) bool {
-	for _, key := range changed {
-		for _, p := range prefixes {
-			if key == p || strings.HasPrefix(key, p+".") {
-				return true
+// Apply makes a newly loaded (and so validated) configuration the running
+// one, a reload: the configuration is diffed once (config.Changed, and the
+// content of mcp.servers_file read again) and each part takes its slice, in
+// the composition's order (Host.reload): the log level, services
+// (deadlines, limits, prefixes, policy, built-ins), plugin settings, MCP
+// servers, hooks and audio devices change at once; a change of the server,
+// its token or the AUTH parameters makes the link reconnect, once; every
+// other changed setting is named in the log as waiting for a restart.
+// Every provider whose inputs changed (its config, its pin, its prefix) is
+// looked at again, and one that could not run is tried again. It returns
+// the changed keys that need a restart.
+func (h *Host) Apply(next *config.Config) []string {
+	prev := h.Config()
+	changed := part.Changes(config.Changed(prev, next))
+	for _, r := range h.reload {
+		if d, ok := r.(part.Differ); ok {
+			if more := d.Diff(next); !changed.Touched(more...) {
+				changed = append(changed, more...)
 			}
 		}
 	}
-	return false
-}
-
-// SetLogLevel gives the host the level of its logger, which a reload sets.
-func (h *Host) SetLogLevel(lv *slog.LevelVar) { h.level = lv }
-
-// Apply makes a newly loaded (and so validated) configuration the running
-// one, a reload: the log level, services (deadlines, limits, prefixes,
-// policy, built-ins), plugin settings, MCP servers (mcp.servers and the
-// content of mcp.servers_file, read again), hooks and audio devices change
-// at once; a change of the server, its token or the AUTH parameters makes
-// the link reconnect, once; every other changed setting is named in the log
-// as waiting for a restart. Every provider whose inputs changed (its config,
-// its pin, its prefix) is looked at again, and one that could not run is
-// tried again. It returns the changed keys that need a restart.
-func (h *Host) Apply(next *config.Config) []string {
-	h.mu.Lock()
-	prev := h.cfg
-	h.mu.Unlock()
-	changed := config.Changed(prev, next)
-	file := h.readServersFile(next)
-	if !reflect.DeepEqual(file, h.mcpFile) && !touched(changed, "mcp.servers_file") {
-		changed = append(changed, "mcp.servers_file")
-	}
 	if len(changed) == 0 {
 		h.log.Info("configuration reloaded: nothing changed")
-		h.applyWakeWord(prev, next, nil) // a detector that could not run is tried again
+		for _, r := range h.reload {
+			r.Reload(prev, next, nil) // a part that could not run is tried again
+		}
 		return nil
 	}
 	var live, later []string
 	for _, key := range changed {
-		if isLive(key) {
+		if h.isLive(key) {
 			live = append(live, key)
 		} else {
 			later = append(later, key)
 		}
 	}
-	if touched(changed, "log.level") && h.level != nil {
-		h.level.UnmarshalText([]byte(next.Log.Level))
+	for _, r := range h.reload {
+		r.Reload(prev, next, changed)
 	}
-	oldConfs := h.mcpConfs
-	mcpTouched := touched(changed, "mcp.servers", "mcp.servers_file")
-	if mcpTouched {
-		confs, warnings := mcpConfigs(next, file)
-		for _, w := range warnings {
-			h.log.Warn("configuration: " + w)
-		}
-		h.mcpFile, h.mcpConfs = file, confs
-	}
-	oldPrefixes, prefixes := registryPrefixes(prev, oldConfs), registryPrefixes(next, h.mcpConfs)
-	prefixChanged := func(id string) bool {
-		return services.PrefixOf(oldPrefixes, id) != services.PrefixOf(prefixes, id)
-	}
-	if touched(changed, "services") || mcpTouched {
-		h.disp.SetLimits(dispatchLimits(next.Services))
-		h.local.SetLimits(localBudget(next.Services))
-		h.reg.Reconfigure(prefixes, services.Policy{Allow: next.Services.Allow, Deny: next.Services.Deny})
-		h.reg.SetOrder(providerOrder(next, h.mcpConfs))
-		h.reg.SetBounds(int(next.Services.MaxDescription), int(next.Services.MaxRegister))
-		if next.Services.Builtins && !prev.Services.Builtins {
-			if err := h.reg.Put(builtin.New(nil)); err != nil {
-				h.log.Error("the built-in services were refused", "err", err)
-			}
-		} else if !next.Services.Builtins && prev.Services.Builtins {
-			h.reg.Remove(builtin.ID)
-		}
-		h.applyDevice(prev, next)
-	}
-	if touched(changed, "plugins.config", "plugins.sha256", "services.prefixes") && h.plugins != nil {
-		h.plugins.Reconfigure(next.Plugins, prefixChanged)
-	}
-	if h.conv != nil {
-		if touched(changed, "conversation.hooks") {
-			h.conv.SetHooks(next.Conversation.Hooks)
-		}
-		if touched(changed, "audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room") {
-			h.conv.SetDevices(h.audioDevices(next.Audio))
-		}
-	}
-	h.applyWakeWord(prev, next, changed)
-	h.mu.Lock()
-	h.cfg = next
-	h.mu.Unlock()
-	if (mcpTouched || touched(changed, "services.prefixes")) && h.mcpSrv != nil {
-		h.mcpSrv.apply(h.mcpConfs, prefixChanged)
-	}
-	if touched(changed, "server") && h.link.Update(link.Options{Server: next.Server, Token: next.Token, Log: h.log}) {
-		h.log.Info("the server settings changed; reconnecting once")
-	}
+	h.cfg.Store(next)
 	h.log.Info("configuration reloaded", "applied", strings.Join(live, ", "))
 	if len(later) > 0 {
 		h.log.Warn("these settings changed but apply only after a restart (systemctl restart agenthost)", "settings", strings.Join(later, ", "))
@@ -141,29 +68,31 @@ func (h *Host) Apply(next *config.Config) []string {
 	return later
 }
 
-// readServersFile reads next's mcp.servers_file again. A file that cannot
-// be read or parsed is refused like a YAML with a mistake: the servers it
-// gave stay (the last good read), and the log says why.
-func (h *Host) readServersFile(next *config.Config) map[string]mcpclient.ServerConfig {
-	file, warnings, err := serversFile(next.MCP.ServersFile)
-	if err != nil {
-		h.log.Error("the MCP servers file was not reloaded; the running servers stay. Fix the file and reload again", "err", err)
-		return h.mcpFile
-	}
-	if !reflect.DeepEqual(file, h.mcpFile) {
-		for _, w := range warnings {
-			h.log.Warn("configuration: " + w)
+// logLevel sets the logger's level (log.level).
+func logLevel(lv *slog.LevelVar) part.Reloader {
+	return part.Settings{Keys: []string{"log.level"}, Apply: func(_, next *config.Config, changed part.Changes) {
+		if changed.Touched("log.level") && lv != nil {
+			lv.UnmarshalText([]byte(next.Log.Level))
 		}
-	}
-	return file
+	}}
 }
 
-// dispatchLimits are the dispatcher's deadlines and bounds from services.
-func dispatchLimits(s config.Services) services.DispatchOptions {
-	timeouts := make(map[string]time.Duration, len(s.Timeouts))
-	for name, d := range s.Timeouts {
-		timeouts[name] = d.D()
-	}
-	return services.DispatchOptions{Timeout: s.Timeout.D(), Timeouts: timeouts, MaxResult: int(s.MaxResult), MaxInFlight: s.MaxInFlight,
-		MaxInFlightPerProvider: s.MaxInFlightPerProvider}
+// pluginSettings gives the plugins their settings and pins, and looks
+// again at those whose services prefix the MCP set says changed.
+func pluginSettings(m *pluginmgr.Manager, set *mcpservers.Set) part.Reloader {
+	return part.Settings{Keys: []string{"plugins.config", "plugins.sha256"}, Apply: func(_, next *config.Config, changed part.Changes) {
+		if changed.Touched("plugins.config", "plugins.sha256", "services.prefixes") {
+			m.Reconfigure(next.Plugins, set.PrefixChanged)
+		}
+	}}
+}
+
+// serverSettings makes the link reconnect, once, when the server, its
+// token or the AUTH parameters changed.
+func serverSettings(l *link.Link, log *slog.Logger) part.Reloader {
+	return part.Settings{Keys: []string{"server"}, Apply: func(_, next *config.Config, changed part.Changes) {
+		if changed.Touched("server") && l.Update(link.Options{Server: next.Server, Token: next.Token, Log: log}) {
+			log.Info("the server settings changed; reconnecting once")
+		}
+	}}
 }

@@ -80,7 +80,7 @@ func TestWatchdogStopsWhenTheLinkLoopHangs(t *testing.T) {
 	cfg.Server.Token = "tok"
 	cfg.Plugins.RuntimeDir = t.TempDir()
 	log := &testbin.Buffer{}
-	h, err := New(cfg, slog.New(slog.NewTextHandler(log, nil)))
+	h, err := New(cfg, slog.New(slog.NewTextHandler(log, nil)), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,7 +93,6 @@ func TestWatchdogStopsWhenTheLinkLoopHangs(t *testing.T) {
 			<-release
 		}
 	})
-	h.Add(h.SystemdNotifier())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- h.Run(ctx) }()

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/agenthost/agenthost/audio"
-	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/speaker"
 )
 
 func init() {
@@ -43,7 +43,7 @@ func cmdTalk(e *env, args []string) error {
 		return err
 	}
 	var out struct{ Task, Stopped string }
-	if err := e.ask(cfg, "POST /v1/talk", host.TalkRequest{Action: fs.Arg(0)}, &out); err != nil {
+	if err := e.ask(cfg, "POST /v1/talk", speaker.TalkRequest{Action: fs.Arg(0)}, &out); err != nil {
 		return err
 	}
 	if out.Stopped != "" { // the press stopped a ringing timer

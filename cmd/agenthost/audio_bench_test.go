@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
-	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/control"
+	"github.com/agenthost/agenthost/host/speaker"
 	"github.com/agenthost/agenthost/proto/voice"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
@@ -68,7 +68,7 @@ func audioStreaming(b *testing.B, prefix, bin string) {
 			cl := control.NewClient(filepath.Join(d.dir, "run", "control.sock"))
 			talk := func(action string) string {
 				var out struct{ Task string }
-				if err := cl.Do(ctx, "POST /v1/talk", host.TalkRequest{Action: action}, &out); err != nil {
+				if err := cl.Do(ctx, "POST /v1/talk", speaker.TalkRequest{Action: action}, &out); err != nil {
 					b.Fatal(err)
 				}
 				return out.Task

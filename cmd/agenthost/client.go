@@ -12,9 +12,11 @@ import (
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/calls"
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/host/talk"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -54,7 +56,7 @@ func cmdCheck(e *env, args []string) error {
 	}
 	if cfg.Conversation.WakeWord.On() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		said, err := host.CheckWakeWord(ctx, cfg)
+		said, err := talk.CheckWakeWord(ctx, cfg)
 		cancel()
 		if err != nil {
 			return err
@@ -115,7 +117,7 @@ func cmdCall(e *env, args []string) error {
 	var out voice.Outcome
 	ctx, stop := signalContext() // Ctrl-C ends the call in the daemon too
 	defer stop()
-	err = e.client(cfg).Do(ctx, "POST /v1/call", host.CallRequest{Service: service, Params: params}, &out)
+	err = e.client(cfg).Do(ctx, "POST /v1/call", calls.CallRequest{Service: service, Params: params}, &out)
 	if errors.Is(err, control.ErrNotRunning) {
 		out, err = callWithoutDaemon(cfg, service, params)
 	}
@@ -134,12 +136,10 @@ func cmdCall(e *env, args []string) error {
 // call through the same dispatch, and stops them. The device is the
 // daemon's: its services answer that the daemon is not running.
 func callWithoutDaemon(cfg *config.Config, service string, params json.RawMessage) (voice.Outcome, error) {
-	h, err := host.NewStandalone(cfg, newLogger(cfg, discard{}))
+	h, err := host.NewStandalone(cfg, newLogger(cfg, discard{}), false)
 	if err != nil {
 		return voice.Outcome{}, err
 	}
-	h.Add(h.Plugins(false))
-	h.Add(h.MCPServers())
 	var out voice.Outcome
 	err = h.RunProviders(context.Background(), func(ctx context.Context) {
 		out = h.CallLocal(ctx, service, params)

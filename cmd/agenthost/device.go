@@ -6,8 +6,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/device"
+	"github.com/agenthost/agenthost/host/speaker"
 )
 
 func init() {
@@ -49,7 +49,7 @@ func cmdVolume(e *env, args []string) error {
 			return err
 		}
 	default:
-		var req host.VolumeRequest
+		var req speaker.VolumeRequest
 		switch {
 		case arg == "mute" || arg == "unmute":
 			m := arg == "mute"
@@ -93,7 +93,7 @@ func cmdMic(e *env, args []string) error {
 			return err
 		}
 	case arg == "on" || arg == "off":
-		if err := e.deviceCall("POST /v1/device/mic", host.MicRequest{On: arg == "on"}, &st); err != nil {
+		if err := e.deviceCall("POST /v1/device/mic", speaker.MicRequest{On: arg == "on"}, &st); err != nil {
 			return err
 		}
 	default:

@@ -10,6 +10,7 @@ import (
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/control"
+	"github.com/agenthost/agenthost/host/mcpendpoint"
 	"github.com/agenthost/agenthost/host/mcpserver"
 )
 
@@ -70,11 +71,11 @@ func cmdMCP(e *env, args []string) error {
 	}
 
 	client := e.client(cfg)
-	cat, err := host.NewDaemonCatalog(ctx, client, log)
+	cat, err := mcpendpoint.NewDaemonCatalog(ctx, client, log)
 	switch {
 	case err == nil:
 		log.Info("serving the running daemon's services over MCP", "services", len(cat.Tools()))
-		srv := mcpserver.New(cat, host.DaemonCaller(client), mcpserver.Options{Version: version, Log: log})
+		srv := mcpserver.New(cat, mcpendpoint.DaemonCaller(client), mcpserver.Options{Version: version, Log: log})
 		return serve(ctx, srv)
 	case !errors.Is(err, control.ErrNotRunning):
 		return fmt.Errorf("the daemon's control socket answered but not with its services (is it an older agenthost?): %w", err)
@@ -83,15 +84,13 @@ func cmdMCP(e *env, args []string) error {
 	log.Info("no daemon runs; starting the providers in this process (the device's services are the daemon's: they answer that it is not running); calls go to the daemon as soon as one runs")
 	adoptOrphans(base)
 	defer killLeftovers(base)
-	h, err := host.NewStandalone(cfg, base)
+	h, err := host.NewStandalone(cfg, base, true)
 	if err != nil {
 		return err
 	}
 	if err := addTestProviders(h); err != nil {
 		return err
 	}
-	h.Add(h.Plugins(true))
-	h.Add(h.MCPServers())
 	// The providers run until the MCP session ends or a daemon answers.
 	provCtx, stopProviders := context.WithCancel(ctx)
 	defer stopProviders()

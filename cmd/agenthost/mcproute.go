@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/calls"
 	"github.com/agenthost/agenthost/host/control"
+	"github.com/agenthost/agenthost/host/mcpendpoint"
 	"github.com/agenthost/agenthost/host/mcpserver"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/proto/voice"
@@ -34,7 +36,7 @@ type route struct {
 	found chan struct{} // closed once daemon is set
 	once  sync.Once
 	mu    sync.Mutex
-	cat   *host.DaemonCatalog
+	cat   *mcpendpoint.DaemonCatalog
 }
 
 func newRoute(client *control.Client, local *host.Host, log *slog.Logger, onFound func()) *route {
@@ -42,7 +44,7 @@ func newRoute(client *control.Client, local *host.Host, log *slog.Logger, onFoun
 }
 
 // daemon is the daemon's catalog, nil until one answered.
-func (r *route) daemon() *host.DaemonCatalog {
+func (r *route) daemon() *mcpendpoint.DaemonCatalog {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.cat
@@ -54,7 +56,7 @@ func (r *route) look(ctx context.Context) bool {
 	if r.daemon() != nil {
 		return true
 	}
-	cat, err := host.NewDaemonCatalog(ctx, r.client, r.log)
+	cat, err := mcpendpoint.NewDaemonCatalog(ctx, r.client, r.log)
 	if err != nil {
 		if !errors.Is(err, control.ErrNotRunning) {
 			r.log.Warn("the daemon's control socket answered but not with its services", "err", err)
@@ -142,7 +144,7 @@ func (r *route) Subscribe() (<-chan struct{}, func()) {
 func (r *route) Call(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
 	if r.daemon() == nil {
 		var out voice.Outcome
-		err := r.client.Do(ctx, "POST /v1/call", host.CallRequest{Service: service, Params: params, Caller: "mcp"}, &out)
+		err := r.client.Do(ctx, "POST /v1/call", calls.CallRequest{Service: service, Params: params, Caller: "mcp"}, &out)
 		switch {
 		case errors.Is(err, control.ErrNotRunning):
 			return r.local.CallLocal(services.WithCaller(ctx, services.CallerMCP), service, params)
@@ -152,5 +154,5 @@ func (r *route) Call(ctx context.Context, service string, params json.RawMessage
 		r.look(context.WithoutCancel(ctx))
 		return out
 	}
-	return host.DaemonCaller(r.client).Call(ctx, service, params)
+	return mcpendpoint.DaemonCaller(r.client).Call(ctx, service, params)
 }

@@ -40,46 +40,26 @@ func cmdRun(e *env, args []string) error {
 	adoptOrphans(log)
 	defer killLeftovers(log)
 	host.Version = version
-	h, err := host.New(cfg, log)
-	if err != nil {
-		return err
-	}
-	h.SetLogLevel(level)
-	if err := addTestProviders(h); err != nil {
-		return err
-	}
-	conv, err := h.Conversation()
-	if err != nil {
-		return err
-	}
-	h.Add(h.Plugins(true))
-	h.Add(h.MCPServers())
-	if w := h.WakeWord(); w != nil {
-		h.Add(w)
-	}
-	h.Add(conv)
-	h.Add(h.Device()) // timers and alarms
-	if b := h.MicButton(); b != nil {
-		h.Add(b)
-	}
-	for _, t := range h.Triggers(conv) {
-		h.Add(t)
-	}
-	cs := h.ControlServer()
-	h.AddMCPEndpoints(cs) // for `agenthost mcp`
-	h.Add(cs)
-	if ms := h.MetricsServer(); ms != nil {
-		h.Add(ms)
-	}
+	// The daemon is the composition in host.New; here only what the
+	// command line adds: the MCP endpoint's token, the test providers, and
+	// the configuration's reloader.
+	o := host.Options{Watch: true, Level: level, Version: version}
 	if serve := cfg.MCP.Serve; serve.Listen != "" {
 		token, err := serve.BearerToken()
 		if err != nil {
 			return &exitError{exitConfig, err}
 		}
-		h.Add(h.MCPEndpoint(serve.Listen, version, mcpHTTPOptions(serve, token)))
+		mo := mcpHTTPOptions(serve, token)
+		o.MCP = &mo
+	}
+	h, err := host.New(cfg, log, o)
+	if err != nil {
+		return err
+	}
+	if err := addTestProviders(h); err != nil {
+		return err
 	}
 	h.Add(reloader{e: e, h: h, hup: hup})
-	h.Add(h.SystemdNotifier())
 	ctx, stop := signalContext()
 	defer stop()
 	return h.Run(ctx)

@@ -18,14 +18,14 @@ import (
 // named as such, for faults a real provider cannot be made to show on demand.
 func init() {
 	addTestProviders = func(h *host.Host) error {
-		h.OnCall(calls.record)
+		h.OnCall(callTimes.record)
 		return h.Registry().Put(testkit{})
 	}
 }
 
-// calls keeps the host's own time of every call (CallRecord.Took), which
+// callTimes keeps the host's own time of every call (CallRecord.Took), which
 // testkit_calls hands to benchmarks; the host logs it only at debug.
-var calls callLog
+var callTimes callLog
 
 type callLog struct {
 	mu   sync.Mutex
@@ -78,7 +78,7 @@ func (testkit) Call(ctx context.Context, method string, params json.RawMessage) 
 	json.Unmarshal(params, &p)
 	switch method {
 	case "testkit_calls":
-		return json.Marshal(calls.take(p.Method))
+		return json.Marshal(callTimes.take(p.Method))
 	case "testkit_echo":
 		return json.Marshal(strings.Repeat(p.Text, max(p.Count, 1)))
 	case "testkit_panic":

@@ -79,7 +79,7 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
-// Name implements host.Component.
+// Name implements part.Part.
 func (s *Server) Name() string { return "control socket" }
 
 // Run listens on the socket until ctx ends. A stale socket left by a crashed

@@ -163,7 +163,7 @@ func (c *Conversation) vad() bool { return c.o.Mode == "vad" || c.o.Mode == "aut
 // autoListen: a VAD mode without the wake word listens by itself.
 func (c *Conversation) autoListen() bool { return c.vad() && c.wk == nil }
 
-// Name implements host.Component.
+// Name implements part.Part.
 func (c *Conversation) Name() string { return "conversation" }
 
 // Run opens the devices, captures and plays until ctx ends.

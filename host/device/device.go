@@ -290,7 +290,7 @@ func (d *Device) saveLocked() error {
 	return nil
 }
 
-// Name implements host.Component.
+// Name implements part.Part.
 func (d *Device) Name() string { return "device" }
 
 // Run runs the timers until ctx ends; then any ringing stops.

@@ -147,7 +147,7 @@ func New(o Options, reg supervise.Registry) *Manager {
 			IdleStop: p.IdleStop.D(), HealthInterval: p.HealthInterval.D()}}
 }
 
-// Name implements host.Component.
+// Name implements part.Part.
 func (m *Manager) Name() string { return "plugin manager" }
 
 // Run starts every plugin found, reports ready, then watches the folders

@@ -87,6 +87,9 @@ const (
 	StateStopped    = "stopped"
 )
 
+// States are all the states a supervisor can be in (each is a metric's label).
+var States = []string{StateStarting, StateRunning, StateIdle, StateRestarting, StateParked, StateBroken, StateDown, StateStopped}
+
 // Status is a provider's state for `agenthost status` and `plugins`.
 type Status struct {
 	State     string   `json:"state"`

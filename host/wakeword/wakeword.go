@@ -152,7 +152,7 @@ func New(o Options) *Detector {
 	return d
 }
 
-// Name implements host.Component.
+// Name implements part.Part.
 func (d *Detector) Name() string { return "wake word" }
 
 // Run starts the detector and keeps it running until ctx ends. A detector

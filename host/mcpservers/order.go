@@ -1,4 +1,4 @@
-package host
+package mcpservers
 
 import (
 	"bytes"
@@ -12,12 +12,12 @@ import (
 	"github.com/agenthost/agenthost/host/mcpclient"
 )
 
-// providerOrder ranks the providers for the registry (which owns a
+// Order ranks the providers for the registry (which owns a
 // clashing name, and what a full register leaves out): the built-ins, the
 // plugins (by name), then the MCP servers in the order the configuration
 // lists them: mcp.servers as the YAML file has them, then those of
 // mcp.servers_file as that file has them; any other provider comes last.
-func providerOrder(cfg *config.Config, servers map[string]mcpclient.ServerConfig) []string {
+func Order(cfg *config.Config, servers map[string]mcpclient.ServerConfig) []string {
 	out := []string{builtin.ID, "plugin:"}
 	seen := map[string]bool{}
 	add := func(name string) {

@@ -1,4 +1,8 @@
-package host
+// Package mcpendpoint serves the daemon's services over MCP: the Streamable
+// HTTP endpoint of mcp.serve (a part), the control socket's endpoints that
+// `agenthost mcp` reads, and the client side of those for `agenthost mcp`
+// (DaemonCatalog, DaemonCaller).
+package mcpendpoint
 
 import (
 	"context"
@@ -10,6 +14,8 @@ import (
 	"net"
 	"time"
 
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/calls"
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/mcpserver"
 	"github.com/agenthost/agenthost/host/services"
@@ -32,12 +38,12 @@ type WaitRequest struct {
 	TimeoutMS int    `json:"timeout_ms,omitempty"`
 }
 
-// AddMCPEndpoints adds the endpoints `agenthost mcp` uses to serve a
-// running daemon's services: GET /v1/services and the long poll POST
+// Endpoints adds the endpoints `agenthost mcp` uses to serve a running
+// daemon's services in reg: GET /v1/services and the long poll POST
 // /v1/services/wait (calls go through POST /v1/call).
-func (h *Host) AddMCPEndpoints(s *control.Server) {
+func Endpoints(s *control.Server, reg *services.Registry) {
 	control.HandleJSON(s, "GET /v1/services", func(context.Context, struct{}) (any, error) {
-		return h.services(), nil
+		return servicesOf(reg), nil
 	})
 	control.HandleJSON(s, "POST /v1/services/wait", func(ctx context.Context, in WaitRequest) (any, error) {
 		timeout := time.Duration(in.TimeoutMS) * time.Millisecond
@@ -45,12 +51,12 @@ func (h *Host) AddMCPEndpoints(s *control.Server) {
 			timeout = 25 * time.Second
 		}
 		timeout = min(timeout, 50*time.Second)
-		ch, cancel := h.reg.Subscribe()
+		ch, cancel := reg.Subscribe()
 		defer cancel()
 		t := time.NewTimer(timeout)
 		defer t.Stop()
 		for {
-			cur := h.services()
+			cur := servicesOf(reg)
 			if cur.Version != in.Version {
 				return cur, nil
 			}
@@ -65,54 +71,56 @@ func (h *Host) AddMCPEndpoints(s *control.Server) {
 	})
 }
 
-// services is the current set and its version (a hash of the register).
-func (h *Host) services() ServicesResponse {
-	canonical := h.reg.Canonical()
+// servicesOf is reg's current set and its version (a hash of the register).
+func servicesOf(reg *services.Registry) ServicesResponse {
+	canonical := reg.Canonical()
 	sum := sha256.Sum256(canonical)
 	out := ServicesResponse{Version: hex.EncodeToString(sum[:8]), Services: []mcpserver.Tool{}}
-	for _, e := range h.reg.Entries() {
+	for _, e := range reg.Entries() {
 		out.Services = append(out.Services, mcpserver.Tool{Name: e.Name, Description: e.Service.Description, Parameters: e.Service.Parameters})
 	}
 	return out
 }
 
-// MCPEndpoint is a Component that serves the host as an MCP server over
-// Streamable HTTP at http://<addr>/mcp. Its clients' calls have a budget
-// of their own (mcp.serve.max_calls, max_calls_per_session), apart from
-// the voice server's.
-type MCPEndpoint struct {
-	h       *Host
+// Endpoint is a part that serves the daemon's services as an MCP server
+// over Streamable HTTP at http://<addr>/mcp. Its clients' calls have a
+// budget of their own (mcp.serve.max_calls, max_calls_per_session), apart
+// from the voice server's.
+type Endpoint struct {
+	cfg     *config.Config
+	calls   *calls.Calls
+	log     *slog.Logger
 	addr    string
 	version string
 	opts    mcpserver.HTTPOptions
 }
 
-// MCPEndpoint returns the component serving MCP on addr (add it with Add;
-// nothing listens unless it is added).
-func (h *Host) MCPEndpoint(addr, version string, o mcpserver.HTTPOptions) *MCPEndpoint {
+// New returns the part serving MCP on addr with cfg's bounds (nothing
+// listens unless it runs).
+func New(cfg *config.Config, c *calls.Calls, log *slog.Logger, addr, version string, o mcpserver.HTTPOptions) *Endpoint {
 	if o.Log == nil {
-		o.Log = h.log.With("component", "mcp-server")
+		o.Log = log.With("component", "mcp-server")
 	}
-	return &MCPEndpoint{h: h, addr: addr, version: version, opts: o}
+	return &Endpoint{cfg: cfg, calls: c, log: log, addr: addr, version: version, opts: o}
 }
 
-// Name implements Component.
-func (m *MCPEndpoint) Name() string { return "MCP endpoint" }
+// Name implements part.Part.
+func (m *Endpoint) Name() string { return "MCP endpoint" }
 
-// Run implements Component.
-func (m *MCPEndpoint) Run(ctx context.Context, ready func()) error {
+// Run implements part.Part.
+func (m *Endpoint) Run(ctx context.Context, ready func()) error {
 	ln, err := net.Listen("tcp", m.addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", m.addr, err)
 	}
-	serve := m.h.Config().MCP.Serve
+	serve := m.cfg.MCP.Serve
 	budget := services.NewBudget(services.BudgetLimits{Name: "MCP clients", ClientName: "MCP session",
 		Max: serve.MaxCalls, MaxSetting: "mcp.serve.max_calls", PerClient: serve.MaxCallsPerSession, PerClientSetting: "mcp.serve.max_calls_per_session",
-		PerProvider: m.h.Config().Services.MaxInFlightPerProvider, PerProviderSetting: "services.max_in_flight_per_provider"})
-	srv := mcpserver.New(mcpserver.RegistryCatalog(m.h.reg), mcpserver.CallerFunc(func(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
-		call := voice.Call{CallID: localCallID("mcp-"), Method: service, Params: params}
-		return m.h.disp.DispatchFrom(services.WithCaller(ctx, services.CallerMCP), call, budget, mcpserver.SessionID(ctx))
-	}), mcpserver.Options{Version: m.version, Log: m.h.log.With("component", "mcp-server")})
+		PerProvider: m.cfg.Services.MaxInFlightPerProvider, PerProviderSetting: "services.max_in_flight_per_provider"})
+	srv := mcpserver.New(mcpserver.RegistryCatalog(m.calls.Registry()), mcpserver.CallerFunc(func(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
+		call := voice.Call{CallID: calls.ID("mcp-"), Method: service, Params: params}
+		return m.calls.Dispatcher().DispatchFrom(services.WithCaller(ctx, services.CallerMCP), call, budget, mcpserver.SessionID(ctx))
+	}), mcpserver.Options{Version: m.version, Log: m.log.With("component", "mcp-server")})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	done := make(chan struct{})
@@ -207,7 +215,7 @@ func (d *DaemonCatalog) Subscribe() (<-chan struct{}, func()) {
 func DaemonCaller(c *control.Client) mcpserver.Caller {
 	return mcpserver.CallerFunc(func(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
 		var out voice.Outcome
-		if err := c.Do(ctx, "POST /v1/call", CallRequest{Service: service, Params: params, Caller: "mcp"}, &out); err != nil {
+		if err := c.Do(ctx, "POST /v1/call", calls.CallRequest{Service: service, Params: params, Caller: "mcp"}, &out); err != nil {
 			return voice.Outcome{Error: fmt.Sprintf("%s: the agenthost daemon did not answer: %v", service, err)}
 		}
 		return out

@@ -1,4 +1,4 @@
-package host
+package mcpservers
 
 import (
 	"os"
@@ -23,7 +23,7 @@ func TestProviderOrder(t *testing.T) {
 		servers[name] = mcpclient.ServerConfig{Command: name}
 	}
 	want := []string{"builtin", "plugin:", "mcp:zulu", "mcp:alpha", "mcp:yankee", "mcp:bravo", "mcp:extra"}
-	if got := providerOrder(cfg, servers); !slices.Equal(got, want) {
+	if got := Order(cfg, servers); !slices.Equal(got, want) {
 		t.Errorf("order %q, want %q", got, want)
 	}
 }

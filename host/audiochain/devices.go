@@ -1,4 +1,8 @@
-package host
+// Package audiochain opens the microphone and the speaker that the audio
+// section asks for (audio.backend: portaudio, file, echo_room), with the
+// capture chain audio.capture asks for between the microphone and the
+// conversation, after the privacy mute.
+package audiochain
 
 import (
 	"context"
@@ -7,43 +11,13 @@ import (
 
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/config"
-	"github.com/agenthost/agenthost/host/conversation"
 	"github.com/agenthost/agenthost/internal/backoff"
 )
 
-// Conversation returns the conversation built from the configuration: the
-// microphone and speaker of audio.backend, and the turn mode of
-// server.params.mode. Add it to run it.
-func (h *Host) Conversation() (*conversation.Conversation, error) {
-	if h.conv != nil {
-		return h.conv, nil
-	}
-	a, p := h.cfg.Audio, h.cfg.Server.Params
-	o := conversation.Options{
-		Mode: p.Mode, AEC: h.cfg.Conversation.AEC, Rate: a.Rate, Frame: a.Frame.D(),
-		JitterLead: h.cfg.Conversation.JitterLead.D(), ReplyTimeout: h.cfg.Conversation.ReplyTimeout.D(), InputOpus: p.InputAudioFormat == "opus", OutputOpus: p.Format == "opus",
-		Hooks: h.cfg.Conversation.Hooks, Log: h.log,
-		EarconStart: h.cfg.Conversation.Earcons.ListenStart, EarconEnd: h.cfg.Conversation.Earcons.ListenEnd,
-		EarconUnreachable: h.cfg.Conversation.Earcons.Unreachable,
-		Attend: func(why string) (<-chan error, func()) {
-			a := h.link.Attend(why)
-			return a.Answer(), a.Release
-		},
-		Wake: h.wakeOptions(),
-	}
-	o.OpenSource, o.OpenSink = h.audioDevices(a)
-	o.MicMuted, o.Withheld = h.device.MicMuted, h.device.Withheld
-	c, err := conversation.New(o, h.link)
-	if err != nil {
-		return nil, err
-	}
-	h.conv = c
-	return c, nil
-}
-
-// devices returns the openers of the microphone and the speaker that the
-// audio section asks for; either may be nil.
-func devices(a config.Audio, log *slog.Logger, muted func() bool) (openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) {
+// Devices returns the openers of the microphone and the speaker that the
+// audio section asks for, the capture chain on the microphone (behind the
+// mute when muted is set); either may be nil.
+func Devices(a config.Audio, log *slog.Logger, muted func() bool) (openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) {
 	ao := audio.Options{Rate: a.Rate, Retry: backoff.Backoff{Base: a.Retry.Base.D(), Cap: a.Retry.Cap.D()}, Logger: log}
 	switch a.Backend {
 	case "portaudio":

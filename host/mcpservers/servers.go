@@ -1,8 +1,12 @@
-package host
+// Package mcpservers is the daemon's part that runs the MCP servers the
+// configuration names (mcp.servers, mcp.servers_file) as providers, and the
+// registry's prefixes and order that follow from them.
+package mcpservers
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"reflect"
 	"sort"
 	"sync"
@@ -10,27 +14,16 @@ import (
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/mcpclient"
+	"github.com/agenthost/agenthost/host/part"
+	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/supervise"
 	"github.com/agenthost/agenthost/internal/backoff"
 )
 
-// serversFile reads mcp.servers_file ("" = none): its servers, and
-// warnings about what was ignored.
-func serversFile(path string) (map[string]mcpclient.ServerConfig, []string, error) {
-	if path == "" {
-		return nil, nil, nil
-	}
-	file, warnings, err := mcpclient.LoadServersFile(path)
-	if err != nil {
-		return nil, warnings, fmt.Errorf("mcp.servers_file: %w", err)
-	}
-	return file, warnings, nil
-}
-
-// mcpConfigs are the MCP servers the configuration asks for: mcp.servers and
+// configs are the MCP servers the configuration asks for: mcp.servers and
 // file, the servers of mcp.servers_file (the YAML wins a name that both
 // have), with ${VAR}s expanded. The warnings say what was ignored or unset.
-func mcpConfigs(cfg *config.Config, file map[string]mcpclient.ServerConfig) (map[string]mcpclient.ServerConfig, []string) {
+func configs(cfg *config.Config, file map[string]mcpclient.ServerConfig) (map[string]mcpclient.ServerConfig, []string) {
 	out := map[string]mcpclient.ServerConfig{}
 	var warnings []string
 	for name, s := range file {
@@ -52,9 +45,9 @@ func mcpConfigs(cfg *config.Config, file map[string]mcpclient.ServerConfig) (map
 	return out, warnings
 }
 
-// registryPrefixes are services.prefixes and each MCP server's prefix
+// Prefixes are services.prefixes and each MCP server's prefix
 // (under its provider ID, mcp:<name>).
-func registryPrefixes(cfg *config.Config, servers map[string]mcpclient.ServerConfig) map[string]string {
+func Prefixes(cfg *config.Config, servers map[string]mcpclient.ServerConfig) map[string]string {
 	out := map[string]string{}
 	for k, v := range cfg.Services.Prefixes {
 		out[k] = v
@@ -67,14 +60,18 @@ func registryPrefixes(cfg *config.Config, servers map[string]mcpclient.ServerCon
 	return out
 }
 
-// mcpServers runs the configured MCP servers as providers, one supervisor
+// Servers runs the configured MCP servers as providers, one supervisor
 // each (the plugins' life cycle: a stdio server that exits is restarted
 // with backoff and parked; an HTTP server that is down is retried for ever,
 // its services out of the register meanwhile).
-type mcpServers struct {
-	h *Host
+type Servers struct {
+	set     *Set
+	reg     *services.Registry
+	log     *slog.Logger
+	version string
 
 	mu      sync.Mutex
+	cfg     *config.Config
 	running map[string]*mcpServer
 	stopped bool
 }
@@ -85,8 +82,8 @@ type mcpServer struct {
 	http bool
 }
 
-// MCPStatus is one MCP server for `agenthost status` and metrics.
-type MCPStatus struct {
+// Status is one MCP server for `agenthost status` and metrics.
+type Status struct {
 	Name      string            `json:"name"`
 	Transport string            `json:"transport"`
 	State     string            `json:"state"`
@@ -96,21 +93,20 @@ type MCPStatus struct {
 	Session   *mcpclient.Status `json:"session,omitempty"` // tools left out, resources, prompts
 }
 
-// MCPServers returns the component that runs the configured MCP servers.
-func (h *Host) MCPServers() Component {
-	if h.mcpSrv == nil {
-		h.mcpSrv = &mcpServers{h: h, running: map[string]*mcpServer{}}
-	}
-	return h.mcpSrv
+// New returns the part that runs set's servers, which put their services
+// in reg; version is the daemon's, told to each server.
+func New(cfg *config.Config, set *Set, reg *services.Registry, log *slog.Logger, version string) *Servers {
+	return &Servers{set: set, reg: reg, log: log, version: version, cfg: cfg, running: map[string]*mcpServer{}}
 }
 
-func (m *mcpServers) Name() string { return "MCP servers" }
+// Name implements part.Part.
+func (m *Servers) Name() string { return "MCP servers" }
 
 // Run starts the servers and reports ready at once, without waiting for
 // them: the link connects and registers what is ready, and a server that
 // answers later joins with a new register. It stops them all when ctx ends.
-func (m *mcpServers) Run(ctx context.Context, ready func()) error {
-	m.apply(m.h.mcpConfs, nil)
+func (m *Servers) Run(ctx context.Context, ready func()) error {
+	m.apply(m.set.Configs(), nil)
 	ready()
 	<-ctx.Done()
 	m.mu.Lock()
@@ -127,11 +123,26 @@ func (m *mcpServers) Run(ctx context.Context, ready func()) error {
 	return nil
 }
 
-// settle waits until each server has come up or failed, within
+// Reload applies the servers of a new configuration (mcp.servers,
+// mcp.servers_file) and tries again one that could not run when its
+// services prefix changed.
+func (m *Servers) Reload(prev, next *config.Config, changed part.Changes) {
+	m.mu.Lock()
+	m.cfg = next
+	m.mu.Unlock()
+	if changed.Touched("mcp.servers", "mcp.servers_file", "services.prefixes") {
+		m.apply(m.set.Configs(), m.set.PrefixChanged)
+	}
+}
+
+// Settle waits until each server has come up or failed, within
 // min(mcp.start_timeout, 10 s), or until ctx ends: for a one-off run without
 // a daemon (`agenthost call`), which has no later register to wait for.
-func (m *mcpServers) settle(ctx context.Context) {
-	deadline := time.After(min(m.h.Config().MCP.StartTimeout.D(), 10*time.Second))
+func (m *Servers) Settle(ctx context.Context) {
+	m.mu.Lock()
+	start := m.cfg.MCP.StartTimeout.D()
+	m.mu.Unlock()
+	deadline := time.After(min(start, 10*time.Second))
 	for _, s := range m.all() {
 		select {
 		case <-s.sup.Settled():
@@ -143,7 +154,7 @@ func (m *mcpServers) settle(ctx context.Context) {
 	}
 }
 
-func (m *mcpServers) all() []*mcpServer {
+func (m *Servers) all() []*mcpServer {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	out := make([]*mcpServer, 0, len(m.running))
@@ -158,10 +169,10 @@ func (m *mcpServers) all() []*mcpServer {
 // new one is up), and an unchanged one that could not run (broken, parked)
 // is tried again when also reports another of its inputs changed (its
 // services prefix). also may be nil.
-func (m *mcpServers) apply(confs map[string]mcpclient.ServerConfig, also func(id string) bool) {
-	cfg := m.h.Config()
+func (m *Servers) apply(confs map[string]mcpclient.ServerConfig, also func(id string) bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	cfg := m.cfg
 	if m.stopped {
 		return
 	}
@@ -169,17 +180,17 @@ func (m *mcpServers) apply(confs map[string]mcpclient.ServerConfig, also func(id
 		if c, ok := confs[name]; !ok || c.Disabled || isHTTP(c) != s.http {
 			delete(m.running, name)
 			go s.sup.Stop()
-			m.h.log.Info("mcp server stopped: it left the configuration (or changed transport)", "mcp", name)
+			m.log.Info("mcp server stopped: it left the configuration (or changed transport)", "mcp", name)
 		}
 	}
 	for name, c := range confs {
 		if c.Disabled {
 			continue
 		}
-		start, err := mcpclient.NewStarter(mcpclient.Options{Name: name, Server: c, Log: m.h.log, Version: Version,
+		start, err := mcpclient.NewStarter(mcpclient.Options{Name: name, Server: c, Log: m.log, Version: m.version,
 			StartTimeout: cfg.MCP.StartTimeout.D(), KillGrace: cfg.Plugins.StopGrace.D()})
 		if err != nil {
-			m.h.log.Error("mcp server not started: its configuration is wrong", "mcp", name, "err", err)
+			m.log.Error("mcp server not started: its configuration is wrong", "mcp", name, "err", err)
 			continue
 		}
 		s := m.running[name]
@@ -192,19 +203,19 @@ func (m *mcpServers) apply(confs map[string]mcpclient.ServerConfig, also func(id
 				(st != supervise.StateBroken && st != supervise.StateParked) {
 				continue
 			}
-			m.h.log.Info("the settings of an mcp server that could not run changed; trying it again", "mcp", name)
+			m.log.Info("the settings of an mcp server that could not run changed; trying it again", "mcp", name)
 		default:
 			s.conf = c
-			m.h.log.Info("mcp server configuration changed; connecting again", "mcp", name)
+			m.log.Info("mcp server configuration changed; connecting again", "mcp", name)
 		}
 		s.sup.Load(start, nil)
 	}
 }
 
-func (m *mcpServers) supervision(cfg *config.Config, name string, http bool) supervise.Options {
+func (m *Servers) supervision(cfg *config.Config, name string, http bool) supervise.Options {
 	p := cfg.Plugins
-	o := supervise.Options{ID: mcpclient.ProviderID(name), Kind: "MCP server", Name: name, Registry: m.h.reg,
-		Log: m.h.log.With("mcp", name), StartTimeout: cfg.MCP.StartTimeout.D(), StopGrace: p.StopGrace.D(),
+	o := supervise.Options{ID: mcpclient.ProviderID(name), Kind: "MCP server", Name: name, Registry: m.reg,
+		Log: m.log.With("mcp", name), StartTimeout: cfg.MCP.StartTimeout.D(), StopGrace: p.StopGrace.D(),
 		Restart:    backoff.Backoff{Base: p.Restart.Base.D(), Cap: p.Restart.Cap.D()},
 		MaxCrashes: p.Restart.MaxCrashes, CrashWindow: p.Restart.Window.D(), FailedStart: supervise.Crash,
 		UnregisterWhileDown: true, HealthInterval: p.HealthInterval.D()}
@@ -216,8 +227,8 @@ func (m *mcpServers) supervision(cfg *config.Config, name string, http bool) sup
 
 func isHTTP(c mcpclient.ServerConfig) bool { return c.URL != "" }
 
-// status lists the servers, sorted by name.
-func (m *mcpServers) status() []MCPStatus {
+// Status lists the servers, sorted by name.
+func (m *Servers) Status() []Status {
 	m.mu.Lock()
 	names := make([]string, 0, len(m.running))
 	for name := range m.running {
@@ -226,11 +237,11 @@ func (m *mcpServers) status() []MCPStatus {
 	running := m.running
 	m.mu.Unlock()
 	sort.Strings(names)
-	out := make([]MCPStatus, 0, len(names))
+	out := make([]Status, 0, len(names))
 	for _, name := range names {
 		s := running[name]
 		st := s.sup.Status()
-		ms := MCPStatus{Name: name, Transport: mcpclient.TransportStdio, State: st.State, Tools: st.Services, Restarts: st.Restarts, LastError: st.LastError}
+		ms := Status{Name: name, Transport: mcpclient.TransportStdio, State: st.State, Tools: st.Services, Restarts: st.Restarts, LastError: st.LastError}
 		if s.http {
 			ms.Transport = mcpclient.TransportStreamable
 		}

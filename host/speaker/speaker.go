@@ -1,0 +1,256 @@
+// Package speaker is the speaker's own hardware as a part of the daemon:
+// the device (volume, mutes, timers; host/device) built from the
+// configuration and kept in the registry, its buttons (the talk key and
+// button, the microphone button), the ring the owner stops, the volume and
+// mute on the audio devices, and the owner's endpoints for all of it.
+package speaker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path/filepath"
+	"sync/atomic"
+	"time"
+
+	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/audio/mixer"
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/audiochain"
+	"github.com/agenthost/agenthost/host/device"
+	"github.com/agenthost/agenthost/host/device/timers"
+	"github.com/agenthost/agenthost/host/link"
+	"github.com/agenthost/agenthost/host/part"
+	"github.com/agenthost/agenthost/host/services"
+)
+
+// Conversation is what the speaker needs of the conversation.
+type Conversation interface {
+	Event(name string, fields map[string]string)
+	Cue(pcm []int16)
+	Notify(text string) (string, error)
+	RingStopped()
+	TalkStart() (string, error)
+	TalkStop() (string, error)
+}
+
+// Options are what the speaker needs of the rest of the daemon.
+type Options struct {
+	Config   *config.Config
+	Log      *slog.Logger
+	Registry *services.Registry
+	// Standalone: this process is not the daemon: the device keeps no
+	// state, has no mixer and plays nothing (device.Options.Standalone).
+	Standalone bool
+	// Current is the configuration the daemon runs with now.
+	Current func() *config.Config
+	// Up reports whether the link to the voice server is up.
+	Up func() bool
+	// Conversation is the daemon's conversation, nil while there is none.
+	Conversation func() Conversation
+	// WakeOn reports whether the wake word hears the microphone.
+	WakeOn func() bool
+}
+
+// Speaker is the device as a part of the daemon.
+type Speaker struct {
+	o         Options
+	dev       *device.Device
+	swallowed atomic.Bool // a talk press that stopped a ringing timer: its release is ignored
+}
+
+// New builds the device from the configuration and puts its services in the
+// registry with the other built-ins.
+func New(o Options) (*Speaker, error) {
+	s := &Speaker{o: o}
+	cfg := o.Config
+	loc, err := cfg.Device.Location()
+	if err != nil {
+		return nil, fmt.Errorf("device.time_zone: %w", err)
+	}
+	do := device.Options{
+		Volume: cfg.Device.Volume, Range: float64(cfg.Device.VolumeRange),
+		Rate: cfg.Audio.Rate, Frame: cfg.Audio.Frame.D(),
+		RingFloor: cfg.Device.Ring.Floor, RingTimeout: cfg.Device.Ring.Timeout.D(),
+		Location: loc, Grace: cfg.Device.Timers.Grace.D(), MaxTimers: cfg.Device.Timers.Max, TellServer: cfg.Device.Timers.TellServer,
+		Log: o.Log,
+		Hook: func(event string, fields map[string]string) {
+			s.withConv(func(c Conversation) { c.Event(event, fields) })
+		},
+		Cue:  func(pcm []int16) { s.withConv(func(c Conversation) { c.Cue(pcm) }) },
+		Tell: s.tellServer,
+		Info: s.info,
+	}
+	if o.Standalone {
+		// Not the daemon: no state, no mixer, no sound.
+		do.Standalone = true
+		if s.dev, err = device.New(do); err != nil {
+			return nil, err
+		}
+		return s, s.put()
+	}
+	if state := cfg.Plugins.StateDirectory(); state != "" {
+		do.StateDir = filepath.Join(state, "device")
+	}
+	if cfg.Device.Ring.Sound != "" {
+		if do.RingSound, err = loadSound(cfg.Device.Ring.Sound, cfg.Audio.Rate); err != nil {
+			return nil, fmt.Errorf("device.ring.sound: %w", err)
+		}
+	}
+	if cfg.Audio.Mixer != "" && cfg.Audio.Backend == "portaudio" {
+		m, err := mixer.Open(cfg.Audio.Mixer, float64(cfg.Device.VolumeRange))
+		if err != nil {
+			// Not fatal: the gain stage takes the volume instead.
+			o.Log.Error("audio.mixer cannot be used; the volume is a gain in the playback path instead", "err", err)
+		} else {
+			do.Mixer = m
+		}
+	}
+	if s.dev, err = device.New(do); err != nil {
+		return nil, err
+	}
+	return s, s.put()
+}
+
+// put puts the device's services in the registry (with the other
+// built-ins) and reserves their names.
+func (s *Speaker) put() error {
+	// The device's names are reserved even with services.builtins off: no
+	// other provider may answer for the speaker.
+	s.o.Registry.Reserve(s.dev)
+	if s.o.Config.Services.Builtins {
+		if err := s.o.Registry.Put(s.dev); err != nil {
+			return fmt.Errorf("device services: %w", err)
+		}
+	}
+	return nil
+}
+
+// Device is the speaker's device.
+func (s *Speaker) Device() *device.Device { return s.dev }
+
+// Name implements part.Part.
+func (s *Speaker) Name() string { return s.dev.Name() }
+
+// Run implements part.Part: the timers and alarms.
+func (s *Speaker) Run(ctx context.Context, ready func()) error { return s.dev.Run(ctx, ready) }
+
+// Reload follows services.builtins.
+func (s *Speaker) Reload(prev, next *config.Config, _ part.Changes) {
+	if prev.Services.Builtins == next.Services.Builtins {
+		return
+	}
+	if next.Services.Builtins {
+		s.o.Registry.Put(s.dev)
+	} else {
+		s.o.Registry.Remove(device.ID)
+	}
+}
+
+func (s *Speaker) conv() Conversation {
+	if s.o.Conversation == nil {
+		return nil
+	}
+	return s.o.Conversation()
+}
+
+func (s *Speaker) withConv(f func(Conversation)) {
+	if c := s.conv(); c != nil {
+		f(c)
+	}
+}
+
+// tellServer tells the voice server something (a timer rang) as a text
+// turn; it fails at once while the link is down.
+func (s *Speaker) tellServer(text string) error {
+	if !s.o.Up() {
+		return link.ErrDown
+	}
+	c := s.conv()
+	if c == nil {
+		return errors.New("no conversation: the daemon runs without one")
+	}
+	// Not SayText, which waits for the server's answer to the turn's PING:
+	// a notice is fire and forget (a turn that fails is the conversation's
+	// to report), and a wait here would hold the daemon's shutdown.
+	_, err := c.Notify(text)
+	return err
+}
+
+// info is the part of get_device_status the rest of the daemon knows.
+func (s *Speaker) info() device.Info {
+	cfg := s.o.Current()
+	i := device.Info{Link: "down", WakeWord: "off", Backend: cfg.Audio.Backend}
+	if s.o.Up() {
+		i.Link = "up"
+	}
+	if s.o.WakeOn != nil && s.o.WakeOn() {
+		i.WakeWord = "on"
+	}
+	switch cfg.Audio.Backend {
+	case "portaudio":
+		i.Input, i.Output = cfg.Audio.Input, cfg.Audio.Output
+	case "file":
+		i.Input, i.Output = cfg.Audio.InputFile, cfg.Audio.OutputFile
+	}
+	return i
+}
+
+// AudioDevices opens what the audio section asks for with the device's
+// parts on it: the privacy mute at the head of the capture chain, the volume
+// in front of the speaker (the echo canceller's tap, when there is one,
+// sits below it, next to the device: the gain is part of what the room
+// echoes).
+func (s *Speaker) AudioDevices(a config.Audio) (func(context.Context) (audio.Source, error), func(context.Context) (audio.Sink, error)) {
+	d := s.dev
+	openSource, openSink := audiochain.Devices(a, s.o.Log, d.MicMuted)
+	if openSink != nil {
+		open := openSink
+		openSink = func(ctx context.Context) (audio.Sink, error) {
+			sink, err := open(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return d.Sink(sink), nil
+		}
+	}
+	return openSource, openSink
+}
+
+// StopRinging stops what rings at the owner's word (agenthost stop, the
+// talk button, the wake word) and returns it. What the ring left to play
+// is not played (the rest of the chime, and the server's answer to the
+// notice about it, held back while the chime played): the owner knows,
+// and it would talk over the owner's next phrase.
+func (s *Speaker) StopRinging(why string) []timers.Entry {
+	if !s.dev.Ringing() {
+		return nil
+	}
+	was := s.dev.StopRinging(why) // first: no chime is queued after
+	s.withConv(func(c Conversation) { c.RingStopped() })
+	return was
+}
+
+// talkStopsRinging: the talk button first stops a ringing timer (and the
+// press does nothing else). It reports whether it did.
+func (s *Speaker) talkStopsRinging(what string) bool {
+	if len(s.StopRinging(what)) == 0 {
+		return false
+	}
+	s.swallowed.Store(true)
+	return true
+}
+
+// loadSound reads a whole WAV (or raw) file as mono samples at rate, at
+// most 30 seconds: a ring sound is rung over and over.
+func loadSound(path string, rate int) ([]int16, error) {
+	pcm, err := audio.LoadFile(path, rate, 30*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	if len(pcm) == 0 {
+		return nil, fmt.Errorf("%s holds no sound", path)
+	}
+	return pcm, nil
+}

@@ -1,0 +1,186 @@
+// Package talk is the daemon's conversation as a part: the conversation
+// (host/conversation) built from the configuration, its microphone and
+// speaker through the speaker's device, the wake word (host/wakeword) that
+// opens its turns, the text turns of the owner (SayText), and its slice of
+// a reload (hooks, audio devices, wake-word settings).
+package talk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/conversation"
+	"github.com/agenthost/agenthost/host/link"
+	"github.com/agenthost/agenthost/host/part"
+	"github.com/agenthost/agenthost/host/speaker"
+	hostwake "github.com/agenthost/agenthost/host/wakeword"
+	"github.com/agenthost/agenthost/proto/voice"
+)
+
+// Talk is the conversation and the wake word.
+type Talk struct {
+	cfg  *config.Config // as at start: what a reload compares with is given to it
+	log  *slog.Logger
+	sp   *speaker.Speaker
+	conv *conversation.Conversation
+	wake *hostwake.Detector // nil when the wake word is off
+}
+
+// New builds the conversation of cfg: the microphone and speaker of
+// audio.backend (through sp's device), the turn mode of
+// server.params.mode, the wake word when it is on; l carries its frames.
+func New(cfg *config.Config, log *slog.Logger, l *link.Link, sp *speaker.Speaker) (*Talk, error) {
+	t := &Talk{cfg: cfg, log: log, sp: sp}
+	a, p, cv := cfg.Audio, cfg.Server.Params, cfg.Conversation
+	o := conversation.Options{
+		Mode: p.Mode, AEC: cv.AEC, Rate: a.Rate, Frame: a.Frame.D(),
+		JitterLead: cv.JitterLead.D(), ReplyTimeout: cv.ReplyTimeout.D(), InputOpus: p.InputAudioFormat == "opus", OutputOpus: p.Format == "opus",
+		Hooks: cv.Hooks, Log: log,
+		EarconStart: cv.Earcons.ListenStart, EarconEnd: cv.Earcons.ListenEnd,
+		EarconUnreachable: cv.Earcons.Unreachable,
+		Attend: func(why string) (<-chan error, func()) {
+			a := l.Attend(why)
+			return a.Answer(), a.Release
+		},
+		Wake: t.wakeOptions(),
+	}
+	o.OpenSource, o.OpenSink = sp.AudioDevices(a)
+	o.MicMuted, o.Withheld = sp.Device().MicMuted, sp.Device().Withheld
+	c, err := conversation.New(o, l)
+	if err != nil {
+		return nil, err
+	}
+	t.conv = c
+	return t, nil
+}
+
+// Conversation is the conversation.
+func (t *Talk) Conversation() *conversation.Conversation { return t.conv }
+
+// Detector is the wake word's detector; nil when the wake word is off.
+func (t *Talk) Detector() *hostwake.Detector { return t.wake }
+
+// Parts are the wake word's detector (when it is on), then the
+// conversation, in the order they start.
+func (t *Talk) Parts() []part.Part {
+	if t.wake == nil {
+		return []part.Part{t.conv}
+	}
+	return []part.Part{t.wake, t.conv}
+}
+
+// settings are the detector's settings from the configuration.
+func settings(w config.WakeWord) hostwake.Settings {
+	return hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime, Gate: w.Gate, Step: time.Duration(w.Step)}
+}
+
+// wakeOptions builds the wake word the configuration asks for: nil when it
+// is off. It hands its detections to the conversation, after stopping what
+// rings.
+func (t *Talk) wakeOptions() *conversation.WakeOptions {
+	cv := t.cfg.Conversation
+	w := cv.WakeWord
+	if !w.On() || t.cfg.Audio.Backend == "none" {
+		return nil
+	}
+	t.wake = hostwake.New(hostwake.Options{Settings: settings(w), Log: t.log, OnWake: func(d wakeword.Detection) {
+		t.sp.StopRinging("the wake word was heard")
+		if t.conv != nil {
+			t.conv.Wake(conversation.Detection{Model: d.Model, Score: d.Score, End: d.End})
+		}
+	}})
+	return &conversation.WakeOptions{Feed: t.wake.Feed, PreRoll: w.PreRoll.D(), FollowUp: w.FollowUp.D(), MaxTurn: w.MaxTurn.D(), Earcon: cv.Earcons.Wake}
+}
+
+// WakeStatus is the wake word's status: t's detector's, or why it is off
+// (t may be nil: no conversation).
+func WakeStatus(t *Talk, cfg *config.Config) hostwake.Status {
+	if t != nil && t.wake != nil {
+		return t.wake.Status()
+	}
+	why := "not configured (conversation.wake_word.models is empty)"
+	if cfg.Conversation.WakeWord.On() {
+		why = "audio.backend is none: no microphone"
+	}
+	return hostwake.Status{State: "off", Why: why}
+}
+
+// Live implements part.Live.
+func (t *Talk) Live() []string {
+	return []string{"conversation.hooks",
+		"conversation.wake_word.models", "conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
+		"audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room"}
+}
+
+// Reload applies conversation.hooks, the audio devices and the wake word's
+// settings; a detector that could not run is tried again at any reload.
+func (t *Talk) Reload(prev, next *config.Config, changed part.Changes) {
+	if changed.Touched("conversation.hooks") {
+		t.conv.SetHooks(next.Conversation.Hooks)
+	}
+	if changed.Touched("audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room") {
+		t.conv.SetDevices(t.sp.AudioDevices(next.Audio))
+	}
+	if prev.Conversation.WakeWord.On() != next.Conversation.WakeWord.On() {
+		t.log.Warn("turning the wake word on or off applies after a restart (systemctl restart agenthost)")
+		return
+	}
+	if t.wake == nil {
+		return
+	}
+	if changed.Touched("conversation.wake_word") || !t.wake.Status().On {
+		t.wake.Reload(settings(next.Conversation.WakeWord))
+	}
+}
+
+// SayText starts a text turn: TEXT then END_FRAME on a new task. It
+// returns once the server answered the PING sent with the turn, or with an
+// error when it did not within server.liveness.answer_timeout (the link is
+// then made again, and the owner told). t may be nil: no conversation.
+func SayText(ctx context.Context, t *Talk, log *slog.Logger, text string) (string, error) {
+	text = strings.NewReplacer(voice.EndMarker, "", voice.StartMarker, "").Replace(strings.TrimSpace(text))
+	if text == "" {
+		return "", errors.New("nothing to say: the text is empty")
+	}
+	if t == nil {
+		return "", errors.New("no conversation: the daemon runs without one")
+	}
+	task, answer, err := t.conv.Say(text)
+	if err != nil {
+		return "", err
+	}
+	log.Info("text turn sent", "task", task)
+	log.Debug("text turn", "task", task, "text", text)
+	if answer != nil {
+		select {
+		case err = <-answer:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
+	if err != nil {
+		return task, fmt.Errorf("the turn on task %s failed: %w", task, err)
+	}
+	return task, nil
+}
+
+// CheckWakeWord runs the detector once with the configuration's settings
+// (`agenthost check`): it loads ONNX Runtime and the models, runs them, and
+// says what it found or what is wrong.
+func CheckWakeWord(ctx context.Context, cfg *config.Config) (string, error) {
+	w := cfg.Conversation.WakeWord
+	if !w.On() {
+		return "off (conversation.wake_word.models is empty)", nil
+	}
+	m, err := hostwake.Check(ctx, "", settings(w))
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("OK: models %s, ONNX Runtime %s (%s), threshold %g", strings.Join(m.Models, ", "), m.ONNXRuntime, m.Library, w.Threshold), nil
+}
