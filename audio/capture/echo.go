@@ -48,9 +48,9 @@ func (o EchoOptions) withDefaults() EchoOptions {
 // DefaultMaxDelay is the delay search's range when none is configured.
 const DefaultMaxDelay = 400 * time.Millisecond
 
-// delayMargin is how much earlier than the estimated delay the filter's
-// window starts, so that an estimate a frame too long still leaves the
-// echo inside it.
+// delayMargin is how much earlier than the direct path's delay the
+// filter's window starts: the loudspeaker's and the search's filters ring
+// a little before it, and a path that changes may come a little nearer.
 const delayMargin = 2 // frames
 
 // Echo is the echo-cancelling stage: speexdsp's MDF adaptive filter on the
@@ -64,13 +64,12 @@ type Echo struct {
 	res   *speexPre
 	est   *delayEstimator
 
-	hist  []int16 // the reference, a ring of frames for the delay
-	slots int
-	t     int
+	hist  []int16 // the reference, a ring of samples for the delay
+	t     int     // frames seen
 	far   []int16 // the reference at the frame's time
 	play  []int16 // the delayed reference given to the filter
 	out   []int16
-	shift int // applied delay, frames
+	shift int // the direct path's delay the window is placed by, samples
 
 	warm    int     // frames with sound played since the filter (re)started
 	held    bool    // the output is held down while the filter learns
@@ -111,12 +110,14 @@ func NewEcho(ref *Reference, o EchoOptions) (*Echo, error) {
 		e.res.setEcho(aec)
 		e.res.set(ppNoiseSuppress, 0) // echo only: noise is the Denoise stage's
 	}
-	lags := int(o.MaxDelay / FrameDuration)
-	if lags > 0 {
-		e.est = newDelayEstimator(frame, lags+1)
+	maxLag := int(o.MaxDelay.Seconds() * float64(o.Rate))
+	if maxLag > 0 {
+		if e.est, err = newDelayEstimator(frame, o.Rate, maxLag); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("echo canceller: %w", err)
+		}
 	}
-	e.slots = lags + 1
-	e.hist = make([]int16, e.slots*frame)
+	e.hist = make([]int16, maxLag+2*frame)
 	e.far = make([]int16, frame)
 	e.play = make([]int16, frame)
 	e.out = make([]int16, frame)
@@ -151,13 +152,15 @@ func (e *Echo) Cancel(mic, far []int16) {
 	if len(mic) != e.frame || len(far) != e.frame {
 		return
 	}
-	slot := e.t % e.slots
-	copy(e.hist[slot*e.frame:], far)
+	at := e.t * e.frame % len(e.hist)
+	for i, v := range far {
+		e.hist[(at+i)%len(e.hist)] = v
+	}
 	e.t++
 	if e.est != nil {
 		if lag, ok := e.est.add(far, mic); ok {
-			e.delay.Store(int64(lag) * int64(FrameDuration))
-			if lag < e.window() || lag > e.window()+e.tailFrames()/2 {
+			e.delay.Store(int64(lag) * int64(time.Second) / int64(e.o.Rate))
+			if lag < e.window() || lag > e.window()+e.tailSamples()/2 {
 				// The echo starts before the filter's window, or so far
 				// into it that its reverberation falls out: move the window
 				// and start the filter again. (Smaller changes are left
@@ -168,14 +171,15 @@ func (e *Echo) Cancel(mic, far []int16) {
 				e.hold()
 				e.moves.Add(1)
 				if e.o.Log != nil {
-					e.o.Log.Debug("echo path delay found; the canceller learns the room again", "component", "capture", "delay", time.Duration(lag)*FrameDuration)
+					e.o.Log.Debug("echo path delay found; the canceller learns the room again", "component", "capture", "delay", time.Duration(e.delay.Load()))
 				}
 			}
 		}
 	}
-	d := e.window()
-	from := (slot - d + e.slots) % e.slots
-	copy(e.play, e.hist[from*e.frame:(from+1)*e.frame])
+	from := at - e.window() + len(e.hist)
+	for i := range e.play {
+		e.play[i] = e.hist[(from+i)%len(e.hist)]
+	}
 	e.aec.cancel(mic, e.play, e.out)
 	if e.res != nil {
 		e.res.run(e.out)
@@ -184,7 +188,7 @@ func (e *Echo) Cancel(mic, far []int16) {
 		e.lastFar = e.t
 		e.warm++
 	}
-	echoing := e.t-e.lastFar <= e.slots+warmTail
+	echoing := (e.t-e.lastFar)*e.frame <= len(e.hist)+warmTail*e.frame
 	if e.held && echoing {
 		e.eIn = warmDecay*e.eIn + energy(mic)
 		e.eOut = warmDecay*e.eOut + energy(e.out)
@@ -241,10 +245,10 @@ func loud(x []int16) bool {
 	return e > float64(len(x))*100
 }
 
-// window is the lag, in frames, at which the filter's window starts.
-func (e *Echo) window() int { return max(0, e.shift-delayMargin) }
+// window is the lag, in samples, at which the filter's window starts.
+func (e *Echo) window() int { return max(0, e.shift-delayMargin*e.frame) }
 
-func (e *Echo) tailFrames() int { return int(e.o.Tail / FrameDuration) }
+func (e *Echo) tailSamples() int { return int(e.o.Tail.Seconds() * float64(e.o.Rate)) }
 
 // Delay is the bulk delay the search found (0 until it has found one).
 func (e *Echo) Delay() time.Duration { return time.Duration(e.delay.Load()) }
@@ -257,6 +261,9 @@ func (e *Echo) Moves() int64 { return e.moves.Load() }
 func (e *Echo) Close() error {
 	if e.res != nil {
 		e.res.close()
+	}
+	if e.est != nil {
+		e.est.close()
 	}
 	e.aec.close()
 	return nil
