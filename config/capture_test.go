@@ -9,7 +9,7 @@ func TestCaptureSettings(t *testing.T) {
 	clearEnv(t)
 	c := mustLoad(t, writeConfig(t, "audio:\n  backend: echo_room\n  capture: {echo_cancel: true, noise_suppression: true, noise_level: -30, gain: 3.5}\n  echo_room: {delay: 120ms, gain: -6.5, clip: 0.4, interrupt: stop.wav}\n"), nil)
 	cp, r := c.Audio.Capture, c.Audio.EchoRoom
-	if !cp.EchoCancel || !cp.NoiseSuppression || cp.NoiseLevel != -30 || cp.Gain != 3.5 || cp.EchoTail.D().Milliseconds() != 100 {
+	if !cp.EchoCancel || !cp.NoiseSuppression || cp.NoiseLevel != -30 || cp.Gain != 3.5 || cp.EchoTail.D().Milliseconds() != 200 {
 		t.Errorf("capture = %+v", cp)
 	}
 	if r.Delay.D().Milliseconds() != 120 || r.Gain != -6.5 || r.Clip != 0.4 || r.Interrupt != "stop.wav" || r.Noise != -65 {

@@ -447,7 +447,7 @@ func Default() *Config {
 			Backend: "portaudio", Input: "default", Output: "default",
 			Rate: 16000, Frame: Duration(60e6),
 			Retry:    Backoff{Base: Duration(1e9), Cap: Duration(30e9)},
-			Capture:  Capture{EchoTail: Duration(100e6), EchoDelaySearch: Duration(400e6), NoiseLevel: -20},
+			Capture:  Capture{EchoTail: Duration(200e6), EchoDelaySearch: Duration(400e6), NoiseLevel: -20},
 			EchoRoom: EchoRoom{Delay: Duration(60e6), Gain: -10, Reverb: Duration(150e6), Noise: -65, SpeechAt: Duration(1e9), InterruptAfter: Duration(1e9)},
 		},
 		Conversation: Conversation{

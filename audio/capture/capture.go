@@ -9,9 +9,9 @@
 //
 //   - mute: a microphone muted by the owner stops here, before anything
 //     else sees a sample (the frame becomes silence);
-//   - Echo: cancels what the speaker plays (speexdsp's MDF filter with a
-//     residual echo suppressor, after a bulk delay search), using the
-//     Reference that TapSink fills from the playback path;
+//   - Echo: cancels what the speaker plays (speexdsp's MDF filter after a
+//     bulk delay search, then a spectral residual echo suppressor), using
+//     the Reference that TapSink fills from the playback path;
 //   - Denoise: noise suppression (speexdsp's preprocessor);
 //   - Gain: a fixed gain;
 //   - taps, stages that only read: while idle the wake-word detector is fed

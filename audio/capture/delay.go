@@ -1,168 +1,190 @@
 package capture
 
 import (
+	"fmt"
 	"math"
-	"math/bits"
-	"slices"
-
-	"github.com/agenthost/agenthost/audio/internal/fft"
 )
 
-// delayEstimator finds how far the echo in the microphone lags the
-// reference, in whole frames, the way WebRTC's delay estimator does: each
-// frame's spectrum becomes 32 bits (is a band louder than its running
-// mean?), and for every candidate lag a smoothed count of the bits in which
-// the microphone differs from the reference that far back is kept; the lag
-// with the fewest differences, when it stands out and holds, is the delay.
-// It lets the canceller's filter be short (and so converge fast) however
-// long the path through the devices is.
+// delayEstimator finds when the echo's direct path reaches the microphone,
+// after the reference, however long the path through the devices is; the
+// canceller's filter can then be short (and converge fast).
+//
+// A second speexdsp MDF filter, long enough for the whole search range,
+// learns the path from speaker to microphone at about 4 kHz (both signals
+// low-passed alike and decimated); the direct path is the first tap of its
+// impulse response at half the largest or more. (The largest is often a
+// reflection; and matching envelopes, as WebRTC's older estimator does,
+// finds the echo's smeared middle in a reverberant room, 10–50 ms after
+// its start.) An estimate is given once it held for a while and the peak
+// stands out of the response.
 type delayEstimator struct {
-	lags  int // candidate lags 0 … lags-1 frames
-	spec  spectrum
-	far   []uint32  // far bits, a ring by frame
-	farOn []bool    // whether the far frame had sound
-	cost  []float64 // per lag
-	t     int
-
-	cand, held int // the lag leading now, and for how many updates
-	updates    int
-	est        int
+	dec        int // decimation factor
+	rate       int // the search's rate
+	aec        *speexEcho
+	lpFar      *decimator
+	lpMic      *decimator
+	far, mic   []int16 // one decimated frame
+	out        []int16
+	h          []int32
+	frames     int
+	cand, held int // the onset leading (decimated samples) and for how many looks
+	est        int // full-rate samples
 	ok         bool
 }
 
 const (
-	delayBands    = 32
-	delaySmooth   = 0.03 // weight of a new frame in a lag's cost
-	delayHold     = 20   // updates a new lag must lead before it is taken
-	delayWarm     = 40   // updates before the first estimate
-	delayContrast = 0.8  // the best cost must be below this share of the median
+	delayRate  = 4000 // the search's rate, about
+	delayLook  = 5    // frames between looks at the impulse response
+	delayHold  = 4    // looks the same onset must lead before it is taken
+	delayMove  = 8    // and before an estimate already given changes
+	delayRival = 0.6  // no other tap this large more than delayEarly from the peak
+	delayEarly = 30   // ms: how long before the peak the direct path may arrive
+	delayOnset = 0.5  // the direct path: the first tap at this share of the peak
+	delaySlack = 1    // decimated samples an onset may wander and still hold
+	delayExtra = 60   // ms the filter reaches past the search range (the speaker's own response)
 )
 
-func newDelayEstimator(frame, lags int) *delayEstimator {
-	d := &delayEstimator{lags: max(1, lags), spec: newSpectrum(frame)}
-	d.far = make([]uint32, d.lags)
-	d.farOn = make([]bool, d.lags)
-	d.cost = make([]float64, d.lags)
-	for i := range d.cost {
-		d.cost[i] = delayBands / 2
+// newDelayEstimator returns an estimator over lags 0…maxLag samples of
+// frames of frame samples at rate.
+func newDelayEstimator(frame, rate, maxLag int) (*delayEstimator, error) {
+	dec := 1
+	for k := max(1, rate/delayRate); k >= 1; k-- {
+		if frame%k == 0 {
+			dec = k
+			break
+		}
 	}
-	return d
+	df := frame / dec
+	taps := (maxLag + rate*delayExtra/1000 + dec - 1) / dec
+	aec, err := newSpeexEcho(df, taps, rate/dec)
+	if err != nil {
+		return nil, fmt.Errorf("delay search: %w", err)
+	}
+	return &delayEstimator{
+		dec: dec, rate: rate / dec, aec: aec, lpFar: newDecimator(dec), lpMic: newDecimator(dec),
+		far: make([]int16, df), mic: make([]int16, df), out: make([]int16, df),
+	}, nil
 }
 
 // add takes one frame of reference and of microphone (the same 10 ms) and
-// returns the estimated lag in frames and whether there is one yet.
+// returns the estimated delay in samples and whether there is one yet.
 func (d *delayEstimator) add(far, near []int16) (int, bool) {
-	fb, fon := d.spec.far.bits(far)
-	nb, non := d.spec.near.bits(near)
-	slot := d.t % d.lags
-	d.far[slot], d.farOn[slot] = fb, fon
-	d.t++
-	if !non {
+	d.lpFar.run(far, d.far)
+	d.lpMic.run(near, d.mic)
+	d.aec.cancel(d.mic, d.far, d.out)
+	d.frames++
+	if d.frames%delayLook != 0 {
 		return d.est, d.ok
 	}
-	updated := false
-	for k := 0; k < d.lags && k < d.t; k++ {
-		i := (slot - k + d.lags) % d.lags
-		if !d.farOn[i] {
-			continue
-		}
-		diff := float64(bits.OnesCount32(nb ^ d.far[i]))
-		d.cost[k] += delaySmooth * (diff - d.cost[k])
-		updated = true
-	}
-	if !updated {
+	onset, ok := d.onset()
+	if !ok {
 		return d.est, d.ok
 	}
-	d.updates++
-	best := 0
-	for k, c := range d.cost {
-		if c < d.cost[best] {
-			best = k
-		}
-	}
-	if best == d.cand {
+	if abs(onset-d.cand) <= delaySlack {
 		d.held++
 	} else {
-		d.cand, d.held = best, 0
+		d.cand, d.held = onset, 0
 	}
-	if d.updates >= delayWarm && d.held >= delayHold && d.cost[best] < delayContrast*median(d.cost) {
-		d.est, d.ok = best, true
+	need := delayHold
+	if d.ok {
+		need = delayMove
+	}
+	if d.held >= need {
+		d.est, d.ok = d.cand*d.dec, true
 	}
 	return d.est, d.ok
 }
 
-func median(x []float64) float64 {
-	s := slices.Clone(x)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// spectrum turns frames into band bits; far and near keep their own means.
-type spectrum struct {
-	far, near *bander
-}
-
-func newSpectrum(frame int) spectrum {
-	f := fft.New(frame)
-	return spectrum{far: newBander(f, frame), near: newBander(f, frame)}
-}
-
-// bander computes a frame's band energies and compares each with its mean.
-type bander struct {
-	fft   *fft.FFT
-	buf   []complex128
-	win   []float64
-	bands [][2]int
-	mean  []float64
-	init  bool
-}
-
-func newBander(f *fft.FFT, frame int) *bander {
-	b := &bander{fft: f, buf: make([]complex128, f.N()), win: make([]float64, frame), mean: make([]float64, delayBands)}
-	for i := range b.win {
-		b.win[i] = 0.5 - 0.5*math.Cos(2*math.Pi*float64(i)/float64(frame))
-	}
-	// Bins from about 1/32 to 1/2 of the spectrum (250 Hz … 4 kHz at 16 kHz).
-	lo, hi := f.N()/64, f.N()/4
-	for i := range delayBands {
-		a := lo + (hi-lo)*i/delayBands
-		z := lo + (hi-lo)*(i+1)/delayBands
-		b.bands = append(b.bands, [2]int{a, max(z, a+1)})
-	}
-	return b
-}
-
-// bits returns the frame's band bits and whether it had sound at all.
-func (b *bander) bits(x []int16) (uint32, bool) {
-	var total float64
-	for i := range b.buf {
-		if i < len(x) {
-			v := float64(x[i]) * b.win[i]
-			b.buf[i] = complex(v, 0)
-			total += v * v
-		} else {
-			b.buf[i] = 0
+// onset finds the direct path in the filter's impulse response: the first
+// tap at delayOnset of the peak or more, at most delayEarly before it (the
+// direct path precedes the early reflections by no more). There is none
+// while the response has another peak as large as delayRival of it further
+// away (the filter has not yet told the echo's lag from others: the far
+// end repeats itself, as music does, or it is still learning).
+func (d *delayEstimator) onset() (int, bool) {
+	d.h = d.aec.impulseResponse(d.h)
+	peak, at := 0.0, 0
+	for i, v := range d.h {
+		if a := math.Abs(float64(v)); a > peak {
+			peak, at = a, i
 		}
 	}
-	if total < float64(len(x))*100 { // below about -50 dBFS: nothing to compare
+	if peak == 0 {
 		return 0, false
 	}
-	b.fft.Forward(b.buf)
-	var out uint32
-	for i, r := range b.bands {
-		var e float64
-		for k := r[0]; k < r[1]; k++ {
-			e += real(b.buf[k])*real(b.buf[k]) + imag(b.buf[k])*imag(b.buf[k])
+	near := delayEarly * d.rate / 1000
+	for i, v := range d.h {
+		if (i < at-near || i > at+near) && math.Abs(float64(v)) >= delayRival*peak {
+			return 0, false
 		}
-		e = math.Log(e + 1)
-		if !b.init {
-			b.mean[i] = e
-		}
-		if e > b.mean[i] {
-			out |= 1 << i
-		}
-		b.mean[i] += 0.02 * (e - b.mean[i])
 	}
-	b.init = true
-	return out, true
+	for i := max(0, at-near); i < at; i++ {
+		if math.Abs(float64(d.h[i])) >= delayOnset*peak {
+			return i, true
+		}
+	}
+	return at, true
+}
+
+func (d *delayEstimator) close() { d.aec.close() }
+
+func abs(x int) int { return max(x, -x) }
+
+// decimator low-passes a signal (a windowed sinc at 0.8 of the new
+// Nyquist frequency) and keeps one sample in dec. Its delay is the same for
+// every signal, so two decimated alike keep their lag.
+type decimator struct {
+	dec  int
+	taps []float64
+	hist []float64 // the last len(taps) samples, a ring
+	pos  int
+	n    int
+}
+
+func newDecimator(dec int) *decimator {
+	d := &decimator{dec: dec}
+	if dec == 1 {
+		return d
+	}
+	n := 8*dec + 1
+	fc := 0.8 / float64(2*dec) // of the input's rate
+	var sum float64
+	for i := range n {
+		x := float64(i - n/2)
+		v := 2 * fc
+		if x != 0 {
+			v = math.Sin(2*math.Pi*fc*x) / (math.Pi * x)
+		}
+		v *= 0.54 - 0.46*math.Cos(2*math.Pi*float64(i)/float64(n-1))
+		d.taps = append(d.taps, v)
+		sum += v
+	}
+	for i := range d.taps {
+		d.taps[i] /= sum
+	}
+	d.hist = make([]float64, n)
+	return d
+}
+
+// run decimates x into out (len(x)/dec samples).
+func (d *decimator) run(x, out []int16) {
+	if d.dec == 1 {
+		copy(out, x)
+		return
+	}
+	k := 0
+	for _, v := range x {
+		d.hist[d.pos] = float64(v)
+		d.pos = (d.pos + 1) % len(d.hist)
+		d.n++
+		if d.n%d.dec != 0 || k >= len(out) {
+			continue
+		}
+		var y float64
+		for i, c := range d.taps {
+			y += c * d.hist[(d.pos+i)%len(d.hist)]
+		}
+		out[k] = int16(max(-32768, min(32767, math.Round(y))))
+		k++
+	}
 }

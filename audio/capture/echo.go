@@ -18,12 +18,21 @@ type EchoOptions struct {
 	// MaxDelay is how far the bulk delay search looks beyond what the
 	// devices report (default 400 ms); 0 turns the search off.
 	MaxDelay time.Duration
-	// Residual suppresses the echo the filter leaves (speexdsp's residual
-	// echo suppressor): on by default; NoResidual turns it off.
+	// NoResidual turns off suppressing the echo the filter leaves (on by
+	// default: our spectral suppressor, residual.go).
 	NoResidual bool
-	// NoHold turns off holding the output down while the filter learns
-	// (after a start, a move or an underrun): to measure the filter alone.
-	NoHold bool
+	// SpeexResidual suppresses it with speexdsp's suppressor instead (the
+	// canceller before issue 24; it takes 2–6 dB off a reverberant room's
+	// residual where ours takes 10–20).
+	SpeexResidual bool
+	// Hold holds the output down by 30 dB while the filter learns (after a
+	// start, a move or an underrun) until it takes 25 dB off: the
+	// canceller before issue 24. Near speech is lost with the echo then,
+	// for up to 6 s in a reverberant room. Without it (and with the
+	// residual suppressor) the output is held down only until the delay
+	// search found the echo and the suppressor learnt its level: about
+	// 0.5 s of sound played after that.
+	Hold bool
 	// Log, if set, hears when the delay search moves the filter.
 	Log *slog.Logger
 }
@@ -40,37 +49,44 @@ func (o EchoOptions) withDefaults() EchoOptions {
 		o.Rate = 16000
 	}
 	if o.Tail <= 0 {
-		o.Tail = 100 * time.Millisecond
+		o.Tail = DefaultTail
 	}
 	return o
 }
 
+// DefaultTail is the filter's tail when none is configured: in rooms of
+// RT60 0.2–0.6 s, 200 ms leaves less to the residual suppressor than 100 ms
+// and still converges within about 2 s (BenchmarkWorldEcho).
+const DefaultTail = 200 * time.Millisecond
+
 // DefaultMaxDelay is the delay search's range when none is configured.
 const DefaultMaxDelay = 400 * time.Millisecond
 
-// delayMargin is how much earlier than the estimated delay the filter's
-// window starts, so that an estimate a frame too long still leaves the
-// echo inside it.
+// delayMargin is how much earlier than the direct path's delay the
+// filter's window starts: the loudspeaker's and the search's filters ring
+// a little before it, and a path that changes may come a little nearer.
 const delayMargin = 2 // frames
 
 // Echo is the echo-cancelling stage: speexdsp's MDF adaptive filter on the
-// reference delayed by a bulk delay search, then its residual echo
-// suppressor.
+// reference delayed by a bulk delay search, then a residual echo
+// suppressor (residual.go).
 type Echo struct {
 	ref   *Reference
 	o     EchoOptions
 	frame int
 	aec   *speexEcho
 	res   *speexPre
+	post  *residual
 	est   *delayEstimator
 
-	hist  []int16 // the reference, a ring of frames for the delay
-	slots int
-	t     int
-	far   []int16 // the reference at the frame's time
-	play  []int16 // the delayed reference given to the filter
-	out   []int16
-	shift int // applied delay, frames
+	hist    []int16 // the reference, a ring of samples for the delay
+	t       int     // frames seen
+	far     []int16 // the reference at the frame's time
+	play    []int16 // the delayed reference given to the filter
+	aligned []int16 // the reference at the direct path's delay, for the suppressor
+	postLag int     // the delay of aligned, samples
+	out     []int16
+	shift   int // the direct path's delay the window is placed by, samples
 
 	warm    int     // frames with sound played since the filter (re)started
 	held    bool    // the output is held down while the filter learns
@@ -103,7 +119,11 @@ func NewEcho(ref *Reference, o EchoOptions) (*Echo, error) {
 		return nil, fmt.Errorf("echo canceller: %w", err)
 	}
 	e := &Echo{ref: ref, o: o, frame: frame, aec: aec, held: true}
-	if !o.NoResidual {
+	switch {
+	case o.NoResidual:
+	case !o.SpeexResidual:
+		e.post = newResidual(frame)
+	default:
 		if e.res, err = newSpeexPre(frame, o.Rate); err != nil {
 			aec.close()
 			return nil, fmt.Errorf("echo canceller: %w", err)
@@ -111,14 +131,17 @@ func NewEcho(ref *Reference, o EchoOptions) (*Echo, error) {
 		e.res.setEcho(aec)
 		e.res.set(ppNoiseSuppress, 0) // echo only: noise is the Denoise stage's
 	}
-	lags := int(o.MaxDelay / FrameDuration)
-	if lags > 0 {
-		e.est = newDelayEstimator(frame, lags+1)
+	maxLag := int(o.MaxDelay.Seconds() * float64(o.Rate))
+	if maxLag > 0 {
+		if e.est, err = newDelayEstimator(frame, o.Rate, maxLag); err != nil {
+			e.Close()
+			return nil, fmt.Errorf("echo canceller: %w", err)
+		}
 	}
-	e.slots = lags + 1
-	e.hist = make([]int16, e.slots*frame)
+	e.hist = make([]int16, maxLag+2*frame)
 	e.far = make([]int16, frame)
 	e.play = make([]int16, frame)
+	e.aligned = make([]int16, frame)
 	e.out = make([]int16, frame)
 	return e, nil
 }
@@ -151,13 +174,15 @@ func (e *Echo) Cancel(mic, far []int16) {
 	if len(mic) != e.frame || len(far) != e.frame {
 		return
 	}
-	slot := e.t % e.slots
-	copy(e.hist[slot*e.frame:], far)
+	at := e.t * e.frame % len(e.hist)
+	for i, v := range far {
+		e.hist[(at+i)%len(e.hist)] = v
+	}
 	e.t++
 	if e.est != nil {
 		if lag, ok := e.est.add(far, mic); ok {
-			e.delay.Store(int64(lag) * int64(FrameDuration))
-			if lag < e.window() || lag > e.window()+e.tailFrames()/2 {
+			e.delay.Store(int64(lag) * int64(time.Second) / int64(e.o.Rate))
+			if lag < e.window() || lag > e.window()+e.tailSamples()/2 {
 				// The echo starts before the filter's window, or so far
 				// into it that its reverberation falls out: move the window
 				// and start the filter again. (Smaller changes are left
@@ -168,34 +193,59 @@ func (e *Echo) Cancel(mic, far []int16) {
 				e.hold()
 				e.moves.Add(1)
 				if e.o.Log != nil {
-					e.o.Log.Debug("echo path delay found; the canceller learns the room again", "component", "capture", "delay", time.Duration(lag)*FrameDuration)
+					e.o.Log.Debug("echo path delay found; the canceller learns the room again", "component", "capture", "delay", time.Duration(e.delay.Load()))
 				}
 			}
 		}
 	}
-	d := e.window()
-	from := (slot - d + e.slots) % e.slots
-	copy(e.play, e.hist[from*e.frame:(from+1)*e.frame])
+	from := at - e.window() + len(e.hist)
+	for i := range e.play {
+		e.play[i] = e.hist[(from+i)%len(e.hist)]
+	}
 	e.aec.cancel(mic, e.play, e.out)
 	if e.res != nil {
 		e.res.run(e.out)
+	}
+	if e.post != nil {
+		// The suppressor's reference is aligned with the direct path, not
+		// with the filter's window: its model of the echo has no delay.
+		lag := 0
+		if e.est != nil && e.est.ok {
+			lag = e.est.est
+		}
+		if abs(lag-e.postLag) > e.frame {
+			e.postLag = lag
+			e.hold() // the suppressor learns the echo's level again
+		}
+		from := at - e.postLag + len(e.hist)
+		for i := range e.aligned {
+			e.aligned[i] = e.hist[(from+i)%len(e.hist)]
+		}
+		e.post.run(mic, e.aligned, e.out)
 	}
 	if loud(far) {
 		e.lastFar = e.t
 		e.warm++
 	}
-	echoing := e.t-e.lastFar <= e.slots+warmTail
+	echoing := (e.t-e.lastFar)*e.frame <= len(e.hist)+warmTail*e.frame
+	ours := e.post != nil && !e.o.Hold
 	if e.held && echoing {
-		e.eIn = warmDecay*e.eIn + energy(mic)
-		e.eOut = warmDecay*e.eOut + energy(e.out)
+		if !ours || !e.post.talking {
+			e.eIn = warmDecay*e.eIn + energy(mic)
+			e.eOut = warmDecay*e.eOut + energy(e.out)
+		}
 		learned := e.warm >= warmMin && e.eIn >= warmERLE*e.eOut
+		if ours {
+			learned = e.found() && e.post.learnt() && e.eIn >= holdERLE*e.eOut
+		}
 		if learned || e.warm >= warmMax {
 			e.held = false
 		}
 	}
-	if e.held && echoing && !e.o.NoHold {
+	if e.held && echoing && !(ours && e.found() && e.post.learnt() && e.post.talking) {
 		// The filter is still learning the room: while its echo may be
-		// in the microphone, hold the output down rather than pass it.
+		// in the microphone, hold the output down rather than pass it
+		// (but not near speech, once the suppressor can tell it).
 		for i, v := range e.out {
 			e.out[i] = v / warmDiv
 		}
@@ -203,18 +253,29 @@ func (e *Echo) Cancel(mic, far []int16) {
 	copy(mic, e.out)
 }
 
-// hold starts holding the output down: the filter starts learning.
+// found reports whether the delay search found the echo (or there is none).
+func (e *Echo) found() bool { return e.est == nil || e.est.ok }
+
+// hold starts holding the output down: the filter (and the suppressor)
+// start learning.
 func (e *Echo) hold() {
 	e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0
+	if e.post != nil {
+		e.post.reset()
+	}
 }
 
 // A new filter converges in a few seconds of played sound (speexdsp's MDF
-// reaches ~15 dB in its first second, ~25 dB in its third). Until it takes
+// reaches ~15 dB in its first second, ~25 dB in its third). Frames that may
+// hold echo are attenuated by 30 dB while it learns, for at most 6 s of
+// played sound. With Hold (the canceller before issue 24), until it takes
 // 25 dB off the echo (measured on its own input and output, over about the
-// last half second), for at least 1 s and at most 6 s of played sound,
-// frames that may hold echo are attenuated by 30 dB. Near speech then is
-// lost with the echo: a barge-in during the very first reply after a start,
-// a move of the delay or an underrun is not heard.
+// last half second), for at least 1 s: near speech is lost with the echo,
+// a barge-in during the first reply after a start, a move of the delay or
+// an underrun is not heard. With the residual suppressor, until the delay
+// search found the echo, the suppressor learnt its level (0.5 s of far end
+// alone) and both take 20 dB off while nobody speaks; meanwhile what the
+// suppressor takes for near speech passes.
 const (
 	warmMin   = 100   // frames of played sound
 	warmMax   = 600   // frames of played sound
@@ -222,6 +283,7 @@ const (
 	warmDecay = 0.95  // per frame: about the last half second counts
 	warmTail  = 15    // frames after the last sound that may still echo
 	warmDiv   = 32    // -30 dB
+	holdERLE  = 100.0 // 20 dB, with the residual suppressor
 )
 
 func energy(x []int16) float64 {
@@ -241,10 +303,10 @@ func loud(x []int16) bool {
 	return e > float64(len(x))*100
 }
 
-// window is the lag, in frames, at which the filter's window starts.
-func (e *Echo) window() int { return max(0, e.shift-delayMargin) }
+// window is the lag, in samples, at which the filter's window starts.
+func (e *Echo) window() int { return max(0, e.shift-delayMargin*e.frame) }
 
-func (e *Echo) tailFrames() int { return int(e.o.Tail / FrameDuration) }
+func (e *Echo) tailSamples() int { return int(e.o.Tail.Seconds() * float64(e.o.Rate)) }
 
 // Delay is the bulk delay the search found (0 until it has found one).
 func (e *Echo) Delay() time.Duration { return time.Duration(e.delay.Load()) }
@@ -257,6 +319,9 @@ func (e *Echo) Moves() int64 { return e.moves.Load() }
 func (e *Echo) Close() error {
 	if e.res != nil {
 		e.res.close()
+	}
+	if e.est != nil {
+		e.est.close()
 	}
 	e.aec.close()
 	return nil

@@ -14,6 +14,16 @@ static int ah_echo_rate(SpeexEchoState *st, int rate) {
 	return speex_echo_ctl(st, SPEEX_ECHO_SET_SAMPLING_RATE, &rate);
 }
 
+static int ah_echo_ir_size(SpeexEchoState *st) {
+	spx_int32_t n = 0;
+	speex_echo_ctl(st, SPEEX_ECHO_GET_IMPULSE_RESPONSE_SIZE, &n);
+	return n;
+}
+
+static void ah_echo_ir(SpeexEchoState *st, spx_int32_t *h) {
+	speex_echo_ctl(st, SPEEX_ECHO_GET_IMPULSE_RESPONSE, h);
+}
+
 static int ah_pp_int(SpeexPreprocessState *st, int req, int v) {
 	return speex_preprocess_ctl(st, req, &v);
 }
@@ -52,6 +62,18 @@ func newSpeexEcho(frame, tail, rate int) (*speexEcho, error) {
 func (e *speexEcho) cancel(rec, play, out []int16) {
 	C.speex_echo_cancellation(e.st, (*C.spx_int16_t)(unsafe.Pointer(&rec[0])),
 		(*C.spx_int16_t)(unsafe.Pointer(&play[0])), (*C.spx_int16_t)(unsafe.Pointer(&out[0])))
+}
+
+// impulseResponse returns the filter's impulse response (its length is a
+// whole number of frames), into h if it is long enough.
+func (e *speexEcho) impulseResponse(h []int32) []int32 {
+	n := int(C.ah_echo_ir_size(e.st))
+	if cap(h) < n {
+		h = make([]int32, n)
+	}
+	h = h[:n]
+	C.ah_echo_ir(e.st, (*C.spx_int32_t)(unsafe.Pointer(&h[0])))
+	return h
 }
 
 func (e *speexEcho) reset() { C.speex_echo_state_reset(e.st) }

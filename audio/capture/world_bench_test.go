@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
 )
@@ -36,7 +37,13 @@ func BenchmarkWorldEcho(b *testing.B) {
 		return func(mic, far []int16) []int16 { return cancel(b, mic, far, o) }
 	}
 	cs := []canceller{
-		{"today", speex(EchoOptions{MaxDelay: DefaultMaxDelay})},
+		{"today", speex(todayEcho)},
+		{"shipped", speex(EchoOptions{MaxDelay: DefaultMaxDelay})},
+	}
+	for _, item := range strings.Split(os.Getenv("AGENTHOST_AEC_SPEEX"), ";") {
+		if name, opts, ok := strings.Cut(item, "="); ok {
+			cs = append(cs, canceller{name, speex(speexOptions(b, opts))})
+		}
 	}
 	if spec := os.Getenv("AGENTHOST_AEC_COMPARE"); spec != "" {
 		dir := b.TempDir()
@@ -91,3 +98,32 @@ func BenchmarkWorldEcho(b *testing.B) {
 }
 
 func fmtFloat(v float64, prec int) string { return fmt.Sprintf("%.*f", prec, v) }
+
+// todayEcho is the canceller before issue 24.
+var todayEcho = EchoOptions{Tail: 100 * time.Millisecond, MaxDelay: DefaultMaxDelay, SpeexResidual: true, Hold: true}
+
+// speexOptions parses "tail:200ms,speexresidual,hold,noresidual" (for
+// AGENTHOST_AEC_SPEEX="name=options;…", to compare settings).
+func speexOptions(b *testing.B, spec string) EchoOptions {
+	o := EchoOptions{MaxDelay: DefaultMaxDelay}
+	for _, kv := range strings.Split(spec, ",") {
+		k, v, _ := strings.Cut(kv, ":")
+		var err error
+		switch k {
+		case "tail":
+			o.Tail, err = time.ParseDuration(v)
+		case "speexresidual":
+			o.SpeexResidual = true
+		case "hold":
+			o.Hold = true
+		case "noresidual":
+			o.NoResidual = true
+		default:
+			err = fmt.Errorf("unknown option %q", k)
+		}
+		if err != nil {
+			b.Fatalf("AGENTHOST_AEC_SPEEX: %v", err)
+		}
+	}
+	return o
+}

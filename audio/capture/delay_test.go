@@ -1,0 +1,73 @@
+package capture
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/audio/echoroom"
+)
+
+// trueDelay is when the direct path of a world room's echo reaches the
+// microphone (before or after its path changes): its bulk delay and the
+// first tap of its impulse response at half the largest.
+func trueDelay(w echoroom.World, part int) time.Duration {
+	h := w.Response(part)
+	var peak float64
+	for _, v := range h {
+		peak = max(peak, math.Abs(v))
+	}
+	i := 0
+	for math.Abs(h[i]) < peak/2 {
+		i++
+	}
+	return w.Bulk + time.Duration(i)*time.Second/time.Duration(rate)
+}
+
+// TestTheDelaySearchFindsTheDirectPathInReverberantRooms: in the tuning
+// set's rooms (RT60 0.2–0.8 s, bulk delays of 40–300 ms the devices do not
+// report, clipping, a path that changes), with speech and with music, alone
+// and with a near talker, the delay search never says later than the
+// echo's direct path arrives (the filter's window would start after the
+// echo), and with speech it finds it within a few ms in the first 4 s and
+// holds it. A reverberant room smears the echo's envelope later: the best
+// match of envelopes is not the first arrival.
+func TestTheDelaySearchFindsTheDirectPathInReverberantRooms(t *testing.T) {
+	const (
+		by    = 4 * rate
+		early = 5 * time.Millisecond
+		late  = 2 * time.Millisecond // the direct path and a reflection a millisecond after it are one at 4 kHz
+	)
+	for _, sc := range worldScenes(t, worldSets[0]) {
+		for _, mic := range [][]int16{sc.echo.Mic, sc.dt.Mic} {
+			e, err := NewEcho(nil, EchoOptions{MaxDelay: DefaultMaxDelay})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := append([]int16(nil), mic...)
+			var after, before time.Duration // the worst
+			for i := 0; i+frameLen <= len(out); i += frameLen {
+				e.Cancel(out[i:i+frameLen], sc.far[i:i+frameLen])
+				d := e.Delay() // 0: none found yet
+				want := trueDelay(sc.room.World, 0)
+				if sc.room.MoveAt > 0 && i >= worldMove+rate {
+					want = trueDelay(sc.room.World, 1)
+				}
+				if d > 0 {
+					after = max(after, d-want)
+				}
+				if !sc.music && i+frameLen >= by {
+					before = max(before, want-d)
+				}
+			}
+			e.Close()
+			want := trueDelay(sc.room.World, 0)
+			if after > late {
+				t.Errorf("%s: the search said %v after the direct path (at %v)", sc.name(), after, want)
+			}
+			if before > early {
+				t.Errorf("%s: from %v on the search said up to %v before the direct path (at %v), want at most %v", sc.name(), time.Duration(by)*time.Second/rate, before, want, early)
+			}
+		}
+	}
+}

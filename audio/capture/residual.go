@@ -1,0 +1,208 @@
+package capture
+
+import (
+	"math"
+
+	"github.com/agenthost/agenthost/audio/internal/fft"
+)
+
+// residual is the echo canceller's residual echo suppressor: what the
+// linear filter leaves of the echo (the reverberation beyond its tail, the
+// loudspeaker's distortion, and all of it while the filter learns or after
+// the path changed) is estimated per band from what was played, and taken
+// off with a spectral gain.
+//
+// The reference's band powers pass through an exponential decay (a room's
+// reverberation, RT60 0.5 s); two gains per band, ratios of powers smoothed
+// over about half a second while the far end plays alone, turn that into
+// the echo's power at the microphone and in the filter's output. The first
+// tells near speech (the microphone well above it) from echo; the second is
+// the residual the gain takes off. While someone speaks, the second may
+// only come down: near speech never teaches the suppressor that it is echo.
+type residual struct {
+	frame, n int // hop and FFT size
+	ft       *fft.FFT
+	win      []float64 // sqrt-Hann analysis and synthesis, 2 frames long
+	inE, inX []float64 // the last two frames of the filter's output, the reference
+	inM      []float64 // and of the microphone
+	olap     []float64 // synthesis overlap
+	buf      []complex128
+	bands    [][2]int
+
+	px, pm, pe []float64 // per band: this frame's powers
+	sx         []float64 // per band: the reference's power through the decay
+	gm, ge, gd []float64 // per band: smoothed microphone, output and sx powers
+	gain       []float64 // per band
+	gBin       []float64 // per bin
+	trained    int       // frames the far end played alone
+	hang       int       // frames the near speech is still taken to last
+	floor      float64   // the microphone's noise floor (power of a frame)
+	talking    bool      // whether this frame was taken for near speech
+}
+
+const (
+	resDecay   = 0.76 // per frame: an RT60 of 0.5 s
+	resSmooth  = 0.98 // per frame: about half a second
+	resOver    = 3.0  // over-estimation of the residual in the gain
+	resFloor   = 0.01 // the most taken off a band: −40 dB
+	resTalk    = 2.5  // the microphone this far above its echo: near speech
+	resTrained = 50   // frames of far end before near speech is looked for
+	resHang    = 10   // frames near speech is taken to last after it was seen
+	resKept    = 0.25 // near speech: the filter takes at most 6 dB off the microphone
+)
+
+func newResidual(frame int) *residual {
+	n := 1
+	for n < 2*frame {
+		n <<= 1
+	}
+	r := &residual{frame: frame, n: n, ft: fft.New(n), buf: make([]complex128, n)}
+	r.win = make([]float64, 2*frame)
+	for i := range r.win {
+		r.win[i] = math.Sqrt(0.5 - 0.5*math.Cos(2*math.Pi*(float64(i)+0.5)/float64(2*frame)))
+	}
+	r.inE, r.inX, r.inM = make([]float64, 2*frame), make([]float64, 2*frame), make([]float64, 2*frame)
+	r.olap = make([]float64, frame)
+	// Bands: 125 Hz wide up to 500 Hz, then a quarter of their frequency
+	// (at 16 kHz; the layout only needs to be reasonable at other rates).
+	bins := n/2 + 1
+	hz := 16000.0 / float64(n)
+	for lo := 0; lo < bins; {
+		w := max(125, float64(lo)*hz/4)
+		hi := min(bins, lo+max(1, int(w/hz)))
+		if bins-hi < int(w/hz)/2 {
+			hi = bins
+		}
+		r.bands = append(r.bands, [2]int{lo, hi})
+		lo = hi
+	}
+	nb := len(r.bands)
+	for _, p := range []*[]float64{&r.px, &r.pm, &r.pe, &r.sx, &r.gm, &r.ge, &r.gd, &r.gain} {
+		*p = make([]float64, nb)
+	}
+	for b := range r.gain {
+		r.gain[b] = 1
+	}
+	r.gBin = make([]float64, bins)
+	return r
+}
+
+// bandPowers puts x (two frames), windowed, through the FFT into r.buf and
+// adds up each band's power into p.
+func (r *residual) bandPowers(x, p []float64) {
+	for i := range r.buf {
+		r.buf[i] = 0
+		if i < len(x) {
+			r.buf[i] = complex(x[i]*r.win[i], 0)
+		}
+	}
+	r.ft.Forward(r.buf)
+	for b, bd := range r.bands {
+		var s float64
+		for _, c := range r.buf[bd[0]:bd[1]] {
+			s += real(c)*real(c) + imag(c)*imag(c)
+		}
+		p[b] = s
+	}
+}
+
+// run suppresses the residual echo in out (the linear filter's output, one
+// frame, in place; it comes out one frame later), given mic (the filter's
+// input) and play (the reference the filter was given).
+func (r *residual) run(mic, play, out []int16) {
+	f := r.frame
+	for _, s := range []struct {
+		buf []float64
+		x   []int16
+	}{{r.inE, out}, {r.inX, play}, {r.inM, mic}} {
+		copy(s.buf, s.buf[f:])
+		for i, v := range s.x {
+			s.buf[f+i] = float64(v)
+		}
+	}
+	r.bandPowers(r.inX, r.px)
+	r.bandPowers(r.inM, r.pm)
+	r.bandPowers(r.inE, r.pe) // last: r.buf keeps the output's spectrum
+	var far, sumM, sumE, expect float64
+	for b := range r.bands {
+		r.sx[b] = resDecay*r.sx[b] + r.px[b]
+		far += r.px[b]
+		sumM += r.pm[b]
+		sumE += r.pe[b]
+		if r.gd[b] > 0 {
+			expect += r.gm[b] / r.gd[b] * r.sx[b]
+		}
+	}
+	if r.floor == 0 || sumM < r.floor {
+		r.floor = sumM
+	} else {
+		r.floor *= 1.001
+	}
+	// Near speech: the microphone well above the echo expected, and the
+	// filter's output not far below the microphone (it takes echo off, not
+	// a talker it has never heard).
+	talk := r.trained >= resTrained && sumM > resTalk*expect+4*r.floor && sumE > resKept*sumM
+	if talk {
+		r.hang = resHang
+	} else if r.hang > 0 {
+		r.hang--
+		talk = true
+	}
+	if far > 0 && !talk {
+		r.trained++
+	}
+	r.talking = talk
+	for b, bd := range r.bands {
+		if far > 0 {
+			pm, pe := r.pm[b], min(r.pe[b], r.pm[b])
+			if talk && r.gd[b] > 0 {
+				// The residual's model only comes down; the microphone's
+				// climbs at most at the test's ratio, so that a model
+				// started too low (before the echo arrived) cannot hold
+				// "near speech" for good.
+				pm = min(pm, resTalk*r.gm[b]/r.gd[b]*r.sx[b])
+				pe = min(pe, r.ge[b]/r.gd[b]*r.sx[b])
+			}
+			r.gm[b] = resSmooth*r.gm[b] + pm
+			r.ge[b] = resSmooth*r.ge[b] + pe
+			r.gd[b] = resSmooth*r.gd[b] + r.sx[b]
+		}
+		g := 1.0
+		if r.pe[b] > 0 && r.gd[b] > 0 {
+			res := r.ge[b] / r.gd[b] * r.sx[b]
+			g = max(resFloor, 1-resOver*res/r.pe[b])
+		}
+		// Down at once, up over about 20 ms.
+		if g < r.gain[b] {
+			r.gain[b] = g
+		} else {
+			r.gain[b] += 0.5 * (g - r.gain[b])
+		}
+		for k := bd[0]; k < bd[1]; k++ {
+			r.gBin[k] = r.gain[b]
+		}
+	}
+	// The gains on the output's spectrum, back (the inverse FFT as the
+	// forward one of the conjugate) and overlap-added.
+	for k := range r.buf {
+		kk := k
+		if k > r.n/2 {
+			kk = r.n - k
+		}
+		r.buf[k] = complex(real(r.buf[k])*r.gBin[kk], -imag(r.buf[k])*r.gBin[kk])
+	}
+	r.ft.Forward(r.buf)
+	scale := 1 / float64(r.n)
+	for i := range f {
+		v := r.olap[i] + real(r.buf[i])*scale*r.win[i]
+		out[i] = int16(max(-32768, min(32767, math.Round(v))))
+		r.olap[i] = real(r.buf[f+i]) * scale * r.win[f+i]
+	}
+}
+
+// reset forgets what was learnt: the reference's timing changed.
+func (r *residual) reset() { *r = *newResidual(r.frame) }
+
+// learnt reports whether the far end played alone long enough for the
+// suppressor to know the echo's level.
+func (r *residual) learnt() bool { return r.trained >= resTrained }
