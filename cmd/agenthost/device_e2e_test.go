@@ -166,7 +166,8 @@ func TestADamagedDeviceStateStartsTheMicrophoneMuted(t *testing.T) {
 	os.MkdirAll(filepath.Join(state, "device"), 0o700)
 	os.WriteFile(filepath.Join(state, "device", "state.json"), []byte(`{"version":1,"microphone_muted":tr`), 0o600)
 	d := startHost(t, sim, "plugins.state_dir="+state, "audio.backend=file", "audio.input_file="+mic, "server.params.mode=vad")
-	d.logShows("turn it on with `agenthost mic on`")
+	d.logShows("turn it on with `agenthost mic on`") // said as the device is built, before the control socket listens
+	d.logShows("agenthost started")
 	d.waitWithheld(t, 20)
 	if n := audioFrames(sim); n != 0 {
 		t.Fatalf("%d AUDIO frames reached the server after a damaged state file", n)
