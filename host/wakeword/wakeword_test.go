@@ -74,13 +74,22 @@ func newRig(t *testing.T, s Settings, tags ...string) *rig {
 	return newRigOf(t, testbin.Build(t, "./cmd/agenthost-wakeword", tags...), s)
 }
 
-// newRigOf runs the detector binary command until the test ends.
+// newRigOf runs the detector binary command until the test ends, pinged
+// as the daemon pings it: a busy machine delays the answer a while, and a
+// restart in the middle of a test's phrase would lose it.
 func newRigOf(t *testing.T, command string, s Settings) *rig {
+	t.Helper()
+	return newRigPinged(t, command, s, 0)
+}
+
+// newRigPinged is newRigOf with the detector pinged every interval (the
+// daemon's 10 s when 0).
+func newRigPinged(t *testing.T, command string, s Settings, interval time.Duration) *rig {
 	t.Helper()
 	r := &rig{log: &logBuf{}, wakes: make(chan wakeword.Detection, 16)}
 	r.d = New(Options{Command: command, Settings: s,
 		Log:    slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnWake: func(d wakeword.Detection) { r.wakes <- d }, HealthInterval: 300 * time.Millisecond,
+		OnWake: func(d wakeword.Detection) { r.wakes <- d }, HealthInterval: interval,
 		Restart: backoff.Backoff{Base: 50 * time.Millisecond, Cap: 100 * time.Millisecond}, MaxCrashes: 3, CrashWindow: time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -125,10 +134,16 @@ func phrase(t *testing.T) ([]int16, int) {
 }
 
 // feed hands pcm to the detector from pos in 60 ms frames, paced at twice
-// real time so that its queue never fills.
+// real time, and slower when the detector falls behind, so that its
+// queue never fills.
 func feed(d *Detector, pos int64, pcm []int16) int64 {
 	for i := 0; i < len(pcm); i += 960 {
 		f := pcm[i:min(i+960, len(pcm))]
+		// On a busy machine the detector falls behind twice real time:
+		// wait rather than have its queue drop the test's audio.
+		for c, _ := d.sup.Running().(*child); c != nil && len(c.queue) > queueChunks/2; c, _ = d.sup.Running().(*child) {
+			time.Sleep(10 * time.Millisecond)
+		}
 		d.Feed(pos, f)
 		pos += int64(len(f))
 		time.Sleep(30 * time.Millisecond)
@@ -279,7 +294,7 @@ func TestMissingLibraryTurnsTheWakeWordOff(t *testing.T) {
 // again); one that hangs (stopped) fails its ping and is restarted; one
 // that keeps dying is parked, and status says so.
 func TestDetectorCrashAndHang(t *testing.T) {
-	r := newRig(t, settings(t))
+	r := newRigPinged(t, testbin.Build(t, "./cmd/agenthost-wakeword"), settings(t), 300*time.Millisecond)
 	pid := r.d.Status().PID
 	syscall.Kill(pid, syscall.SIGKILL)
 	waitFor(t, "a restart after a crash", func() bool { st := r.d.Status(); return st.On && st.PID != pid })
