@@ -1,7 +1,9 @@
 package capture
 
 import (
+	"math"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/audio/echoroom"
 )
@@ -64,5 +66,58 @@ func TestAReplyAfterALongPauseIsCancelledAsBefore(t *testing.T) {
 	t.Logf("echo removed: %.1f dB from 2 s on in the reply before the pause, %.1f dB in the reply after it (%.1f dB in its first 2 s)", before, after, first)
 	if after < before-1 || first < before-1 {
 		t.Fatalf("the reply after a 10 s pause lost %.1f dB (%.1f dB in its first 2 s) against the one before it, want ≤ 1 dB", before-after, before-first)
+	}
+}
+
+// A speaker that keeps running dry while it plays only silence (a device
+// fed late, or a sink without a buffer) breaks the reference's timeline
+// again and again; the canceller at rest only notes that it must learn
+// again when sound comes, and does no work for it meanwhile.
+func TestARestingCancellerDoesNoWorkForBreaksInSilence(t *testing.T) {
+	ref := NewReference(rate)
+	e, err := NewEcho(ref, EchoOptions{MaxDelay: DefaultMaxDelay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	now := time.Now()
+	f := Frame{PCM: make([]int16, frameLen)}
+	silence := make([]int16, 2*frameLen)
+	dry := true
+	frame := func() {
+		now = now.Add(FrameDuration)
+		if dry && e.t%10 == 0 {
+			ref.played(silence, 0, now) // a new run each time: a break
+		}
+		f.At = now
+		e.Process(&f)
+	}
+	for range 200 { // 2 s: the echo of nothing has died out
+		frame()
+	}
+	e.held, e.warm = false, warmMax // as if it had learnt the room
+	breaks := ref.Breaks()
+	if allocs := testing.AllocsPerRun(100, frame); allocs != 0 {
+		t.Errorf("%.1f allocations per frame in a quiet room, want none", allocs)
+	}
+	if ref.Breaks() == breaks {
+		t.Fatal("the speaker never ran dry: the test does not test breaks")
+	}
+	if !e.resting {
+		t.Fatal("the canceller does not rest in a quiet room")
+	}
+	// Sound again: the canceller learns the room again, as after any
+	// break.
+	sound := make([]int16, 20*frameLen)
+	for i := range sound {
+		sound[i] = int16(3000 * math.Sin(float64(i)/3))
+	}
+	dry = false
+	ref.played(sound, 0, now.Add(300*time.Millisecond)) // heard from 20 ms ago on
+	for range 10 {
+		frame()
+	}
+	if e.resting || !e.held || e.warm > 10 {
+		t.Fatalf("after breaks in silence and sound again: resting %v, held %v, %d frames learnt; want the filter learning again", e.resting, e.held, e.warm)
 	}
 }
