@@ -89,7 +89,9 @@ type Echo struct {
 	shift   int     // the direct path's delay the window is placed by, samples
 	mic     []int16 // this frame's microphone, as it came
 	last    []int16 // and the frame before's
+	prime   []int16 // the frame before and its reference, for the filters' wake
 	resting bool    // the far end is silent and its echo has died out: the filters rest
+	relearn bool    // a hold came while resting: it starts when the filters wake
 
 	warm    int     // frames with sound played since the filter (re)started
 	held    bool    // the output is held down while the filter learns
@@ -148,6 +150,7 @@ func NewEcho(ref *Reference, o EchoOptions) (*Echo, error) {
 	e.out = make([]int16, frame)
 	e.mic = make([]int16, frame)
 	e.last = make([]int16, frame)
+	e.prime = make([]int16, 2*frame)
 	return e, nil
 }
 
@@ -201,13 +204,16 @@ func (e *Echo) Cancel(mic, far []int16) {
 		// Sound again: the filters take the frame before first (discarded),
 		// so that their histories hold what they would had they run.
 		e.resting = false
-		prev := (at - e.frame + len(e.hist)) % len(e.hist)
-		buf := make([]int16, 2*e.frame)
-		for i := range e.frame {
-			buf[e.frame+i] = e.hist[(prev+i)%len(e.hist)]
+		if e.relearn {
+			e.relearn = false
+			e.hold()
 		}
-		copy(buf, e.last)
-		e.filter(buf[:e.frame], buf[e.frame:], prev)
+		prev := (at - e.frame + len(e.hist)) % len(e.hist)
+		for i := range e.frame {
+			e.prime[e.frame+i] = e.hist[(prev+i)%len(e.hist)]
+		}
+		copy(e.prime, e.last)
+		e.filter(e.prime[:e.frame], e.prime[e.frame:], prev)
 	}
 	e.filter(mic, far, at)
 	if sound {
@@ -295,6 +301,10 @@ func (e *Echo) found() bool { return e.est == nil || e.est.ok }
 // hold starts holding the output down: the filter (and the suppressor)
 // start learning.
 func (e *Echo) hold() {
+	if e.resting {
+		e.relearn = true // nothing learns while resting
+		return
+	}
 	e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0
 	if e.post != nil {
 		e.post.reset()
