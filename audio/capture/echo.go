@@ -69,7 +69,9 @@ const delayMargin = 2 // frames
 
 // Echo is the echo-cancelling stage: speexdsp's MDF adaptive filter on the
 // reference delayed by a bulk delay search, then a residual echo
-// suppressor (residual.go).
+// suppressor (residual.go). While nothing has been played for longer than
+// its echo lasts (restAfter), it rests: the microphone passes as it came,
+// and the filters keep what they learnt for the next reply.
 type Echo struct {
 	ref   *Reference
 	o     EchoOptions
