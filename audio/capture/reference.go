@@ -215,32 +215,24 @@ func (t *tapSink) writeLocked(p []int16) (int, error) {
 	return n, err
 }
 
-// keep writes silence whenever nothing was written for every/2. It wakes
-// only when that is due (not on a ticker): in a quiet room it is one
-// wake-up per write of silence.
+// keep writes silence whenever nothing was written for a while.
 func (t *tapSink) keep(every time.Duration) {
 	defer t.wg.Done()
-	timer := time.NewTimer(every / 2)
-	defer timer.Stop()
+	tick := time.NewTicker(every / 2)
+	defer tick.Stop()
 	for {
 		select {
 		case <-t.done:
 			return
-		case <-timer.C:
+		case <-tick.C:
 		}
 		t.lock()
-		if t.closed {
-			t.unlock()
-			return
-		}
-		if time.Since(t.last) >= every/2 {
+		if !t.closed && time.Since(t.last) >= every/2 {
 			if _, err := t.writeLocked(t.silence); err != nil {
 				t.last = time.Now().Add(time.Second) // a failing device: try again later
 			}
 		}
-		wait := every/2 - time.Since(t.last)
 		t.unlock()
-		timer.Reset(max(wait, time.Millisecond))
 	}
 }
 
