@@ -90,11 +90,26 @@ func BenchmarkDenoise(b *testing.B) {
 
 // BenchmarkCapturePath reports the CPU the whole capture path (cancel +
 // suppress, the canceller with its delay search and residual suppressor)
-// takes per minute of audio, as a share of one core.
+// takes per minute of audio, as a share of one core: with a reply playing
+// (and a voice over it), and in a quiet room (the speaker silent, the
+// microphone hearing the room's noise).
 func BenchmarkCapturePath(b *testing.B) {
 	far, near := voices(b)
-	dt := linearRoom(60*time.Millisecond).Render(far, doubleTalk(far, near))
-	minute := 60 * rate / len(dt.Mic)
+	room := linearRoom(60 * time.Millisecond)
+	quiet := make([]int16, len(far))
+	for _, sc := range []struct {
+		name      string
+		mic, play []int16
+	}{
+		{"reply", room.Render(far, doubleTalk(far, near)).Mic, far},
+		{"quiet", room.Render(quiet, nil).Mic, quiet},
+	} {
+		b.Run(sc.name, func(b *testing.B) { benchCapturePath(b, sc.mic, sc.play) })
+	}
+}
+
+func benchCapturePath(b *testing.B, mic, far []int16) {
+	minute := 60 * rate / len(mic)
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var cpu time.Duration
@@ -111,8 +126,8 @@ func BenchmarkCapturePath(b *testing.B) {
 		f := Frame{PCM: buf}
 		start := threadCPU()
 		for range minute + 1 {
-			for i := 0; i+frameLen <= len(dt.Mic); i += frameLen {
-				copy(buf, dt.Mic[i:])
+			for i := 0; i+frameLen <= len(mic); i += frameLen {
+				copy(buf, mic[i:])
 				e.Cancel(buf, far[i:i+frameLen])
 				d.Process(&f)
 			}
@@ -121,7 +136,7 @@ func BenchmarkCapturePath(b *testing.B) {
 		e.Close()
 		d.Close()
 	}
-	audioDur := time.Duration((minute+1)*len(dt.Mic)/frameLen) * FrameDuration
+	audioDur := time.Duration((minute+1)*len(mic)/frameLen) * FrameDuration
 	b.ReportMetric(100*cpu.Seconds()/audioDur.Seconds(), "%-of-one-core")
 	b.ReportMetric(cpu.Seconds()*60/audioDur.Seconds(), "cpu-s/audio-min")
 }

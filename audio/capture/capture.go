@@ -11,7 +11,8 @@
 //     else sees a sample (the frame becomes silence);
 //   - Echo: cancels what the speaker plays (speexdsp's MDF filter after a
 //     bulk delay search, then a spectral residual echo suppressor), using
-//     the Reference that TapSink fills from the playback path;
+//     the Reference that TapSink fills from the playback path; it rests
+//     (passes the microphone untouched) while the speaker is silent;
 //   - Denoise: noise suppression (speexdsp's preprocessor);
 //   - Gain: a fixed gain;
 //   - taps, stages that only read: while idle the wake-word detector is fed

@@ -69,7 +69,9 @@ const delayMargin = 2 // frames
 
 // Echo is the echo-cancelling stage: speexdsp's MDF adaptive filter on the
 // reference delayed by a bulk delay search, then a residual echo
-// suppressor (residual.go).
+// suppressor (residual.go). While nothing has been played for longer than
+// its echo lasts (restAfter), it rests: the microphone passes as it came,
+// and the filters keep what they learnt for the next reply.
 type Echo struct {
 	ref   *Reference
 	o     EchoOptions
@@ -86,7 +88,12 @@ type Echo struct {
 	aligned []int16 // the reference at the direct path's delay, for the suppressor
 	postLag int     // the delay of aligned, samples
 	out     []int16
-	shift   int // the direct path's delay the window is placed by, samples
+	shift   int     // the direct path's delay the window is placed by, samples
+	mic     []int16 // this frame's microphone, as it came
+	last    []int16 // and the frame before's
+	prime   []int16 // the frame before and its reference, for the filters' wake
+	resting bool    // the far end is silent and its echo has died out: the filters rest
+	relearn bool    // a hold came while resting: it starts when the filters wake
 
 	warm    int     // frames with sound played since the filter (re)started
 	held    bool    // the output is held down while the filter learns
@@ -143,6 +150,9 @@ func NewEcho(ref *Reference, o EchoOptions) (*Echo, error) {
 	e.play = make([]int16, frame)
 	e.aligned = make([]int16, frame)
 	e.out = make([]int16, frame)
+	e.mic = make([]int16, frame)
+	e.last = make([]int16, frame)
+	e.prime = make([]int16, 2*frame)
 	return e, nil
 }
 
@@ -179,6 +189,68 @@ func (e *Echo) Cancel(mic, far []int16) {
 		e.hist[(at+i)%len(e.hist)] = v
 	}
 	e.t++
+	copy(e.mic, mic)
+	defer func() { e.mic, e.last = e.last, e.mic }()
+	sound := loud(far)
+	if !sound && (e.t-e.lastFar)*e.frame > e.restAfter() {
+		// Nothing played for longer than the echo lasts: nothing to take
+		// off. The filters rest with what they learnt; the microphone
+		// passes as it came (as late as the suppressor puts it).
+		e.resting = true
+		if e.post != nil || e.res != nil {
+			copy(mic, e.last)
+		}
+		return
+	}
+	if e.resting {
+		// Sound again: the filters take the frame before first (discarded),
+		// so that their histories hold what they would had they run.
+		e.resting = false
+		if e.relearn {
+			e.relearn = false
+			e.hold()
+		}
+		prev := (at - e.frame + len(e.hist)) % len(e.hist)
+		for i := range e.frame {
+			e.prime[e.frame+i] = e.hist[(prev+i)%len(e.hist)]
+		}
+		copy(e.prime, e.last)
+		e.filter(e.prime[:e.frame], e.prime[e.frame:], prev)
+	}
+	e.filter(mic, far, at)
+	if sound {
+		e.lastFar = e.t
+		e.warm++
+	}
+	echoing := (e.t-e.lastFar)*e.frame <= len(e.hist)+warmTail*e.frame
+	ours := e.post != nil && !e.o.Hold
+	if e.held && echoing {
+		if !ours || !e.post.talking {
+			e.eIn = warmDecay*e.eIn + energy(mic)
+			e.eOut = warmDecay*e.eOut + energy(e.out)
+		}
+		learned := e.warm >= warmMin && e.eIn >= warmERLE*e.eOut
+		if ours {
+			learned = e.found() && e.post.learnt() && e.eIn >= holdERLE*e.eOut
+		}
+		if learned || e.warm >= warmMax {
+			e.held = false
+		}
+	}
+	if e.held && echoing && !(ours && e.found() && e.post.learnt() && e.post.talking) {
+		// The filter is still learning the room: while its echo may be
+		// in the microphone, hold the output down rather than pass it
+		// (but not near speech, once the suppressor can tell it).
+		for i, v := range e.out {
+			e.out[i] = v / warmDiv
+		}
+	}
+	copy(mic, e.out)
+}
+
+// filter runs the linear filter, the delay search and the suppressor over
+// one frame of mic (the reference's frame is at at in hist) into e.out.
+func (e *Echo) filter(mic, far []int16, at int) {
 	if e.est != nil {
 		if lag, ok := e.est.add(far, mic); ok {
 			e.delay.Store(int64(lag) * int64(time.Second) / int64(e.o.Rate))
@@ -223,34 +295,6 @@ func (e *Echo) Cancel(mic, far []int16) {
 		}
 		e.post.run(mic, e.aligned, e.out)
 	}
-	if loud(far) {
-		e.lastFar = e.t
-		e.warm++
-	}
-	echoing := (e.t-e.lastFar)*e.frame <= len(e.hist)+warmTail*e.frame
-	ours := e.post != nil && !e.o.Hold
-	if e.held && echoing {
-		if !ours || !e.post.talking {
-			e.eIn = warmDecay*e.eIn + energy(mic)
-			e.eOut = warmDecay*e.eOut + energy(e.out)
-		}
-		learned := e.warm >= warmMin && e.eIn >= warmERLE*e.eOut
-		if ours {
-			learned = e.found() && e.post.learnt() && e.eIn >= holdERLE*e.eOut
-		}
-		if learned || e.warm >= warmMax {
-			e.held = false
-		}
-	}
-	if e.held && echoing && !(ours && e.found() && e.post.learnt() && e.post.talking) {
-		// The filter is still learning the room: while its echo may be
-		// in the microphone, hold the output down rather than pass it
-		// (but not near speech, once the suppressor can tell it).
-		for i, v := range e.out {
-			e.out[i] = v / warmDiv
-		}
-	}
-	copy(mic, e.out)
 }
 
 // found reports whether the delay search found the echo (or there is none).
@@ -259,6 +303,10 @@ func (e *Echo) found() bool { return e.est == nil || e.est.ok }
 // hold starts holding the output down: the filter (and the suppressor)
 // start learning.
 func (e *Echo) hold() {
+	if e.resting {
+		e.relearn = true // nothing learns while resting
+		return
+	}
 	e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0
 	if e.post != nil {
 		e.post.reset()
@@ -305,6 +353,12 @@ func loud(x []int16) bool {
 
 // window is the lag, in samples, at which the filter's window starts.
 func (e *Echo) window() int { return max(0, e.shift-delayMargin*e.frame) }
+
+// restAfter is how long after the last sound played, in samples, its echo
+// has died out in everything the canceller keeps: the reference's history
+// (the delay search's range), the filter's tail past it, and the room's
+// reverberation past that.
+func (e *Echo) restAfter() int { return len(e.hist) + e.tailSamples() + warmTail*e.frame }
 
 func (e *Echo) tailSamples() int { return int(e.o.Tail.Seconds() * float64(e.o.Rate)) }
 

@@ -28,6 +28,10 @@ import (
 // detector's load, the gate hearing the room). Figures only:
 //
 //	go test -run='^$' -bench=WakeWordIdle -benchtime=1x ./cmd/agenthost/
+//
+// With $WAKE_BENCH_BEFORE naming another host binary (built with -tags
+// testkit, e.g. from an older commit), it runs that one too, each scene
+// before/… then after/…, for figures in one run.
 func BenchmarkWakeWordIdle(b *testing.B) {
 	secs := 60
 	if s := os.Getenv("WAKE_BENCH_SECONDS"); s != "" {
@@ -46,43 +50,50 @@ func BenchmarkWakeWordIdle(b *testing.B) {
 		{"speech-half", speechHalf(b, rng, n)},
 	}
 	extra := strings.Fields(os.Getenv("WAKE_BENCH_SETS"))
+	type host struct{ name, bin string }
+	hosts := []host{{"", testbinHost(b)}}
+	if old := os.Getenv("WAKE_BENCH_BEFORE"); old != "" {
+		hosts = []host{{"before/", old}, {"after/", hosts[0].bin}}
+	}
 	for _, sc := range scenes {
 		in := filepath.Join(dir, sc.name+".s16")
 		if err := audiotest.WriteRaw(in, sc.pcm); err != nil {
 			b.Fatal(err)
 		}
 		for _, gate := range []bool{true, false} {
-			b.Run(fmt.Sprintf("%s/gate=%v", sc.name, gate), func(b *testing.B) {
-				for b.Loop() {
-					sim, err := voicetest.NewServer(voicetest.Options{})
-					if err != nil {
-						b.Fatal(err)
+			for _, h := range hosts {
+				b.Run(fmt.Sprintf("%s%s/gate=%v", h.name, sc.name, gate), func(b *testing.B) {
+					for b.Loop() {
+						sim, err := voicetest.NewServer(voicetest.Options{})
+						if err != nil {
+							b.Fatal(err)
+						}
+						defer sim.Close()
+						d := startHostBin(b, h.bin, sim, nil, append(append(wakeSets(b, in), "log.level="+cmp.Or(os.Getenv("WAKE_BENCH_LOG"), "warn"),
+							"audio.capture.echo_cancel=true", "audio.capture.noise_suppression=true", "audio.output_file="+filepath.Join(b.TempDir(), "out.wav"),
+							"conversation.wake_word.gate="+strconv.FormatBool(gate)), extra...)...) // $WAKE_BENCH_SETS: more, e.g. a stage off
+						host := d.cmd.Process.Pid
+						det := waitChild(b, host, "agenthost-wake")
+						time.Sleep(warm * time.Second)
+						if strings.Contains(d.log.String(), "no microphone") {
+							b.Fatalf("the host hears nothing:\n%s", d.log)
+						}
+						h0, c0, t0 := ticks(b, host), ticks(b, det), time.Now()
+						time.Sleep(time.Duration(secs) * time.Second)
+						h1, c1, wall := ticks(b, host), ticks(b, det), time.Since(t0).Seconds()
+						share := func(t int64) float64 { return float64(t) / 100 / wall * 100 }
+						b.ReportMetric(share(h1-h0+c1-c0), "%core-daemon+detector")
+						b.ReportMetric(share(h1-h0), "%core-daemon")
+						b.ReportMetric(share(c1-c0), "%core-detector")
+						b.Logf("%s, gate %v, %d s: daemon + detector %.2f%% of one core (daemon %.2f%%, detector %.2f%%; %d + %d ticks of 10 ms)",
+							sc.name, gate, secs, share(h1-h0+c1-c0), share(h1-h0), share(c1-c0), h1-h0, c1-c0)
+						if os.Getenv("WAKE_BENCH_LOG") != "" {
+							b.Logf("host log:\n%s", d.log)
+						}
+						d.stop()
 					}
-					defer sim.Close()
-					d := startHost(b, sim, append(append(wakeSets(b, in), "log.level="+cmp.Or(os.Getenv("WAKE_BENCH_LOG"), "warn"),
-						"audio.capture.echo_cancel=true", "audio.capture.noise_suppression=true", "audio.output_file="+filepath.Join(b.TempDir(), "out.wav"),
-						"conversation.wake_word.gate="+strconv.FormatBool(gate)), extra...)...) // $WAKE_BENCH_SETS: more, e.g. a stage off
-					host := d.cmd.Process.Pid
-					det := waitChild(b, host, "agenthost-wake")
-					time.Sleep(warm * time.Second)
-					if strings.Contains(d.log.String(), "no microphone") {
-						b.Fatalf("the host hears nothing:\n%s", d.log)
-					}
-					h0, c0, t0 := ticks(b, host), ticks(b, det), time.Now()
-					time.Sleep(time.Duration(secs) * time.Second)
-					h1, c1, wall := ticks(b, host), ticks(b, det), time.Since(t0).Seconds()
-					share := func(t int64) float64 { return float64(t) / 100 / wall * 100 }
-					b.ReportMetric(share(h1-h0+c1-c0), "%core-daemon+detector")
-					b.ReportMetric(share(h1-h0), "%core-daemon")
-					b.ReportMetric(share(c1-c0), "%core-detector")
-					b.Logf("%s, gate %v, %d s: daemon + detector %.2f%% of one core (daemon %.2f%%, detector %.2f%%; %d + %d ticks of 10 ms)",
-						sc.name, gate, secs, share(h1-h0+c1-c0), share(h1-h0), share(c1-c0), h1-h0, c1-c0)
-					if os.Getenv("WAKE_BENCH_LOG") != "" {
-						b.Logf("host log:\n%s", d.log)
-					}
-					d.stop()
-				}
-			})
+				})
+			}
 		}
 	}
 }
