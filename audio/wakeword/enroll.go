@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -47,7 +48,9 @@ const (
 )
 
 // Enroll trains the owner's verifier of one wake model (rt's model
-// e.Model) from e. The error says which recording did not serve.
+// e.Model) from e. A take of the phrase the model does not hear (no score
+// of DefaultCandidate) is left out (the verifier's Phrases counts those
+// used); fewer than MinPhrases heard is an error that names them.
 func Enroll(rt Runtime, e Enrollment) (*Verifier, error) {
 	if len(e.Phrases) < MinPhrases || len(e.Phrases) > MaxPhrases {
 		return nil, fmt.Errorf("%d recordings of the phrase; %d…%d are needed", len(e.Phrases), MinPhrases, MaxPhrases)
@@ -63,6 +66,8 @@ func Enroll(rt Runtime, e Enrollment) (*Verifier, error) {
 	// Each recording as it is and under more noise; the phrases cut short
 	// (most of "hey jarv") are negatives too.
 	var others [][]int16
+	var unheard []string
+	heard := 0
 	for i, p := range e.Phrases {
 		from, to := voicedSpan(p)
 		for _, f := range []float64{0.55, 0.7} {
@@ -75,11 +80,13 @@ func Enroll(rt Runtime, e Enrollment) (*Verifier, error) {
 			}
 			sort.SliceStable(ws, func(a, b int) bool { return ws[a].Score > ws[b].Score })
 			if len(ws) == 0 || float64(ws[0].Score) < DefaultCandidate {
-				best := float32(0)
-				if len(ws) > 0 {
-					best = ws[0].Score
+				if k == 0 {
+					unheard = append(unheard, fmt.Sprintf("take %d (best score %.2f)", i+1, bestOf(ws)))
 				}
-				return nil, fmt.Errorf("recording %d of the phrase: the model did not hear it (best score %.2f, %.2f needed): say it again, nearer the microphone", i+1, best, DefaultCandidate)
+				continue
+			}
+			if k == 0 {
+				heard++
 			}
 			for _, w := range ws[:min(len(ws), windowsPerPhrase)] {
 				if float64(w.Score) >= DefaultCandidate {
@@ -88,17 +95,24 @@ func Enroll(rt Runtime, e Enrollment) (*Verifier, error) {
 			}
 		}
 	}
-	for i, o := range append(append([][]int16(nil), e.Others...), others...) {
-		for k, db := range enrollNoise {
-			ws, err := Windows(rt, e.Model, step, padded(o, int64(1000+i), db, int64(k)), func(score float32, end int64) bool {
-				return end%Hop == 0 || float64(score) >= DefaultCandidate
-			})
-			if err != nil {
-				return nil, err
-			}
-			for _, w := range ws {
-				neg = append(neg, w.Emb)
-			}
+	if heard < MinPhrases {
+		return nil, fmt.Errorf("the model heard the phrase in %d of %d takes (%d needed; not heard: %s, a score of %.2f is needed): say it again, nearer the microphone, or this voice cannot enroll",
+			heard, len(e.Phrases), MinPhrases, strings.Join(unheard, ", "), DefaultCandidate)
+	}
+	// The other speech in one stream per noise floor, 1 s of quiet between
+	// recordings, scored every 40 ms: a window across two is a negative too.
+	others = append(append([][]int16(nil), e.Others...), others...)
+	var all []int16
+	for _, o := range others {
+		all = append(append(all, o...), make([]int16, Rate)...)
+	}
+	for k, db := range enrollNoise {
+		ws, err := Windows(rt, e.Model, Hop/2, padded(all, 1000, db, int64(k)), nil)
+		if err != nil {
+			return nil, err
+		}
+		for _, w := range ws {
+			neg = append(neg, w.Emb)
 		}
 	}
 	if len(neg) > maxNegatives {
@@ -110,9 +124,16 @@ func Enroll(rt Runtime, e Enrollment) (*Verifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.Model, v.Window, v.Phrases, v.Negatives = e.Name, rt.Window(e.Model), len(e.Phrases), len(neg)
+	v.Model, v.Window, v.Phrases, v.Negatives = e.Name, rt.Window(e.Model), heard, len(neg)
 	v.Created = time.Now().UTC().Truncate(time.Second)
 	return v, v.Check()
+}
+
+func bestOf(ws []Window) float32 {
+	if len(ws) == 0 {
+		return 0
+	}
+	return ws[0].Score
 }
 
 // enrollNoise: each recording is heard under white noise at these dBFS.
