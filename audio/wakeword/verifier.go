@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -50,6 +51,12 @@ type Verifier struct {
 	Phrases   int       `json:"phrases"`
 	Negatives int       `json:"negatives"`
 	Created   time.Time `json:"created"`
+}
+
+// VerifierFile is where the verifier of model is kept in dir (the
+// daemon's is the state folder's wakeword/).
+func VerifierFile(dir, model string) string {
+	return filepath.Join(dir, model+".verifier.json")
 }
 
 // MaxVerifierSize bounds a verifier file (a 16-embedding one is ~25 KB).
