@@ -352,7 +352,9 @@ func printVerified(b *testing.B, conds []*condition, traces [][]wakeword.Score, 
 		}
 		return &s
 	}
-	pct := func(n, of int) string { return fmt.Sprintf("%d/%d (%.0f%%)", n, of, 100*float64(n)/float64(max(of, 1))) }
+	pct := func(n, of int) string {
+		return fmt.Sprintf("%d/%d (%.0f%%)", n, of, 100*float64(n)/float64(max(of, 1)))
+	}
 	var sb strings.Builder
 	part := map[bool]string{true: "held-out", false: "tuning"}[held]
 	fmt.Fprintf(&sb, "| %s, clips of the %d voices (%d enrolled) | target | bare, shipped (20 ms, 0.5) | bare at the candidate score %.1f (the verifier's ceiling) | owner's verifier (candidate %.1f, %.2f) |\n|---|---|---|---|---|\n",
