@@ -57,6 +57,10 @@ type Settings struct {
 	Gate bool
 	// Step is how often the models score (--step); 0 is the detector's own.
 	Step time.Duration
+	// Verifiers is the folder of the owners' verifiers (--verifiers: the
+	// state folder's wakeword/, where `agenthost wakeword enroll` writes
+	// them); "" uses none.
+	Verifiers string
 }
 
 // Args are the detector's arguments for s.
@@ -260,6 +264,11 @@ type Status struct {
 	DroppedSeconds float64 `json:"dropped_seconds"`
 	// GatedSeconds is audio the gate held back (a quiet room).
 	GatedSeconds float64 `json:"gated_seconds"`
+	// Verified are the models the owner's verifier decides for;
+	// VerifierError says which verifier file could not serve, and that its
+	// model runs without it.
+	Verified      []string `json:"verified,omitempty"`
+	VerifierError string   `json:"verifier_error,omitempty"`
 }
 
 // Status reports the detector's state.
