@@ -72,6 +72,9 @@ func (s Settings) Args() []string {
 	if s.Step > 0 {
 		args = append(args, "--step", s.Step.String())
 	}
+	if s.Verifiers != "" {
+		args = append(args, "--verifiers", s.Verifiers)
+	}
 	return append(append(args, "--"), s.Models...)
 }
 
@@ -180,7 +183,10 @@ func (d *Detector) load() {
 		if err != nil {
 			return nil, err
 		}
-		d.log.Info("wake word on", "models", c.ready.Models, "onnxruntime", c.ready.ONNXRuntime, "library", c.ready.Library, "threshold", s.Threshold)
+		d.log.Info("wake word on", "models", c.ready.Models, "onnxruntime", c.ready.ONNXRuntime, "library", c.ready.Library, "threshold", s.Threshold, "verified", c.ready.Verified)
+		if c.ready.VerifierError != "" {
+			d.log.Warn("owner's verifier not used", "error", c.ready.VerifierError)
+		}
 		return c, nil
 	}, nil)
 }
@@ -279,6 +285,7 @@ func (d *Detector) Status() Status {
 		GatedSeconds: float64(d.gated.Load()) / wakeword.Rate}
 	if c, ok := d.sup.Running().(*child); ok && c != nil {
 		s.On, s.Models, s.ONNXRuntime, s.Why = true, c.ready.Models, c.ready.ONNXRuntime, ""
+		s.Verified, s.VerifierError = c.ready.Verified, c.ready.VerifierError
 	}
 	d.mu.Lock()
 	s.ByModel = make(map[string]int64, len(d.byModel))
