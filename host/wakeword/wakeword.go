@@ -31,6 +31,10 @@ import (
 // Binary is the detector's file name.
 const Binary = "agenthost-wakeword"
 
+// VerifierFolder is the state folder's folder of the owners' verifiers
+// (`agenthost wakeword enroll` writes them; Settings.Verifiers).
+const VerifierFolder = "wakeword"
+
 // LibDir is where the package installs the detector.
 const LibDir = "/usr/lib/agenthost"
 
