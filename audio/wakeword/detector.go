@@ -19,6 +19,8 @@ type Detection struct {
 	Model string
 	Score float32
 	End   int64 // the stream position after the audio the model had heard
+	// Verified is the owner's verifier's probability (0 without one).
+	Verified float32
 }
 
 // Detector turns a stream's scores into detections.
@@ -31,6 +33,8 @@ type Detector struct {
 	runs      []int // each model's scores in a row at or over the threshold
 	gain      *Gain // nil: none
 	buf       []int16
+	verify    *verifying // nil: no verifier
+	thresh    []float32  // by model: a verifier's threshold, else the trigger's
 }
 
 // Options are a detector's settings.
@@ -43,6 +47,11 @@ type Options struct {
 	Over int
 	// Gain puts the gain control (Gain) before the models.
 	Gain bool
+	// Verifiers are the owners' verifiers by model (nil: none for that
+	// model). A model with one fires on a score at or over the verifier's
+	// Candidate whose window the verifier takes (Threshold); Threshold and
+	// Over then apply to the verifier's probability.
+	Verifiers []*Verifier
 }
 
 // Shipped are the detector's default settings, measured on the wake set
@@ -61,14 +70,38 @@ func NewDetectorWith(rt Runtime, names []string, o Options) (*Detector, error) {
 	if o.Step == 0 {
 		o.Step = Hop
 	}
+	if o.Over < 1 {
+		o.Over = 1
+	}
+	d := &Detector{names: names, trig: Trigger{Threshold: float32(o.Threshold), Over: o.Over}, runs: make([]int, rt.Models())}
+	d.thresh = make([]float32, rt.Models())
+	for i := range d.thresh {
+		d.thresh[i] = d.trig.Threshold
+	}
+	for i, v := range o.Verifiers {
+		if v == nil {
+			continue
+		}
+		if i >= rt.Models() {
+			return nil, fmt.Errorf("a verifier for model %d of %d", i+1, rt.Models())
+		}
+		if v.Window != rt.Window(i) {
+			return nil, fmt.Errorf("the verifier of %s reads %d embeddings; the model reads %d (enroll again)", names[i], v.Window, rt.Window(i))
+		}
+		if d.verify == nil {
+			d.verify = &verifying{Runtime: rt, v: make([]*Verifier, rt.Models())}
+		}
+		d.verify.v[i] = v
+		d.thresh[i] = float32(v.Threshold)
+	}
+	if d.verify != nil {
+		rt = d.verify
+	}
 	s, err := NewStreamStep(rt, o.Step)
 	if err != nil {
 		return nil, err
 	}
-	if o.Over < 1 {
-		o.Over = 1
-	}
-	d := &Detector{s: s, names: names, trig: Trigger{Threshold: float32(o.Threshold), Over: o.Over}, runs: make([]int, rt.Models())}
+	d.s = s
 	if o.Gain {
 		d.gain = NewGain()
 	}
@@ -110,16 +143,26 @@ func (d *Detector) Feed(pos int64, pcm []int16) ([]Detection, error) {
 		d.gain.Apply(d.buf)
 		pcm = d.buf
 	}
+	if d.verify != nil {
+		d.verify.verdicts = d.verify.verdicts[:0]
+	}
 	var err error
 	d.scores, err = d.s.Feed(pcm, d.scores[:0])
 	var out []Detection
-	for _, sc := range d.scores {
+	for k, sc := range d.scores {
+		v, verified := sc.Value, float32(0)
+		if d.verify != nil && d.verify.v[sc.Model] != nil {
+			// The verifier decides: its probability, 0 when the score
+			// did not make the step a candidate.
+			verified = max(0, d.verify.verdicts[k])
+			v = verified
+		}
 		var fire bool
-		d.runs[sc.Model], fire = d.trig.Fires(sc.Value, d.runs[sc.Model])
+		d.runs[sc.Model], fire = Trigger{Threshold: d.thresh[sc.Model], Over: d.trig.Over}.Fires(v, d.runs[sc.Model])
 		if !fire || sc.End < d.quietTill {
 			continue
 		}
-		out = append(out, Detection{Model: d.names[sc.Model], Score: sc.Value, End: sc.End})
+		out = append(out, Detection{Model: d.names[sc.Model], Score: sc.Value, End: sc.End, Verified: verified})
 		d.quietTill = sc.End + int64(Refractory.Seconds()*Rate)
 	}
 	return out, err

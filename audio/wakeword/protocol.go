@@ -38,6 +38,8 @@ const (
 	KindError = "error"
 	KindWake  = "wake"
 	KindPong  = "pong"
+	// KindEnrolled is the one line of an enrollment (--enroll).
+	KindEnrolled = "enrolled"
 )
 
 // Message is one line from the detector.
@@ -47,6 +49,15 @@ type Message struct {
 	ONNXRuntime string   `json:"onnxruntime,omitempty"`
 	Library     string   `json:"library,omitempty"`
 	Models      []string `json:"models,omitempty"`
+	// ready: the models whose owner's verifier was loaded, and why a
+	// verifier file that is there was not.
+	Verified      []string `json:"verified,omitempty"`
+	VerifierError string   `json:"verifier_error,omitempty"`
+	// enrolled: the verifier written (Model, Path) and what it was
+	// trained on.
+	Path      string `json:"path,omitempty"`
+	Phrases   int    `json:"phrases,omitempty"`
+	Negatives int    `json:"negatives,omitempty"`
 	// error: why the detector cannot run.
 	Error string `json:"error,omitempty"`
 	// wake: which model fired, its score, and the stream position just

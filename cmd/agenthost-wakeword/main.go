@@ -5,13 +5,22 @@
 // native library so that the host does not: a crash or hang here ends only
 // the detector.
 //
-//	agenthost-wakeword [--dir DIR] [--onnxruntime LIB] [--threshold T] [--step D] [--over N] [--gain] [--check] MODEL...
+//	agenthost-wakeword [--dir DIR] [--onnxruntime LIB] [--threshold T] [--step D] [--over N] [--gain] [--verifiers VDIR] [--check] MODEL...
+//	agenthost-wakeword [--dir DIR] [--onnxruntime LIB] --enroll VDIR --phrase RAW... --other RAW... MODEL
 //
 // --step is how often the models score (80, 40, 20 or 10 ms: a shorter
 // step makes where the 80 ms grid falls in the speech matter less, for
 // more CPU); --over is how many scores in a row must reach the threshold;
 // --gain puts an automatic gain control before the models. The defaults
 // are wakeword.Shipped.
+//
+// --verifiers names the folder of the owners' verifiers (VDIR/MODEL.verifier.json,
+// see wakeword.Verifier): a model with one fires only when its verifier takes
+// the window; a file that cannot serve is named in the ready line's
+// verifier_error and the model runs without it. --enroll trains MODEL's
+// verifier from recordings (raw 16 kHz mono s16le: the phrase, and other
+// speech), writes it into VDIR atomically and prints one "enrolled" line
+// (or "error"); `agenthost wakeword enroll` runs it.
 //
 // MODEL is a name (hey_jarvis, alexa, hey_mycroft, hey_rhasspy: DIR/models)
 // or the path of an openWakeWord .onnx model. --check loads everything, runs
@@ -25,6 +34,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -73,6 +83,11 @@ func run(args []string, in io.Reader, out io.Writer) int {
 	over := fs.Int("over", sh.Over, "how many scores in a row must reach the threshold (1…10)")
 	gain := fs.Bool("gain", sh.Gain, "put the automatic gain control before the models")
 	check := fs.Bool("check", false, "load everything, print the ready or error line, exit")
+	verifiers := fs.String("verifiers", "", "the folder of the owners' verifiers (MODEL.verifier.json); \"\": none")
+	enrollDir := fs.String("enroll", "", "train MODEL's verifier from --phrase and --other recordings into this folder, and exit")
+	var phrases, others files
+	fs.Var(&phrases, "phrase", "with --enroll: a recording of the phrase, raw 16 kHz mono s16le (repeatable)")
+	fs.Var(&others, "other", "with --enroll: a recording of other speech or the room, raw 16 kHz mono s16le (repeatable)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -83,8 +98,17 @@ func run(args []string, in io.Reader, out io.Writer) int {
 		fmt.Fprintln(os.Stderr, "agenthost-wakeword:", err)
 		return 1
 	}
+	if *enrollDir != "" {
+		m, err := enroll(*dir, *lib, *enrollDir, phrases, others, fs.Args())
+		if err != nil {
+			return fail(err)
+		}
+		w.Write(m.Encode())
+		w.Flush()
+		return 0
+	}
 	o := wakeword.Options{Threshold: *threshold, Step: int(step.Seconds()*wakeword.Rate + 0.5), Over: *over, Gain: *gain}
-	det, ready, closeRT, err := load(*dir, *lib, o, fs.Args())
+	det, ready, closeRT, err := load(*dir, *lib, o, fs.Args(), *verifiers)
 	if err != nil {
 		return fail(err)
 	}
@@ -106,7 +130,7 @@ func run(args []string, in io.Reader, out io.Writer) int {
 	return 0
 }
 
-func load(dir, lib string, o wakeword.Options, models []string) (*wakeword.Detector, wakeword.Message, func(), error) {
+func load(dir, lib string, o wakeword.Options, models []string, verifiers string) (*wakeword.Detector, wakeword.Message, func(), error) {
 	var ready wakeword.Message
 	if len(models) == 0 {
 		return nil, ready, nil, errors.New("no wake model given")
@@ -120,43 +144,71 @@ func load(dir, lib string, o wakeword.Options, models []string) (*wakeword.Detec
 	if o.Over < 1 || o.Over > 10 {
 		return nil, ready, nil, fmt.Errorf("--over %d is outside 1…10", o.Over)
 	}
-	var err error
-	if lib == "" {
-		if lib, err = wakeword.FindONNXRuntime(dir); err != nil {
-			return nil, ready, nil, err
-		}
-	}
-	version, err := ort.Init(lib)
-	if err != nil {
-		return nil, ready, nil, err
-	}
-	paths := ort.Paths{}
-	if paths.Mel, err = wakeword.ModelFile(dir, wakeword.MelModel); err != nil {
-		return nil, ready, nil, err
-	}
-	if paths.Embedding, err = wakeword.ModelFile(dir, wakeword.EmbeddingModel); err != nil {
-		return nil, ready, nil, err
-	}
-	var names []string
-	for _, m := range models {
-		p, err := wakeword.ModelFile(dir, m)
-		if err != nil {
-			return nil, ready, nil, err
-		}
-		paths.Wake = append(paths.Wake, p)
-		names = append(names, wakeword.ModelName(m))
-	}
-	rt, err := ort.Open(paths)
+	rt, names, version, lib, err := open(dir, lib, models)
 	if err != nil {
 		return nil, ready, nil, err
 	}
 	ready = wakeword.Message{Type: wakeword.KindReady, ONNXRuntime: version, Library: lib, Models: names}
+	if verifiers != "" {
+		var problems []string
+		for i, name := range names {
+			v, err := wakeword.LoadVerifier(wakeword.VerifierFile(verifiers, name))
+			if err == nil && v != nil && (v.Model != name || v.Window != rt.Window(i)) {
+				err = fmt.Errorf("the verifier %s is for model %s reading %d embeddings, not %s reading %d: enroll again", wakeword.VerifierFile(verifiers, name), v.Model, v.Window, name, rt.Window(i))
+			}
+			if err != nil {
+				problems = append(problems, err.Error()+"; "+name+" runs without it")
+				fmt.Fprintln(os.Stderr, "agenthost-wakeword:", problems[len(problems)-1])
+				v = nil
+			}
+			o.Verifiers = append(o.Verifiers, v)
+			if v != nil {
+				ready.Verified = append(ready.Verified, name)
+			}
+		}
+		ready.VerifierError = strings.Join(problems, "; ")
+	}
 	det, err := wakeword.NewDetectorWith(rt, names, o)
 	if err != nil {
 		rt.Close()
 		return nil, ready, nil, err
 	}
 	return det, ready, rt.Close, nil
+}
+
+// open loads the library and the models.
+func open(dir, lib string, models []string) (*ort.Runtime, []string, string, string, error) {
+	var err error
+	if lib == "" {
+		if lib, err = wakeword.FindONNXRuntime(dir); err != nil {
+			return nil, nil, "", "", err
+		}
+	}
+	version, err := ort.Init(lib)
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	paths := ort.Paths{}
+	if paths.Mel, err = wakeword.ModelFile(dir, wakeword.MelModel); err != nil {
+		return nil, nil, "", "", err
+	}
+	if paths.Embedding, err = wakeword.ModelFile(dir, wakeword.EmbeddingModel); err != nil {
+		return nil, nil, "", "", err
+	}
+	var names []string
+	for _, m := range models {
+		p, err := wakeword.ModelFile(dir, m)
+		if err != nil {
+			return nil, nil, "", "", err
+		}
+		paths.Wake = append(paths.Wake, p)
+		names = append(names, wakeword.ModelName(m))
+	}
+	rt, err := ort.Open(paths)
+	if err != nil {
+		return nil, nil, "", "", err
+	}
+	return rt, names, version, lib, nil
 }
 
 // serve detects until the input ends.

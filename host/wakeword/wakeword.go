@@ -31,6 +31,10 @@ import (
 // Binary is the detector's file name.
 const Binary = "agenthost-wakeword"
 
+// VerifierFolder is the state folder's folder of the owners' verifiers
+// (`agenthost wakeword enroll` writes them; Settings.Verifiers).
+const VerifierFolder = "wakeword"
+
 // LibDir is where the package installs the detector.
 const LibDir = "/usr/lib/agenthost"
 
@@ -57,6 +61,10 @@ type Settings struct {
 	Gate bool
 	// Step is how often the models score (--step); 0 is the detector's own.
 	Step time.Duration
+	// Verifiers is the folder of the owners' verifiers (--verifiers: the
+	// state folder's wakeword/, where `agenthost wakeword enroll` writes
+	// them); "" uses none.
+	Verifiers string
 }
 
 // Args are the detector's arguments for s.
@@ -67,6 +75,9 @@ func (s Settings) Args() []string {
 	}
 	if s.Step > 0 {
 		args = append(args, "--step", s.Step.String())
+	}
+	if s.Verifiers != "" {
+		args = append(args, "--verifiers", s.Verifiers)
 	}
 	return append(append(args, "--"), s.Models...)
 }
@@ -176,7 +187,10 @@ func (d *Detector) load() {
 		if err != nil {
 			return nil, err
 		}
-		d.log.Info("wake word on", "models", c.ready.Models, "onnxruntime", c.ready.ONNXRuntime, "library", c.ready.Library, "threshold", s.Threshold)
+		d.log.Info("wake word on", "models", c.ready.Models, "onnxruntime", c.ready.ONNXRuntime, "library", c.ready.Library, "threshold", s.Threshold, "verified", c.ready.Verified)
+		if c.ready.VerifierError != "" {
+			d.log.Warn("owner's verifier not used", "error", c.ready.VerifierError)
+		}
 		return c, nil
 	}, nil)
 }
@@ -260,6 +274,11 @@ type Status struct {
 	DroppedSeconds float64 `json:"dropped_seconds"`
 	// GatedSeconds is audio the gate held back (a quiet room).
 	GatedSeconds float64 `json:"gated_seconds"`
+	// Verified are the models the owner's verifier decides for;
+	// VerifierError says which verifier file could not serve, and that its
+	// model runs without it.
+	Verified      []string `json:"verified,omitempty"`
+	VerifierError string   `json:"verifier_error,omitempty"`
 }
 
 // Status reports the detector's state.
@@ -270,6 +289,7 @@ func (d *Detector) Status() Status {
 		GatedSeconds: float64(d.gated.Load()) / wakeword.Rate}
 	if c, ok := d.sup.Running().(*child); ok && c != nil {
 		s.On, s.Models, s.ONNXRuntime, s.Why = true, c.ready.Models, c.ready.ONNXRuntime, ""
+		s.Verified, s.VerifierError = c.ready.Verified, c.ready.VerifierError
 	}
 	d.mu.Lock()
 	s.ByModel = make(map[string]int64, len(d.byModel))

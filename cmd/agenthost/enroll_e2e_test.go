@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/audio/wakeword"
+)
+
+// TestEnrollWritesTheOwnersVerifierInTheStateFolder: `agenthost wakeword
+// enroll` with recordings (espeak-ng's own WAV files at 22,050 Hz: five
+// takes of "hey jarvis" and the prompts) trains the verifier of the
+// configured model and writes it in the state folder's wakeword/, readable
+// by the owner only, where the detector finds it; recordings that cannot
+// serve (too few takes, a missing file) end it with a clear error and
+// write nothing.
+func TestEnrollWritesTheOwnersVerifierInTheStateFolder(t *testing.T) {
+	bin := testbinHost(t)
+	dir := t.TempDir()
+	state := filepath.Join(dir, "state")
+	cfg := filepath.Join(dir, "none.yaml")
+	os.WriteFile(cfg, []byte("# defaults\n"), 0o600)
+	base := []string{"wakeword", "enroll", "--config", cfg, "--set", "plugins.state_dir=" + state}
+	for _, s := range wakeSets(t, "/dev/null") {
+		base = append(base, "--set", s)
+	}
+	wav := func(name string, wpm, pitch int, text string) string {
+		p := filepath.Join(dir, name+".wav")
+		if out, err := exec.Command("espeak-ng", "-v", "en-gb", "-s", fmt.Sprint(wpm), "-p", fmt.Sprint(pitch), "-w", p, text).CombinedOutput(); err != nil {
+			t.Fatalf("espeak-ng: %v: %s", err, out)
+		}
+		return p
+	}
+	var phrases, others []string
+	for i, sp := range [][2]int{{130, 45}, {175, 65}, {145, 72}, {190, 50}, {160, 35}} {
+		phrases = append(phrases, "--phrase", wav(fmt.Sprint("phrase", i), sp[0], sp[1], "hey jarvis"))
+	}
+	for i, text := range wakeword.EnrollPrompts {
+		others = append(others, "--other", wav(fmt.Sprint("other", i), 140+10*(i%4), 40+5*(i%5), text))
+	}
+	file := wakeword.VerifierFile(filepath.Join(state, "wakeword"), "hey_jarvis")
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{append(append([]string(nil), phrases[:4]...), others...), "2 recordings of the phrase"},
+		{append(append([]string(nil), phrases...), "--other", filepath.Join(dir, "missing.wav")), "missing.wav"},
+		{phrases, "no recording of other speech"},
+	} {
+		out, err := exec.Command(bin, append(append([]string(nil), base...), bad.args...)...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), bad.want) {
+			t.Errorf("%q: err %v, output lacks %q:\n%s", bad.args, err, bad.want, out)
+		}
+		if _, err := os.Stat(file); err == nil {
+			t.Fatalf("a verifier was written from recordings that could not serve")
+		}
+	}
+	out, err := exec.Command(bin, append(append(append([]string(nil), base...), phrases...), others...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("enroll: %v:\n%s", err, out)
+	}
+	t.Logf("enroll said:\n%s", out)
+	v, err := wakeword.LoadVerifier(file)
+	if err != nil || v == nil || v.Model != "hey_jarvis" || v.Phrases != 5 {
+		t.Fatalf("the verifier %s: %+v, %v; enroll said:\n%s", file, v, err, out)
+	}
+	if fi, err := os.Stat(file); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the verifier's mode: %v, %v; want 0600", fi.Mode(), err)
+	}
+	if !strings.Contains(string(out), file) {
+		t.Errorf("enroll did not say where the verifier is:\n%s", out)
+	}
+}
