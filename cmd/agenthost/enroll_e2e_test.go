@@ -5,10 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
 
 // TestEnrollWritesTheOwnersVerifierInTheStateFolder: `agenthost wakeword
@@ -73,5 +75,12 @@ func TestEnrollWritesTheOwnersVerifierInTheStateFolder(t *testing.T) {
 	}
 	if !strings.Contains(string(out), file) {
 		t.Errorf("enroll did not say where the verifier is:\n%s", out)
+	}
+	// The daemon on that state folder decides with it.
+	d := startHost(t, newSim(t, voicetest.Options{}), append(wakeSets(t, "/dev/zero"), "plugins.state_dir="+state)...)
+	d.logShows("wake word on")
+	d.logShows("agenthost started")
+	if st := d.status(t); !slices.Contains(st.WakeWord.Verified, "hey_jarvis") || st.WakeWord.VerifierError != "" {
+		t.Errorf("the daemon's wake word after enrolling: %+v, want hey_jarvis verified", st.WakeWord)
 	}
 }

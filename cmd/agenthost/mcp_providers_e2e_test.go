@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host/device"
+	hostwake "github.com/agenthost/agenthost/host/wakeword"
 
 	"github.com/agenthost/agenthost/host/mcpclient/mcptest"
 	"github.com/agenthost/agenthost/internal/testbin"
@@ -139,6 +140,7 @@ type hostStatus struct {
 	LeftOut   []string          `json:"left_out"`
 	Conflicts []string          `json:"conflicts"`
 	Device    *device.Status    `json:"device"`
+	WakeWord  hostwake.Status   `json:"wake_word"`
 }
 
 // mcpServerStatus is one MCP server in `agenthost status`.
