@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -75,9 +76,12 @@ func (t *Talk) Parts() []part.Part {
 	return []part.Part{t.wake, t.conv}
 }
 
-// settings are the detector's settings from the configuration.
-func settings(w config.WakeWord) hostwake.Settings {
-	return hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime, Gate: w.Gate, Step: time.Duration(w.Step)}
+// settings are the detector's settings from the configuration; the
+// owner's verifiers are in the state folder (agenthost wakeword enroll).
+func settings(cfg *config.Config) hostwake.Settings {
+	w := cfg.Conversation.WakeWord
+	return hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime, Gate: w.Gate, Step: time.Duration(w.Step),
+		Verifiers: filepath.Join(cfg.Plugins.StateDirectory(), hostwake.VerifierFolder)}
 }
 
 // wakeOptions builds the wake word the configuration asks for: nil when it
@@ -89,7 +93,7 @@ func (t *Talk) wakeOptions() *conversation.WakeOptions {
 	if !w.On() || t.cfg.Audio.Backend == "none" {
 		return nil
 	}
-	t.wake = hostwake.New(hostwake.Options{Settings: settings(w), Log: t.log, OnWake: func(d wakeword.Detection) {
+	t.wake = hostwake.New(hostwake.Options{Settings: settings(t.cfg), Log: t.log, OnWake: func(d wakeword.Detection) {
 		t.sp.StopRinging("the wake word was heard")
 		if t.conv != nil {
 			t.conv.Wake(conversation.Detection{Model: d.Model, Score: d.Score, End: d.End})
@@ -135,7 +139,7 @@ func (t *Talk) Reload(prev, next *config.Config, changed part.Changes) {
 		return
 	}
 	if changed.Touched("conversation.wake_word") || !t.wake.Status().On {
-		t.wake.Reload(settings(next.Conversation.WakeWord))
+		t.wake.Reload(settings(next))
 	}
 }
 
@@ -178,7 +182,7 @@ func CheckWakeWord(ctx context.Context, cfg *config.Config) (string, error) {
 	if !w.On() {
 		return "off (conversation.wake_word.models is empty)", nil
 	}
-	m, err := hostwake.Check(ctx, "", settings(w))
+	m, err := hostwake.Check(ctx, "", settings(cfg))
 	if err != nil {
 		return "", err
 	}
