@@ -4,40 +4,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
 	"github.com/agenthost/agenthost/audio/gate"
 	"github.com/agenthost/agenthost/audio/wakeword"
-	"github.com/agenthost/agenthost/audio/wakeword/ort"
-	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
 )
-
-// runtime loads the library and the four fetched wake models.
-func runtime(t testing.TB) (*ort.Runtime, []string) {
-	t.Helper()
-	f := wakewordtest.Fetch(t)
-	lib := f.ONNXRuntime
-	if l := os.Getenv("AGENTHOST_TEST_ONNXRUNTIME"); l != "" {
-		lib = l
-	}
-	if _, err := ort.Init(lib); err != nil {
-		t.Fatal(err)
-	}
-	names := []string{"hey_jarvis", "alexa", "hey_mycroft", "hey_rhasspy"}
-	p := ort.Paths{Mel: f.Model("melspectrogram"), Embedding: f.Model("embedding_model")}
-	for _, n := range names {
-		p.Wake = append(p.Wake, f.Model(n))
-	}
-	rt, err := ort.Open(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(rt.Close)
-	return rt, names
-}
 
 // fanNoise is pink noise low-passed at about 500 Hz, at dbfs (RMS).
 func fanNoise(rng *rand.Rand, n int, dbfs float64) []int16 {

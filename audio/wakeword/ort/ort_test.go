@@ -20,10 +20,9 @@ import (
 
 const rate = wakeword.Rate
 
-// detector loads the library and models (the npm ONNX Runtime, or the one
-// AGENTHOST_TEST_ONNXRUNTIME names) with every fetched wake model, with the
-// shipped settings but threshold.
-func detector(t testing.TB, threshold float64) (*wakeword.Detector, []string) {
+// fetched fetches the models and loads the library: the npm ONNX Runtime,
+// or the one AGENTHOST_TEST_ONNXRUNTIME names.
+func fetched(t testing.TB) wakewordtest.Files {
 	t.Helper()
 	f := wakewordtest.Fetch(t)
 	lib := f.ONNXRuntime
@@ -35,7 +34,13 @@ func detector(t testing.TB, threshold float64) (*wakeword.Detector, []string) {
 		t.Fatal(err)
 	}
 	t.Logf("ONNX Runtime %s from %s", v, lib)
-	names := []string{"hey_jarvis", "alexa", "hey_mycroft", "hey_rhasspy"}
+	return f
+}
+
+// openModels opens the fetched models f names: the melspectrogram, the embedding
+// and the wake models.
+func openModels(t testing.TB, f wakewordtest.Files, names ...string) *ort.Runtime {
+	t.Helper()
 	p := ort.Paths{Mel: f.Model("melspectrogram"), Embedding: f.Model("embedding_model")}
 	for _, n := range names {
 		p.Wake = append(p.Wake, f.Model(n))
@@ -44,7 +49,23 @@ func detector(t testing.TB, threshold float64) (*wakeword.Detector, []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rt
+}
+
+// runtime loads the library and the four fetched wake models.
+func runtime(t testing.TB) (*ort.Runtime, []string) {
+	t.Helper()
+	names := []string{"hey_jarvis", "alexa", "hey_mycroft", "hey_rhasspy"}
+	rt := openModels(t, fetched(t), names...)
 	t.Cleanup(rt.Close)
+	return rt, names
+}
+
+// detector is runtime's models as a detector with the shipped settings but
+// threshold.
+func detector(t testing.TB, threshold float64) (*wakeword.Detector, []string) {
+	t.Helper()
+	rt, names := runtime(t)
 	o := wakeword.Shipped
 	o.Threshold = threshold
 	d, err := wakeword.NewDetectorWith(rt, names, o)

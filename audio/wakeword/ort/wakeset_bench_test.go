@@ -59,26 +59,7 @@ var agcRuns = map[string]bool{"clean": true, "pink 5 dB": true, "far (low-passed
 // scores nothing.
 func BenchmarkWakeSet(b *testing.B) {
 	set := wakewordtest.Wakeset(b)
-	f := wakewordtest.Fetch(b)
-	lib := f.ONNXRuntime
-	if l := os.Getenv("AGENTHOST_TEST_ONNXRUNTIME"); l != "" {
-		lib = l
-	}
-	if _, err := ort.Init(lib); err != nil {
-		b.Fatal(err)
-	}
-	open := func() *ort.Runtime {
-		rt, err := ort.Open(ort.Paths{Mel: f.Model("melspectrogram"), Embedding: f.Model("embedding_model"), Wake: []string{f.Model("hey_jarvis")}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return rt
-	}
-	held := os.Getenv("AGENTHOST_WAKESET_PART") != "tune"
-	minutes := 60
-	if m := os.Getenv("AGENTHOST_WAKESET_MINUTES"); m != "" {
-		fmt.Sscan(m, &minutes)
-	}
+	open, held, minutes := wakesetRun(b)
 	cachedOnly := os.Getenv("AGENTHOST_WAKESET_CACHED_ONLY") != ""
 	for b.Loop() {
 		conds := conditions(b, set, held, minutes)
@@ -720,4 +701,18 @@ func pctF(sorted []float64, p int) float64 {
 		return math.NaN()
 	}
 	return sorted[min(len(sorted)-1, max(0, (len(sorted)*p+99)/100-1))]
+}
+
+// wakesetRun loads the library and says how to open hey_jarvis's runtime,
+// which part of the wake set to measure (the held-out part unless
+// AGENTHOST_WAKESET_PART=tune) and how many minutes of false-wake audio
+// (AGENTHOST_WAKESET_MINUTES, 60).
+func wakesetRun(b *testing.B) (open func() *ort.Runtime, held bool, minutes int) {
+	f := fetched(b)
+	open = func() *ort.Runtime { return openModels(b, f, "hey_jarvis") }
+	minutes = 60
+	if m := os.Getenv("AGENTHOST_WAKESET_MINUTES"); m != "" {
+		fmt.Sscan(m, &minutes)
+	}
+	return open, os.Getenv("AGENTHOST_WAKESET_PART") != "tune", minutes
 }

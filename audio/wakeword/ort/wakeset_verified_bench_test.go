@@ -46,26 +46,7 @@ var enrollTakes = [][2]int{{133, 47}, {177, 63}, {147, 72}, {188, 52}, {158, 37}
 // BenchmarkWakeSet.
 func BenchmarkWakeSetVerified(b *testing.B) {
 	set := wakewordtest.Wakeset(b)
-	f := wakewordtest.Fetch(b)
-	lib := f.ONNXRuntime
-	if l := os.Getenv("AGENTHOST_TEST_ONNXRUNTIME"); l != "" {
-		lib = l
-	}
-	if _, err := ort.Init(lib); err != nil {
-		b.Fatal(err)
-	}
-	open := func() *ort.Runtime {
-		rt, err := ort.Open(ort.Paths{Mel: f.Model("melspectrogram"), Embedding: f.Model("embedding_model"), Wake: []string{f.Model("hey_jarvis")}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return rt
-	}
-	held := os.Getenv("AGENTHOST_WAKESET_PART") != "tune"
-	minutes := 60
-	if m := os.Getenv("AGENTHOST_WAKESET_MINUTES"); m != "" {
-		fmt.Sscan(m, &minutes)
-	}
+	open, held, minutes := wakesetRun(b)
 	const step = 320
 	for b.Loop() {
 		conds := conditions(b, set, held, minutes)
