@@ -30,7 +30,13 @@ func TestMain(m *testing.M) {
 func detect(t *testing.T, cmd *exec.Cmd) (wakeword.Message, []string) {
 	t.Helper()
 	words := audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-gb", WPM: 140}, "hey jarvis")
-	pcm := append(append(make([]int16, 3*wakeword.Rate), words...), make([]int16, 2*wakeword.Rate)...)
+	return detectPCM(t, cmd, append(append(make([]int16, 3*wakeword.Rate), words...), make([]int16, 2*wakeword.Rate)...))
+}
+
+// detectPCM runs cmd (the detector), feeds it pcm and returns its ready
+// line and the models that fired.
+func detectPCM(t *testing.T, cmd *exec.Cmd, pcm []int16) (wakeword.Message, []string) {
+	t.Helper()
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -58,7 +64,7 @@ func detect(t *testing.T, cmd *exec.Cmd) (wakeword.Message, []string) {
 	}
 	ready := next()
 	if ready.Type != wakeword.KindReady {
-		t.Fatalf("first line %+v", ready)
+		t.Fatalf("first line %+v; stderr:\n%.2000s", ready, stderr.String())
 	}
 	go func() {
 		var buf []byte

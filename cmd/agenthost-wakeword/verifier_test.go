@@ -1,13 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,47 +25,8 @@ func hears(t *testing.T, bin string, args []string, words []int16) (wakeword.Mes
 	for i := range pcm {
 		pcm[i] += int16(i%7 - 3) // a faint floor
 	}
-	in, _ := cmd.StdinPipe()
-	out, _ := cmd.StdoutPipe()
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Wait()
-	lines := bufio.NewScanner(out)
-	next := func() wakeword.Message {
-		if !lines.Scan() {
-			t.Fatalf("the detector said nothing more; stderr:\n%.2000s", stderr.String())
-		}
-		var m wakeword.Message
-		if err := json.Unmarshal(lines.Bytes(), &m); err != nil {
-			t.Fatalf("not the protocol: %q", lines.Text())
-		}
-		return m
-	}
-	ready := next()
-	if ready.Type != wakeword.KindReady {
-		t.Fatalf("first line %+v; stderr:\n%.2000s", ready, stderr.String())
-	}
-	go func() {
-		var buf []byte
-		for i := 0; i < len(pcm); i += 960 {
-			buf, _ = wakeword.WriteChunk(in, int64(i), pcm[i:min(i+960, len(pcm))], buf)
-		}
-		wakeword.WritePing(in)
-	}()
-	fired := false
-	for {
-		m := next()
-		if m.Type == wakeword.KindPong {
-			break
-		}
-		fired = fired || m.Model == "hey_jarvis"
-	}
-	in.Close()
-	io.Copy(io.Discard, out)
-	return ready, fired
+	ready, fired := detectPCM(t, cmd, pcm)
+	return ready, slices.Contains(fired, "hey_jarvis")
 }
 
 // TestAnEnrolledVerifierIsLoadedAndABrokenOneIsNot: `agenthost-wakeword
