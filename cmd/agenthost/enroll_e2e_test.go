@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/agenthost/agenthost/audio/wakeword"
@@ -19,7 +20,9 @@ import (
 // configured model and writes it in the state folder's wakeword/, readable
 // by the owner only, where the detector finds it; recordings that cannot
 // serve (too few takes, a missing file) end it with a clear error and
-// write nothing.
+// write nothing. Run as root (`sudo agenthost wakeword enroll`) on a state
+// folder the service user owns, the verifier is handed to that user, who
+// could not read a root-owned 0600 file.
 func TestEnrollWritesTheOwnersVerifierInTheStateFolder(t *testing.T) {
 	bin := testbinHost(t)
 	dir := t.TempDir()
@@ -61,9 +64,31 @@ func TestEnrollWritesTheOwnersVerifierInTheStateFolder(t *testing.T) {
 			t.Fatalf("a verifier was written from recordings that could not serve")
 		}
 	}
+	const serviceUser = 65534 // nobody: stands for the package's agenthost user
+	asRoot := os.Geteuid() == 0
+	if asRoot {
+		if err := os.Mkdir(state, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(state, serviceUser, serviceUser); err != nil {
+			t.Fatal(err)
+		}
+	}
 	out, err := exec.Command(bin, append(append(append([]string(nil), base...), phrases...), others...)...).CombinedOutput()
 	if err != nil {
 		t.Fatalf("enroll: %v:\n%s", err, out)
+	}
+	if asRoot {
+		for _, p := range []string{filepath.Dir(file), file} {
+			if fi, err := os.Stat(p); err != nil || fi.Sys().(*syscall.Stat_t).Uid != serviceUser || fi.Sys().(*syscall.Stat_t).Gid != serviceUser {
+				t.Errorf("%s after enroll as root: %v, want it owned by the state folder's owner (%d)", p, err, serviceUser)
+			}
+		}
+		// The daemon below runs as this test's user, as it would as the
+		// folder's owner.
+		for _, p := range []string{state, filepath.Dir(file), file} {
+			os.Chown(p, 0, 0)
+		}
 	}
 	t.Logf("enroll said:\n%s", out)
 	v, err := wakeword.LoadVerifier(file)
