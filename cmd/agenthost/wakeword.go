@@ -17,6 +17,7 @@ import (
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/audio/wakeword"
 	hostwake "github.com/agenthost/agenthost/host/wakeword"
+	"github.com/agenthost/agenthost/internal/fsperm"
 )
 
 func init() {
@@ -110,6 +111,9 @@ func cmdWakeWord(e *env, args []string) error {
 	}
 	if m.Type != wakeword.KindEnrolled {
 		return fmt.Errorf("wakeword enroll: %s", m.Error)
+	}
+	if err := fsperm.HandOver(cfg.Plugins.StateDirectory(), dir, filepath.Base(m.Path)); err != nil {
+		return fmt.Errorf("the verifier is in %s, but the service may not read it: %w", m.Path, err)
 	}
 	fmt.Fprintf(e.stdout, "enrolled: %s's verifier (%d takes of the phrase heard of %d, %d windows of other sound) is in %s\n", m.Model, m.Phrases, len(pf), m.Negatives, m.Path)
 	fmt.Fprintln(e.stdout, "the detector loads it when it starts: systemctl restart agenthost; delete the file to go back to the model alone")

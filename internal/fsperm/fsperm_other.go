@@ -15,3 +15,6 @@ func SocketProblem(string) string { return "" }
 
 // Owner: this system has no unix owners.
 func Owner(os.FileInfo) (int, bool) { return 0, false }
+
+// HandOver: this system has no unix owners to hand a file to.
+func HandOver(top, dir, name string) error { return nil }
