@@ -22,7 +22,8 @@ import (
 // serve (too few takes, a missing file) end it with a clear error and
 // write nothing. Run as root (`sudo agenthost wakeword enroll`) on a state
 // folder the service user owns, the verifier is handed to that user, who
-// could not read a root-owned 0600 file.
+// could not read a root-owned 0600 file. A reload takes a verifier
+// written or deleted while the daemon runs.
 func TestEnrollWritesTheOwnersVerifierInTheStateFolder(t *testing.T) {
 	bin := testbinHost(t)
 	dir := t.TempDir()
@@ -107,5 +108,15 @@ func TestEnrollWritesTheOwnersVerifierInTheStateFolder(t *testing.T) {
 	d.logShows("agenthost started")
 	if st := d.status(t); !slices.Contains(st.WakeWord.Verified, "hey_jarvis") || st.WakeWord.VerifierError != "" {
 		t.Errorf("the daemon's wake word after enrolling: %+v, want hey_jarvis verified", st.WakeWord)
+	}
+	// Deleting the file goes back to the model alone at the next reload.
+	if err := os.Remove(file); err != nil {
+		t.Fatal(err)
+	}
+	n := d.logCount("wake word on")
+	d.cmd.Process.Signal(syscall.SIGHUP)
+	d.waitLogCount(n+1, "wake word on")
+	if st := d.status(t); len(st.WakeWord.Verified) != 0 {
+		t.Errorf("the daemon's wake word after the verifier was deleted and the daemon reloaded: %+v, want none verified", st.WakeWord)
 	}
 }

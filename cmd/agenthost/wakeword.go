@@ -116,7 +116,7 @@ func cmdWakeWord(e *env, args []string) error {
 		return fmt.Errorf("the verifier is in %s, but the service may not read it: %w", m.Path, err)
 	}
 	fmt.Fprintf(e.stdout, "enrolled: %s's verifier (%d takes of the phrase heard of %d, %d windows of other sound) is in %s\n", m.Model, m.Phrases, len(pf), m.Negatives, m.Path)
-	fmt.Fprintln(e.stdout, "the detector loads it when it starts: systemctl restart agenthost; delete the file to go back to the model alone")
+	fmt.Fprintln(e.stdout, "the daemon takes it at its next reload: systemctl reload agenthost (delete the file and reload to go back to the model alone)")
 	return nil
 }
 

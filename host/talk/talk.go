@@ -123,7 +123,8 @@ func (t *Talk) Live() []string {
 }
 
 // Reload applies conversation.hooks, the audio devices and the wake word's
-// settings; a detector that could not run is tried again at any reload.
+// settings and verifiers; a detector that could not run is tried again at
+// any reload.
 func (t *Talk) Reload(prev, next *config.Config, changed part.Changes) {
 	if changed.Touched("conversation.hooks") {
 		t.conv.SetHooks(next.Conversation.Hooks)
@@ -138,7 +139,7 @@ func (t *Talk) Reload(prev, next *config.Config, changed part.Changes) {
 	if t.wake == nil {
 		return
 	}
-	if changed.Touched("conversation.wake_word") || !t.wake.Status().On {
+	if changed.Touched("conversation.wake_word") || !t.wake.Status().On || t.wake.VerifiersChanged() {
 		t.wake.Reload(settings(next))
 	}
 }

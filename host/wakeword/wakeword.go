@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,9 +120,10 @@ type Detector struct {
 	fedTo  *child
 	sendTo func(pos int64, pcm []int16)
 
-	mu       sync.Mutex
-	settings Settings
-	byModel  map[string]int64
+	mu        sync.Mutex
+	settings  Settings
+	byModel   map[string]int64
+	verifiers string // what the verifier folder held when the detector last started
 }
 
 // New returns a detector that starts when run.
@@ -181,6 +183,7 @@ func (d *Detector) Run(ctx context.Context, ready func()) error {
 func (d *Detector) load() {
 	d.mu.Lock()
 	s := d.settings
+	d.verifiers = folderPrint(s.Verifiers)
 	d.mu.Unlock()
 	d.sup.Load(func(ctx context.Context) (supervise.Child, error) {
 		c, err := start(ctx, d.o.Command, s.Args(), d.log, d.wake)
@@ -204,6 +207,29 @@ func (d *Detector) Reload(s Settings) {
 	d.mu.Unlock()
 	d.gateOn.Store(s.Gate)
 	d.load()
+}
+
+// VerifiersChanged says whether a verifier was written, replaced or
+// deleted since the detector last started (it reads them when it starts).
+func (d *Detector) VerifiersChanged() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return folderPrint(d.settings.Verifiers) != d.verifiers
+}
+
+// folderPrint names what dir holds: each entry's name, size and time.
+func folderPrint(dir string) string {
+	if dir == "" {
+		return ""
+	}
+	entries, _ := os.ReadDir(dir)
+	var b strings.Builder
+	for _, e := range entries {
+		if fi, err := e.Info(); err == nil {
+			fmt.Fprintf(&b, "%s %d %d\n", e.Name(), fi.Size(), fi.ModTime().UnixNano())
+		}
+	}
+	return b.String()
 }
 
 // Settled is closed once the first start has succeeded or failed.
