@@ -1,0 +1,211 @@
+package pluginmgr_test
+
+import (
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/internal/testbin"
+)
+
+// recordingOut is a test double of the host's output mixer (audio/mixer is
+// not on this branch): it records what each stream is given, up to a bound.
+type recordingOut struct {
+	mu      sync.Mutex
+	streams []*recordedStream
+}
+
+type recordedStream struct {
+	source, class string
+	format        audio.Format
+
+	mu      sync.Mutex
+	samples []int16
+	closed  bool // played out
+	stopped chan struct{}
+	stop    sync.Once
+	paused  []bool
+}
+
+const maxRecorded = 1 << 20
+
+func (o *recordingOut) Open(source, class string, f audio.Format) (pluginmgr.AudioStream, error) {
+	s := &recordedStream{source: source, class: class, format: f, stopped: make(chan struct{})}
+	o.mu.Lock()
+	o.streams = append(o.streams, s)
+	o.mu.Unlock()
+	return s, nil
+}
+
+func (o *recordingOut) all() []*recordedStream {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]*recordedStream(nil), o.streams...)
+}
+
+func (s *recordedStream) Write(p []int16) (int, error) {
+	select {
+	case <-s.stopped:
+		return 0, errors.New("stream stopped")
+	default:
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.samples) < maxRecorded {
+		s.samples = append(s.samples, p...)
+	}
+	return len(p), nil
+}
+
+func (s *recordedStream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+func (s *recordedStream) Stop() { s.stop.Do(func() { close(s.stopped) }) }
+
+func (s *recordedStream) Pause(p bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.paused = append(s.paused, p)
+}
+
+func (s *recordedStream) played() ([]int16, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int16(nil), s.samples...), s.closed
+}
+
+func playerBin(t *testing.T) string {
+	return testbin.Build(t, "./host/pluginmgr/testdata/plugins/player")
+}
+
+func withAudio(out pluginmgr.AudioOut) func(o *pluginmgr.Options) {
+	return func(o *pluginmgr.Options) { o.Audio = out }
+}
+
+// TestPluginSoundReachesTheHostsOutput plays a known ramp from a plugin:
+// the host's output gets a stream named after the plugin, of the class and
+// format the plugin gave, with every sample in order, played out.
+func TestPluginSoundReachesTheHostsOutput(t *testing.T) {
+	out := &recordingOut{}
+	x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) }, nil, withAudio(out))
+	if o := x.call("play", `{"frames": 20000, "class": "announcement"}`); !o.Success {
+		t.Fatalf("play: %+v", o)
+	}
+	streams := out.all()
+	if len(streams) != 1 {
+		t.Fatalf("%d streams opened, want 1", len(streams))
+	}
+	s := streams[0]
+	if s.source != "plugin:player/ramp" || s.class != "announcement" || s.format != (audio.Format{Rate: 8000, Channels: 1}) {
+		t.Errorf("stream %q class %q format %v, want plugin:player/ramp, announcement, 8000 Hz mono", s.source, s.class, s.format)
+	}
+	samples, closed := s.played()
+	if !closed {
+		t.Error("the stream was not played out (Close)")
+	}
+	if len(samples) != 20000 {
+		t.Fatalf("%d samples, want 20000", len(samples))
+	}
+	for i, v := range samples {
+		if v != int16(i%1000) {
+			t.Fatalf("sample %d is %d, want %d", i, v, i%1000)
+		}
+	}
+}
+
+// TestHostRefusesPluginSoundWithItsReason: a plugin named in
+// plugins.audio.deny, a class not allowed, more streams than max_streams and
+// a host without an output each give the plugin's caller the reason.
+func TestHostRefusesPluginSoundWithItsReason(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		set    func(p *config.Plugins)
+		out    pluginmgr.AudioOut
+		params string
+		want   string
+	}{
+		{"denied", func(p *config.Plugins) { p.Audio.Deny = []string{"player"} }, &recordingOut{}, `{"frames":10,"class":"media"}`, "plugins.audio.deny"},
+		{"class", nil, &recordingOut{}, `{"frames":10,"class":"voice"}`, "plugins.audio.classes"},
+		{"no output", nil, nil, `{"frames":10,"class":"media"}`, "takes no audio"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) }, c.set, withAudio(c.out))
+			o := x.call("play", c.params)
+			if o.Success || !strings.Contains(o.Error, c.want) {
+				t.Fatalf("play: %+v, want a failure saying %q", o, c.want)
+			}
+		})
+	}
+	t.Run("max streams", func(t *testing.T) {
+		x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) },
+			func(p *config.Plugins) { p.Audio.MaxStreams = 1 }, withAudio(&recordingOut{}))
+		if o := x.call("play_endless", `{"class":"media"}`); !o.Success {
+			t.Fatalf("play_endless: %+v", o)
+		}
+		o := x.call("play_endless", `{"class":"media"}`)
+		if o.Success || !strings.Contains(o.Error, "plugins.audio.max_streams") {
+			t.Fatalf("second stream: %+v, want a refusal naming plugins.audio.max_streams", o)
+		}
+	})
+}
+
+// TestPluginThatDiesMidStreamEndsItsStream: the stream of a plugin that
+// exits while playing is stopped at the output, and the slot is freed; once
+// the manager stops, no goroutine of it is left.
+func TestPluginThatDiesMidStreamEndsItsStream(t *testing.T) {
+	playerBin(t)
+	before := goleak.IgnoreCurrent()
+	out := &recordingOut{}
+	x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) },
+		func(p *config.Plugins) { p.Audio.MaxStreams = 1 }, withAudio(out))
+	if o := x.call("play_endless", `{"class":"media"}`); !o.Success {
+		t.Fatalf("play_endless: %+v", o)
+	}
+	s := out.all()[0]
+	x.call("crash", `{}`)
+	select {
+	case <-s.stopped:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream of the dead plugin was never stopped")
+	}
+	if _, closed := s.played(); closed {
+		t.Error("a cut-off stream was played out as if whole")
+	}
+	// The restarted plugin may play again: the dead one's slot is free.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		o := x.call("play_endless", `{"class":"media"}`)
+		if o.Success {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted plugin cannot play: %+v", o)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	x.stop()
+	goleak.VerifyNone(t, before)
+}
+
+// TestPluginOnThePriorContractStillServes: a plugin built on the contract
+// before HostAudio (testdata/priorv1) loads and serves on a host that takes
+// sound from plugins.
+func TestPluginOnThePriorContractStillServes(t *testing.T) {
+	prior := testbin.Build(t, "./host/pluginmgr/testdata/plugins/prior")
+	x := startManager(t, func(dir string) { install(t, prior, dir, "prior", 0) }, nil, withAudio(&recordingOut{}))
+	o := x.call("prior_pid", `{}`)
+	if !o.Success {
+		t.Fatalf("prior_pid: %+v", o)
+	}
+}
