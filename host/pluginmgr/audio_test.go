@@ -1,9 +1,7 @@
 package pluginmgr_test
 
 import (
-	"errors"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -12,78 +10,9 @@ import (
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/host/pluginmgr/audiorec"
 	"github.com/agenthost/agenthost/internal/testbin"
 )
-
-// recordingOut is a test double of the host's output mixer (audio/mixer is
-// not on this branch): it records what each stream is given, up to a bound.
-type recordingOut struct {
-	mu      sync.Mutex
-	streams []*recordedStream
-}
-
-type recordedStream struct {
-	source, class string
-	format        audio.Format
-
-	mu      sync.Mutex
-	samples []int16
-	closed  bool // played out
-	stopped chan struct{}
-	stop    sync.Once
-	paused  []bool
-}
-
-const maxRecorded = 1 << 20
-
-func (o *recordingOut) Open(source, class string, f audio.Format) (pluginmgr.AudioStream, error) {
-	s := &recordedStream{source: source, class: class, format: f, stopped: make(chan struct{})}
-	o.mu.Lock()
-	o.streams = append(o.streams, s)
-	o.mu.Unlock()
-	return s, nil
-}
-
-func (o *recordingOut) all() []*recordedStream {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return append([]*recordedStream(nil), o.streams...)
-}
-
-func (s *recordedStream) Write(p []int16) (int, error) {
-	select {
-	case <-s.stopped:
-		return 0, errors.New("stream stopped")
-	default:
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if len(s.samples) < maxRecorded {
-		s.samples = append(s.samples, p...)
-	}
-	return len(p), nil
-}
-
-func (s *recordedStream) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.closed = true
-	return nil
-}
-
-func (s *recordedStream) Stop() { s.stop.Do(func() { close(s.stopped) }) }
-
-func (s *recordedStream) Pause(p bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.paused = append(s.paused, p)
-}
-
-func (s *recordedStream) played() ([]int16, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]int16(nil), s.samples...), s.closed
-}
 
 func playerBin(t *testing.T) string {
 	return testbin.Build(t, "./host/pluginmgr/testdata/plugins/player")
@@ -97,20 +26,20 @@ func withAudio(out pluginmgr.AudioOut) func(o *pluginmgr.Options) {
 // the host's output gets a stream named after the plugin, of the class and
 // format the plugin gave, with every sample in order, played out.
 func TestPluginSoundReachesTheHostsOutput(t *testing.T) {
-	out := &recordingOut{}
+	out := &audiorec.Out{}
 	x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) }, nil, withAudio(out))
 	if o := x.call("play", `{"frames": 20000, "class": "announcement"}`); !o.Success {
 		t.Fatalf("play: %+v", o)
 	}
-	streams := out.all()
+	streams := out.Streams()
 	if len(streams) != 1 {
 		t.Fatalf("%d streams opened, want 1", len(streams))
 	}
 	s := streams[0]
-	if s.source != "plugin:player/ramp" || s.class != "announcement" || s.format != (audio.Format{Rate: 8000, Channels: 1}) {
-		t.Errorf("stream %q class %q format %v, want plugin:player/ramp, announcement, 8000 Hz mono", s.source, s.class, s.format)
+	if s.Source != "plugin:player/ramp" || s.Class != "announcement" || s.Format != (audio.Format{Rate: 8000, Channels: 1}) {
+		t.Errorf("stream %q class %q format %v, want plugin:player/ramp, announcement, 8000 Hz mono", s.Source, s.Class, s.Format)
 	}
-	samples, closed := s.played()
+	samples, _, closed := s.Samples()
 	if !closed {
 		t.Error("the stream was not played out (Close)")
 	}
@@ -135,8 +64,8 @@ func TestHostRefusesPluginSoundWithItsReason(t *testing.T) {
 		params string
 		want   string
 	}{
-		{"denied", func(p *config.Plugins) { p.Audio.Deny = []string{"player"} }, &recordingOut{}, `{"frames":10,"class":"media"}`, "plugins.audio.deny"},
-		{"class", nil, &recordingOut{}, `{"frames":10,"class":"voice"}`, "plugins.audio.classes"},
+		{"denied", func(p *config.Plugins) { p.Audio.Deny = []string{"player"} }, &audiorec.Out{}, `{"frames":10,"class":"media"}`, "plugins.audio.deny"},
+		{"class", nil, &audiorec.Out{}, `{"frames":10,"class":"voice"}`, "plugins.audio.classes"},
 		{"no output", nil, nil, `{"frames":10,"class":"media"}`, "takes no audio"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -149,7 +78,7 @@ func TestHostRefusesPluginSoundWithItsReason(t *testing.T) {
 	}
 	t.Run("max streams", func(t *testing.T) {
 		x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) },
-			func(p *config.Plugins) { p.Audio.MaxStreams = 1 }, withAudio(&recordingOut{}))
+			func(p *config.Plugins) { p.Audio.MaxStreams = 1 }, withAudio(&audiorec.Out{}))
 		if o := x.call("play_endless", `{"class":"media"}`); !o.Success {
 			t.Fatalf("play_endless: %+v", o)
 		}
@@ -166,20 +95,20 @@ func TestHostRefusesPluginSoundWithItsReason(t *testing.T) {
 func TestPluginThatDiesMidStreamEndsItsStream(t *testing.T) {
 	playerBin(t)
 	before := goleak.IgnoreCurrent()
-	out := &recordingOut{}
+	out := &audiorec.Out{}
 	x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) },
 		func(p *config.Plugins) { p.Audio.MaxStreams = 1 }, withAudio(out))
 	if o := x.call("play_endless", `{"class":"media"}`); !o.Success {
 		t.Fatalf("play_endless: %+v", o)
 	}
-	s := out.all()[0]
+	s := out.Streams()[0]
 	x.call("crash", `{}`)
 	select {
-	case <-s.stopped:
+	case <-s.Stopped():
 	case <-time.After(20 * time.Second):
 		t.Fatal("the stream of the dead plugin was never stopped")
 	}
-	if _, closed := s.played(); closed {
+	if _, _, closed := s.Samples(); closed {
 		t.Error("a cut-off stream was played out as if whole")
 	}
 	// The restarted plugin may play again: the dead one's slot is free.
@@ -203,7 +132,7 @@ func TestPluginThatDiesMidStreamEndsItsStream(t *testing.T) {
 // sound from plugins.
 func TestPluginOnThePriorContractStillServes(t *testing.T) {
 	prior := testbin.Build(t, "./host/pluginmgr/testdata/plugins/prior")
-	x := startManager(t, func(dir string) { install(t, prior, dir, "prior", 0) }, nil, withAudio(&recordingOut{}))
+	x := startManager(t, func(dir string) { install(t, prior, dir, "prior", 0) }, nil, withAudio(&audiorec.Out{}))
 	o := x.call("prior_pid", `{}`)
 	if !o.Success {
 		t.Fatalf("prior_pid: %+v", o)
