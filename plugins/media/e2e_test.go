@@ -343,3 +343,14 @@ func TestBadInputGivesAClearErrorAndThePluginKeepsServing(t *testing.T) {
 		t.Errorf("class %s, want announcement", s.Class)
 	}
 }
+
+// TestMissingDecoderIsNamedByPlayMedia: without ffmpeg the plugin still
+// starts and serves, and play_media says what to install.
+func TestMissingDecoderIsNamedByPlayMedia(t *testing.T) {
+	h := startHost(t, map[string]any{"ffmpeg": "/nonexistent/ffmpeg"})
+	o := h.call("play_media", map[string]any{"url": "http://127.0.0.1:1/x.mp3"})
+	if o.Success || !strings.Contains(o.Error, "apt-get install ffmpeg") {
+		t.Errorf("play_media: %+v, want an error naming the missing decoder", o)
+	}
+	h.mustCall("get_media_status", map[string]any{})
+}

@@ -28,9 +28,10 @@ type config struct {
 	// StartTimeout: play_media fails when no sound is decoded this soon.
 	StartTimeout string `json:"start_timeout"`
 
-	ffmpeg string
-	stall  time.Duration
-	start  time.Duration
+	ffmpeg   string
+	noFFmpeg error // why there is no decoder; play_media says it
+	stall    time.Duration
+	start    time.Duration
 }
 
 func parseConfig(raw json.RawMessage) (config, error) {
@@ -51,7 +52,8 @@ func parseConfig(raw json.RawMessage) (config, error) {
 		}
 	}
 	if c.ffmpeg, err = exec.LookPath(c.FFmpeg); err != nil {
-		return c, fmt.Errorf("the decoder %q is not installed (apt-get install ffmpeg): %v", c.FFmpeg, err)
+		// Not a config error: the plugin serves, and play_media says why it cannot.
+		c.noFFmpeg = fmt.Errorf("the decoder %q is not installed (apt-get install ffmpeg): %v", c.FFmpeg, err)
 	}
 	return c, nil
 }
@@ -118,6 +120,9 @@ func (m *media) play(ctx context.Context, url, class string) (any, error) {
 	m.mu.Lock()
 	cfg := m.cfg
 	m.mu.Unlock()
+	if cfg.noFFmpeg != nil {
+		return nil, cfg.noFFmpeg
+	}
 	src, err := newOpener(cfg).open(ctx, url)
 	if err != nil {
 		return nil, err
