@@ -76,9 +76,11 @@ func decode(ffmpeg string, src *source) (*decoder, error) {
 	}
 	if stdin != nil {
 		go func() {
-			_, err := io.Copy(stdin, src.body)
+			// Only the source's failure counts: ffmpeg may stop reading first.
+			r := &readErr{r: src.body}
+			io.Copy(stdin, r)
 			stdin.Close()
-			d.feed <- err
+			d.feed <- r.err
 		}()
 	} else {
 		d.feed <- nil
@@ -97,6 +99,13 @@ func (d *decoder) kill() {
 			syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
 		}
 	})
+}
+
+// end kills ffmpeg, waits for it, and closes its output.
+func (d *decoder) end() {
+	d.kill()
+	<-d.done
+	d.out.Close()
 }
 
 // failure says why ffmpeg produced no (more) sound, for a person.
@@ -144,7 +153,7 @@ func (d *decoder) first(ctx context.Context, timeout time.Duration) ([]byte, err
 	feedErr := <-d.feed
 	d.feed <- feedErr
 	switch {
-	case feedErr != nil && !errors.Is(feedErr, syscall.EPIPE):
+	case feedErr != nil:
 		return nil, fmt.Errorf("the stream failed: %v", feedErr)
 	case n > 0:
 		return buf[:n], nil
@@ -153,6 +162,20 @@ func (d *decoder) first(ctx context.Context, timeout time.Duration) ([]byte, err
 	default:
 		return nil, errors.New("not playable sound: it holds no audio")
 	}
+}
+
+// readErr remembers the error (not EOF) its reader gave.
+type readErr struct {
+	r   io.Reader
+	err error
+}
+
+func (r *readErr) Read(p []byte) (int, error) {
+	n, err := r.r.Read(p)
+	if err != nil && err != io.EOF {
+		r.err = err
+	}
+	return n, err
 }
 
 // tailBuffer keeps the last max bytes written to it.

@@ -145,6 +145,7 @@ func server(t *testing.T, dir string) *httptest.Server {
 // host runs the plugin manager with the media plugin and a recording output.
 type host struct {
 	t    *testing.T
+	m    *pluginmgr.Manager
 	out  *audiorec.Out
 	disp *services.Dispatcher
 	n    int
@@ -188,7 +189,7 @@ func startHost(t *testing.T, mediaConfig map[string]any) *host {
 			t.Logf("host log:\n%s", log)
 		}
 	})
-	return &host{t: t, out: out, disp: services.NewDispatcher(reg, services.DispatchOptions{Timeout: 60 * time.Second, MaxResult: 64 << 10, MaxInFlight: 16})}
+	return &host{t: t, m: m, out: out, disp: services.NewDispatcher(reg, services.DispatchOptions{Timeout: 60 * time.Second, MaxResult: 64 << 10, MaxInFlight: 16})}
 }
 
 func (h *host) call(method string, params any) voice.Outcome {
@@ -206,7 +207,35 @@ func (h *host) mustCall(method string, params any) json.RawMessage {
 	return o.Data
 }
 
-// newest waits for the n-th stream opened on the output.
+// children returns the commands of the media plugin's child processes.
+func (h *host) children() []string {
+	h.t.Helper()
+	pid := 0
+	for _, s := range h.m.Status() {
+		if s.Name == "media" {
+			pid = s.PID
+		}
+	}
+	if pid == 0 {
+		h.t.Fatal("the media plugin is not running")
+	}
+	var out []string
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		i := strings.LastIndexByte(string(b), ')')
+		if fields := strings.Fields(string(b[i+1:])); i > 0 && len(fields) > 1 && fields[1] == fmt.Sprint(pid) {
+			out = append(out, string(b[:i+1]))
+		}
+	}
+	return out
+}
+
+// stream waits for the n-th stream opened on the output.
 func (h *host) stream(n int) *audiorec.Stream {
 	h.t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
@@ -293,6 +322,9 @@ func TestRadioTellsItsTitleAndPausesResumesStops(t *testing.T) {
 	if p := st.Playing[0]; p.Station != "Test FM" || p.Title != "Chord One" || p.Class != "media" || p.Position <= 0 {
 		t.Errorf("status %+v, want station Test FM, title Chord One, class media, a position", p)
 	}
+	if kids := h.children(); len(kids) != 1 || !strings.Contains(kids[0], "(ffmpeg)") {
+		t.Errorf("while playing the plugin has children %v, want its one ffmpeg", kids)
+	}
 	h.mustCall("pause_media", map[string]any{})
 	h.mustCall("resume_media", map[string]any{})
 	if got := s.Pauses(); len(got) != 2 || !got[0] || got[1] {
@@ -306,6 +338,9 @@ func TestRadioTellsItsTitleAndPausesResumesStops(t *testing.T) {
 	}
 	if err := json.Unmarshal(h.mustCall("get_media_status", map[string]any{}), &st); err != nil || len(st.Playing) != 0 {
 		t.Errorf("after stop: %+v %v, want nothing playing", st, err)
+	}
+	if kids := h.children(); len(kids) != 0 {
+		t.Errorf("after stop the plugin still has children %v, want its decoder gone", kids)
 	}
 	if o := h.call("pause_media", map[string]any{}); o.Success || !strings.Contains(o.Error, "no media is playing") {
 		t.Errorf("pause with nothing playing: %+v", o)

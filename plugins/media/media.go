@@ -133,9 +133,8 @@ func (m *media) play(ctx context.Context, url, class string) (any, error) {
 		return nil, err
 	}
 	fail := func(err error) (any, error) {
-		dec.kill()
 		src.Close()
-		<-dec.done
+		dec.end()
 		return nil, err
 	}
 	head, err := dec.first(ctx, cfg.start)
@@ -168,9 +167,8 @@ func (m *media) play(ctx context.Context, url, class string) (any, error) {
 func (m *media) watch(p *playback) {
 	defer close(p.ended)
 	err := p.pb.Wait()
-	p.dec.kill()
 	p.src.Close()
-	<-p.dec.done
+	p.dec.end()
 	why := "played to the end"
 	if err != nil {
 		why = err.Error()
