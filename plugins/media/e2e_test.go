@@ -326,6 +326,9 @@ func TestRadioTellsItsTitleAndPausesResumesStops(t *testing.T) {
 		t.Errorf("while playing the plugin has children %v, want its one ffmpeg", kids)
 	}
 	h.mustCall("pause_media", map[string]any{})
+	if err := json.Unmarshal(h.mustCall("get_media_status", map[string]any{}), &st); err != nil || len(st.Playing) != 1 || !st.Playing[0].Paused {
+		t.Errorf("status after pause_media: %+v %v, want it paused", st, err)
+	}
 	h.mustCall("resume_media", map[string]any{})
 	if got := s.Pauses(); len(got) != 2 || !got[0] || got[1] {
 		t.Errorf("pauses at the host %v, want [true false]", got)
@@ -374,8 +377,8 @@ func TestBadInputGivesAClearErrorAndThePluginKeepsServing(t *testing.T) {
 		t.Errorf("%d streams opened for bad input", n)
 	}
 	h.mustCall("play_media", map[string]any{"url": srv.URL + "/files/tone.mp3", "class": "announcement"})
-	if s := h.stream(1); s.Class != "announcement" {
-		t.Errorf("class %s, want announcement", s.Class)
+	if s := h.stream(1); s.Class != "announcement" || s.Source != "plugin:media/"+srv.URL+"/files/tone.mp3" {
+		t.Errorf("class %s source %s, want an announcement named by its URL", s.Class, s.Source)
 	}
 }
 

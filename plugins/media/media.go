@@ -8,11 +8,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/agenthost/agenthost/plugins/sdk"
 )
@@ -141,10 +143,7 @@ func (m *media) play(ctx context.Context, url, class string) (any, error) {
 	if err != nil {
 		return fail(fmt.Errorf("%s: %w", src.url, err))
 	}
-	name := src.url
-	if src.station != "" {
-		name = src.station
-	}
+	name := displayName(src)
 	pb, err := sdk.Play(context.WithoutCancel(ctx), io.MultiReader(bytes.NewReader(head), dec.out),
 		sdk.Audio{Name: name, Class: class, Rate: outRate, Channels: outChannels})
 	if err != nil {
@@ -242,4 +241,22 @@ func (m *media) status() map[string]any {
 		out["last_ended"] = last
 	}
 	return out
+}
+
+// displayName names the sound in the host's logs and status: the station,
+// else the URL without its query and credentials, else the file's name; at
+// most 200 bytes.
+func displayName(src *source) string {
+	name := src.station
+	if name == "" {
+		name = filepath.Base(src.url)
+		if u, err := url.Parse(src.url); err == nil && u.Host != "" {
+			name = u.Scheme + "://" + u.Host + u.Path
+		}
+	}
+	for len(name) > 200 {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
+	}
+	return name
 }

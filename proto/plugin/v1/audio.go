@@ -47,7 +47,8 @@ func (h *hostAudio) brokerID() uint32 {
 	h.once.Do(func() {
 		h.id = h.broker.NextId()
 		go h.broker.AcceptAndServe(h.id, func(opts []grpc.ServerOption) *grpc.Server {
-			s := grpc.NewServer(opts...)
+			// A plugin's streams and messages are bounded like its sound.
+			s := grpc.NewServer(append(opts, grpc.MaxConcurrentStreams(16), grpc.MaxRecvMsgSize(MaxAudioChunk+4096))...)
 			RegisterHostAudioServer(s, h.srv)
 			return s
 		})
