@@ -204,7 +204,7 @@ func (a *pluginAudio) pump(s pluginv1.HostAudio_PlayServer, st AudioStream, even
 		}
 		if err != nil {
 			st.Stop()
-			return &pluginv1.AudioFinished{Reason: "the plugin went away"}
+			return &pluginv1.AudioFinished{Reason: "the plugin ended it (or went away)"}
 		}
 		pcm := msg.GetPcm()
 		if len(pcm) > pluginv1.MaxAudioChunk || len(pcm)%(2*channels) != 0 {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc/status"
@@ -20,6 +21,9 @@ var speaker = pluginv1.NewSpeaker()
 // ErrNoAudio is returned by [Play] when the host takes no sound from this
 // plugin (an older host, or one without an output for plugins).
 var ErrNoAudio = pluginv1.ErrNoHostAudio
+
+// ErrStopped is what Wait returns for a sound ended by Stop.
+var ErrStopped = errors.New("stopped")
 
 // Audio describes a sound to play.
 type Audio struct {
@@ -36,12 +40,13 @@ type Audio struct {
 
 // Playback is a sound playing; from [Play].
 type Playback struct {
-	client pluginv1.HostAudioClient
-	id     uint64
-	stop   context.CancelFunc
-	done   chan struct{}
-	frame  int // bytes per frame
-	rate   int
+	client  pluginv1.HostAudioClient
+	id      uint64
+	stop    context.CancelFunc
+	stopped atomic.Bool // Stop was called
+	done    chan struct{}
+	frame   int // bytes per frame
+	rate    int
 
 	mu     sync.Mutex
 	sent   int64 // bytes
@@ -150,6 +155,9 @@ func (p *Playback) receive(stream pluginv1.HostAudio_PlayClient, sendErr <-chan 
 			break
 		}
 	}
+	if p.stopped.Load() {
+		end = ErrStopped
+	}
 	p.stop()
 	select {
 	case err := <-sendErr:
@@ -175,8 +183,11 @@ func (p *Playback) Wait() error {
 // Done is closed when the sound has ended.
 func (p *Playback) Done() <-chan struct{} { return p.done }
 
-// Stop ends the sound at once.
-func (p *Playback) Stop() { p.stop() }
+// Stop ends the sound at once; Wait then returns ErrStopped.
+func (p *Playback) Stop() {
+	p.stopped.Store(true)
+	p.stop()
+}
 
 // Pause holds (true) or resumes (false) the sound at the host.
 func (p *Playback) Pause(ctx context.Context, paused bool) error {
