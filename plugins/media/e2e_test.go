@@ -44,7 +44,7 @@ var (
 
 var formats = []string{"wav", "mp3", "ogg", "opus", "flac", "aac"}
 
-func material(t *testing.T) string {
+func material(t testing.TB) string {
 	t.Helper()
 	materialOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "media-material-")
@@ -79,7 +79,7 @@ func material(t *testing.T) string {
 
 // server serves the material, a radio with ICY metadata, playlists, and
 // bad streams.
-func server(t *testing.T, dir string) *httptest.Server {
+func server(t testing.TB, dir string) *httptest.Server {
 	mp3, err := os.ReadFile(filepath.Join(dir, "tone.mp3"))
 	if err != nil {
 		t.Fatal(err)
@@ -144,14 +144,14 @@ func server(t *testing.T, dir string) *httptest.Server {
 
 // host runs the plugin manager with the media plugin and a recording output.
 type host struct {
-	t    *testing.T
+	t    testing.TB
 	m    *pluginmgr.Manager
 	out  *audiorec.Out
 	disp *services.Dispatcher
 	n    int
 }
 
-func startHost(t *testing.T, mediaConfig map[string]any) *host {
+func startHost(t testing.TB, mediaConfig map[string]any) *host {
 	t.Helper()
 	bin := testbin.Build(t, "./plugins/media")
 	dir := filepath.Join(t.TempDir(), "plugins")
