@@ -1,6 +1,7 @@
 package pluginmgr_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -24,32 +25,38 @@ func withAudio(out pluginmgr.AudioOut) func(o *pluginmgr.Options) {
 
 // TestPluginSoundReachesTheHostsOutput plays a known ramp from a plugin:
 // the host's output gets a stream named after the plugin, of the class and
-// format the plugin gave, with every sample in order, played out.
+// format the plugin gave, with every sample in order, played out; with and
+// without go-plugin's mutual TLS (which the broker's connection uses too).
 func TestPluginSoundReachesTheHostsOutput(t *testing.T) {
-	out := &audiorec.Out{}
-	x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) }, nil, withAudio(out))
-	if o := x.call("play", `{"frames": 20000, "class": "announcement"}`); !o.Success {
-		t.Fatalf("play: %+v", o)
-	}
-	streams := out.Streams()
-	if len(streams) != 1 {
-		t.Fatalf("%d streams opened, want 1", len(streams))
-	}
-	s := streams[0]
-	if s.Source != "plugin:player/ramp" || s.Class != "announcement" || s.Format != (audio.Format{Rate: 8000, Channels: 1}) {
-		t.Errorf("stream %q class %q format %v, want plugin:player/ramp, announcement, 8000 Hz mono", s.Source, s.Class, s.Format)
-	}
-	samples, _, closed := s.Samples()
-	if !closed {
-		t.Error("the stream was not played out (Close)")
-	}
-	if len(samples) != 20000 {
-		t.Fatalf("%d samples, want 20000", len(samples))
-	}
-	for i, v := range samples {
-		if v != int16(i%1000) {
-			t.Fatalf("sample %d is %d, want %d", i, v, i%1000)
-		}
+	for _, mtls := range []bool{false, true} {
+		t.Run(fmt.Sprintf("automtls=%v", mtls), func(t *testing.T) {
+			out := &audiorec.Out{}
+			x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) },
+				func(p *config.Plugins) { p.AutoMTLS = mtls }, withAudio(out))
+			if o := x.call("play", `{"frames": 20000, "class": "announcement"}`); !o.Success {
+				t.Fatalf("play: %+v", o)
+			}
+			streams := out.Streams()
+			if len(streams) != 1 {
+				t.Fatalf("%d streams opened, want 1", len(streams))
+			}
+			s := streams[0]
+			if s.Source != "plugin:player/ramp" || s.Class != "announcement" || s.Format != (audio.Format{Rate: 8000, Channels: 1}) {
+				t.Errorf("stream %q class %q format %v, want plugin:player/ramp, announcement, 8000 Hz mono", s.Source, s.Class, s.Format)
+			}
+			samples, _, closed := s.Samples()
+			if !closed {
+				t.Error("the stream was not played out (Close)")
+			}
+			if len(samples) != 20000 {
+				t.Fatalf("%d samples, want 20000", len(samples))
+			}
+			for i, v := range samples {
+				if v != int16(i%1000) {
+					t.Fatalf("sample %d is %d, want %d", i, v, i%1000)
+				}
+			}
+		})
 	}
 }
 
