@@ -145,3 +145,29 @@ func TestPluginOnThePriorContractStillServes(t *testing.T) {
 		t.Fatalf("prior_pid: %+v", o)
 	}
 }
+
+// TestPlayingPluginIsNotStoppedAsIdle: a lazy plugin that plays has no call
+// in flight, yet it is busy: it is not stopped after plugins.idle_stop while
+// its sound plays, and is once the sound has ended.
+func TestPlayingPluginIsNotStoppedAsIdle(t *testing.T) {
+	const idleStop = 300 * time.Millisecond
+	out := &audiorec.Out{}
+	x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) }, func(p *config.Plugins) {
+		p.Lazy, p.IdleStop, p.Audio.MaxStreams = true, config.Duration(idleStop), 8
+	}, withAudio(out))
+	st := x.running("player", "play_endless")
+	s := out.Streams()[len(out.Streams())-1]
+	// Many idle periods pass; a stop would end the stream.
+	select {
+	case <-s.Stopped():
+		t.Fatalf("the playing plugin was stopped (now %+v)", x.status("player"))
+	case <-time.After(10 * idleStop):
+	}
+	if now := x.status("player"); now.PID != st.PID || now.State != "running" {
+		t.Fatalf("the playing plugin is %+v, want pid %d running", now, st.PID)
+	}
+	if o := x.call("stop_all", `{}`); !o.Success {
+		t.Fatalf("stop_all: %+v", o)
+	}
+	x.waitStatus("player", "stopped as idle once its sound ended", func(s pluginmgr.Status) bool { return s.State == "idle" })
+}

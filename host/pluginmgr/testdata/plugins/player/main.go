@@ -38,7 +38,7 @@ func main() {
 		Class  string `json:"class"`
 	}
 	type endlessParams struct {
-		Class string `json:"class"`
+		Class string `json:"class,omitempty"` // media when empty
 	}
 	sdk.Serve(sdk.Plugin{
 		Name: "player", Version: "1.0.0",
@@ -62,6 +62,17 @@ func main() {
 					mu.Unlock()
 					return "playing", nil
 				}),
+			{Name: "stop_all", Description: "Stop the endless ramps", Handler: func(context.Context, sdk.Params) (any, error) {
+				mu.Lock()
+				all := endless
+				endless = nil
+				mu.Unlock()
+				for _, pb := range all {
+					pb.Stop()
+					<-pb.Done()
+				}
+				return len(all), nil
+			}},
 			{Name: "crash", Description: "Exit at once", Handler: func(context.Context, sdk.Params) (any, error) {
 				os.Exit(3)
 				return nil, nil
