@@ -72,9 +72,10 @@ func (h *audioHost) setPolicy(p config.PluginAudio) {
 	h.policy = p
 }
 
-// server returns the HostAudio server of the plugin called name.
-func (h *audioHost) server(name string) pluginv1.HostAudioServer {
-	return &pluginAudio{h: h, name: name}
+// server returns the HostAudio server of the plugin called name; hold
+// keeps its process from an idle stop until release.
+func (h *audioHost) server(name string, hold func() (release func())) pluginv1.HostAudioServer {
+	return &pluginAudio{h: h, name: name, hold: hold}
 }
 
 // admit checks the policy for a new stream of class from plugin and counts
@@ -111,6 +112,7 @@ type pluginAudio struct {
 	pluginv1.UnimplementedHostAudioServer
 	h    *audioHost
 	name string
+	hold func() (release func())
 }
 
 func validHeader(hd *pluginv1.AudioHeader) error {
@@ -143,6 +145,7 @@ func (a *pluginAudio) Play(s pluginv1.HostAudio_PlayServer) error {
 		return err
 	}
 	defer a.h.release(a.name)
+	defer a.hold()() // busy while it plays: no idle stop
 	source := "plugin:" + a.name
 	if hd.GetName() != "" {
 		source += "/" + hd.GetName()
@@ -238,11 +241,24 @@ func (a *pluginAudio) Pause(_ context.Context, req *pluginv1.PauseAudioRequest) 
 	return &pluginv1.PauseAudioResponse{}, nil
 }
 
+// holdPlugin keeps the plugin called name from an idle stop until release.
+func (m *Manager) holdPlugin(name string) (release func()) {
+	m.mu.Lock()
+	p := m.plugins[name]
+	m.mu.Unlock()
+	if p != nil {
+		if release, ok := p.sup.Hold(); ok {
+			return release
+		}
+	}
+	return func() {}
+}
+
 // pluginSet is the go-plugin plugin set for the plugin called name: with a
 // HostAudio server when the host has an output for plugins.
 func (m *Manager) pluginSet(name string) goplugin.PluginSet {
 	if m.audio == nil || m.audio.out == nil {
 		return pluginv1.PluginSet()
 	}
-	return pluginv1.PluginSetWithAudio(m.audio.server(name))
+	return pluginv1.PluginSetWithAudio(m.audio.server(name, func() func() { return m.holdPlugin(name) }))
 }
