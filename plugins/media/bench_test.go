@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	hostconfig "github.com/agenthost/agenthost/config"
 )
 
 // BenchmarkMediaPlugin plays 60 s of 44.1 kHz stereo MP3 (a chord made with
@@ -33,7 +35,7 @@ func BenchmarkMediaPlugin(b *testing.B) {
 		}
 	}
 	srv := server(b, dir)
-	h := startHost(b, map[string]any{})
+	h := startHost(b, map[string]any{}, func(p *hostconfig.Plugins) { p.Lazy = false }) // idle memory needs a process
 	pid := h.pluginPID()
 	idle := rssKiB(b, pid)
 	for i := 0; i < b.N; i++ {

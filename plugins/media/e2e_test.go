@@ -151,7 +151,7 @@ type host struct {
 	n    int
 }
 
-func startHost(t testing.TB, mediaConfig map[string]any) *host {
+func startHost(t testing.TB, mediaConfig map[string]any, set ...func(p *hostconfig.Plugins)) *host {
 	t.Helper()
 	bin := testbin.Build(t, "./plugins/media")
 	dir := filepath.Join(t.TempDir(), "plugins")
@@ -170,8 +170,10 @@ func startHost(t testing.TB, mediaConfig map[string]any) *host {
 	opts := pluginmgr.Options{Plugins: hostconfig.Default().Plugins, RuntimeDir: t.TempDir(), Audio: out,
 		Log: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	opts.Plugins.Dirs, opts.Plugins.StateDir = []string{dir}, t.TempDir()
-	opts.Plugins.LazyOverrides = map[string]bool{"media": false}
 	opts.Plugins.Config = map[string]any{"media": mediaConfig}
+	for _, f := range set {
+		f(&opts.Plugins)
+	}
 	reg := services.NewRegistry(services.RegistryOptions{})
 	m := pluginmgr.New(opts, reg)
 	ctx, cancel := context.WithCancel(context.Background())
