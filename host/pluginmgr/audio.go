@@ -183,7 +183,10 @@ func (a *pluginAudio) Play(s pluginv1.HostAudio_PlayServer) error {
 	a.h.mu.Lock()
 	delete(a.h.streams, id) // Pause sends under mu, so none comes after this
 	a.h.mu.Unlock()
-	events <- &pluginv1.AudioEvent{Event: &pluginv1.AudioEvent_Finished{Finished: fin}}
+	select { // a plugin that reads no events, and fills its window with Pause, holds only itself
+	case events <- &pluginv1.AudioEvent{Event: &pluginv1.AudioEvent_Finished{Finished: fin}}:
+	case <-s.Context().Done():
+	}
 	close(events)
 	log.Info("plugin's stream ended", "played_out", fin.GetPlayedOut(), "reason", fin.GetReason())
 	if err := <-sent; err != nil && s.Context().Err() == nil {
