@@ -1,6 +1,7 @@
 package sdk
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -115,7 +116,8 @@ func (p *Playback) send(stream pluginv1.HostAudio_PlayClient, r io.Reader) error
 		n += carry
 		whole := n / p.frame * p.frame
 		if whole > 0 {
-			if serr := stream.Send(&pluginv1.AudioChunk{Pcm: buf[:whole]}); serr != nil {
+			// A sent message may not be changed afterwards (gRPC's rule): a copy.
+			if serr := stream.Send(&pluginv1.AudioChunk{Pcm: bytes.Clone(buf[:whole])}); serr != nil {
 				return nil // the host ended it; receive learns why
 			}
 			p.mu.Lock()
