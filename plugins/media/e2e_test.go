@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -140,6 +141,51 @@ func server(t testing.TB, dir string) *httptest.Server {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// shoutcast1 serves mp3 the way a SHOUTcast v1 server does: an "ICY 200 OK"
+// status line, then the sound until the client goes.
+func shoutcast1(t testing.TB, mp3 []byte) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(func() { ln.Close(); wg.Wait() })
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer c.Close()
+				// The request, up to its blank line.
+				buf := make([]byte, 4096)
+				var req []byte
+				for !strings.Contains(string(req), "\r\n\r\n") {
+					n, err := c.Read(buf)
+					if err != nil {
+						return
+					}
+					req = append(req, buf[:n]...)
+				}
+				if _, err := c.Write([]byte("ICY 200 OK\r\nicy-name:Old FM\r\ncontent-type:audio/mpeg\r\n\r\n")); err != nil {
+					return
+				}
+				for {
+					if _, err := c.Write(mp3); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String() + "/"
 }
 
 // host runs the plugin manager with the media plugin and a recording output.
@@ -350,6 +396,17 @@ func TestRadioTellsItsTitleAndPausesResumesStops(t *testing.T) {
 	if o := h.call("pause_media", map[string]any{}); o.Success || !strings.Contains(o.Error, "no media is playing") {
 		t.Errorf("pause with nothing playing: %+v", o)
 	}
+
+	// A SHOUTcast v1 server's "ICY 200 OK" plays too.
+	mp3, err := os.ReadFile(filepath.Join(dir, "tone.mp3"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.mustCall("play_media", map[string]any{"url": shoutcast1(t, mp3)})
+	if s := h.stream(2); s.Source != "plugin:media/Old FM" {
+		t.Errorf("SHOUTcast v1 stream source %q, want plugin:media/Old FM", s.Source)
+	}
+	h.mustCall("stop_media", map[string]any{})
 }
 
 // TestBadInputGivesAClearErrorAndThePluginKeepsServing: a 404, a page, an
