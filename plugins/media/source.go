@@ -53,6 +53,7 @@ func newOpener(cfg config) *opener {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.ResponseHeaderTimeout = cfg.stall
 	tr.DisableCompression = true // sound is compressed; a gzip layer would hide ICY framing
+	icyDial(tr)
 	return &opener{cfg: cfg, client: &http.Client{Transport: tr,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 5 {
