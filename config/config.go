@@ -194,7 +194,21 @@ type Plugins struct {
 	// StateDir holds what plugins keep (a folder per plugin) and the cache
 	// of plugin descriptions. "" = see StateDirectory.
 	StateDir string `yaml:"state_dir"`
+	// Audio is what plugins may play through the speaker.
+	Audio PluginAudio `yaml:"audio"`
 }
+
+// PluginAudio is the policy for sound from plugins: plugins named in Deny
+// may not play; the others may play streams of the Classes listed, at most
+// MaxStreams at a time each.
+type PluginAudio struct {
+	Deny       []string `yaml:"deny"`
+	Classes    []string `yaml:"classes"`
+	MaxStreams int      `yaml:"max_streams"`
+}
+
+// PluginAudioClasses are the stream classes a plugin may be allowed.
+var PluginAudioClasses = []string{"ring", "voice", "earcon", "announcement", "media"}
 
 // IsLazy says whether the named plugin runs lazily.
 func (p Plugins) IsLazy(name string) bool {
@@ -442,6 +456,7 @@ func Default() *Config {
 			LazyOverrides:  map[string]bool{},
 			IdleStop:       Duration(10 * 60e9),
 			HealthInterval: Duration(60e9),
+			Audio:          PluginAudio{Deny: []string{}, Classes: []string{"ring", "earcon", "announcement", "media"}, MaxStreams: 2},
 		},
 		Audio: Audio{
 			Backend: "portaudio", Input: "default", Output: "default",

@@ -225,6 +225,12 @@ func (l *loader) validate(c *Config) {
 	if pl.HealthInterval < 0 {
 		l.errorf(path("plugins.health_interval"), "%s must not be negative (0 turns health checks off)", pl.HealthInterval)
 	}
+	for _, class := range pl.Audio.Classes {
+		l.enum("plugins.audio.classes", class, PluginAudioClasses)
+	}
+	if pl.Audio.MaxStreams < 0 {
+		l.errorf(path("plugins.audio.max_streams"), "%d must not be negative (0: plugins may not play)", pl.Audio.MaxStreams)
+	}
 
 	a := c.Audio
 	l.enum("audio.backend", a.Backend, AudioBackends)

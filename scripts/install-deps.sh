@@ -11,6 +11,8 @@ PACKAGES=(
   portaudio19-dev libportaudio2 libjack-jackd2-dev libasound2-dev libasound2-plugins alsa-utils   # PortAudio through ALSA
   libopus-dev libopusfile-dev libsoxr-dev libspeexdsp-dev                      # Opus codec, resampler, echo canceller
   sox espeak-ng                                                                # test speech and measurement
+  ffmpeg                                                                       # the media plugin's decoder
+  lame vorbis-tools flac opus-tools                                            # encoders for the media plugin's test sound
 )
 # The MCP tests run third-party MCP programs from npm; a machine without Node
 # gets Debian's, and where that is older than 20 (bookworm's 18)

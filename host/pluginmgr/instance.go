@@ -111,7 +111,7 @@ func (m *Manager) startOnce(ctx context.Context, name, path string) (*instance, 
 	log := m.log.With("plugin", name)
 	client := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig:  pluginv1.Handshake,
-		Plugins:          pluginv1.PluginSet(),
+		Plugins:          m.pluginSet(name),
 		Cmd:              cmd,
 		SkipHostEnv:      true,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC},

@@ -38,6 +38,8 @@ type Options struct {
 	// Watch turns hot reload on; `agenthost call` without a daemon runs without it.
 	Watch bool
 	Log   *slog.Logger
+	// Audio is where plugins' sound goes (see plugins.audio); nil: plugins cannot play.
+	Audio AudioOut
 }
 
 // settings are Options resolved for use.
@@ -55,6 +57,7 @@ type settings struct {
 // Manager runs the plugins.
 type Manager struct {
 	o         settings
+	audio     *audioHost
 	sup       supervise.Options // the template of every plugin's supervisor
 	log       *slog.Logger
 	socketDir string
@@ -140,7 +143,7 @@ func New(o Options, reg supervise.Registry) *Manager {
 	}
 	log = log.With("component", "plugins")
 	return &Manager{o: s, log: log, plugins: map[string]*plugin{}, incomplete: map[string]incompleteFile{}, socketDir: filepath.Join(o.RuntimeDir, "plugins"),
-		pins: p.SHA256, configs: p.Config,
+		pins: p.SHA256, configs: p.Config, audio: newAudioHost(o.Audio, p.Audio, log),
 		sup: supervise.Options{Kind: "plugin", Registry: reg, StartTimeout: p.StartTimeout.D(), StopGrace: p.StopGrace.D(),
 			Restart:    backoff.Backoff{Base: p.Restart.Base.D(), Cap: p.Restart.Cap.D()},
 			MaxCrashes: p.Restart.MaxCrashes, CrashWindow: p.Restart.Window.D(), FailedStart: supervise.Broken,

@@ -81,8 +81,9 @@ func install(t *testing.T, src, dir, name string, extra int) {
 }
 
 // startManager runs a manager on a new plugin folder that fill fills, with
-// the configuration's default plugin settings changed by set.
-func startManager(t *testing.T, fill func(dir string), set func(p *config.Plugins)) *mgr {
+// the configuration's default plugin settings changed by set (and the
+// manager's options by opts).
+func startManager(t *testing.T, fill func(dir string), set func(p *config.Plugins), opts ...func(o *pluginmgr.Options)) *mgr {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "plugins")
 	if err := os.Mkdir(dir, 0o755); err != nil {
@@ -91,11 +92,11 @@ func startManager(t *testing.T, fill func(dir string), set func(p *config.Plugin
 	if fill != nil {
 		fill(dir)
 	}
-	return runManager(t, dir, set)
+	return runManager(t, dir, set, opts...)
 }
 
 // runManager runs a manager on the plugin folder dir.
-func runManager(t *testing.T, dir string, set func(p *config.Plugins)) *mgr {
+func runManager(t *testing.T, dir string, set func(p *config.Plugins), more ...func(o *pluginmgr.Options)) *mgr {
 	t.Helper()
 	run := t.TempDir()
 	log := &testbin.Buffer{}
@@ -106,6 +107,9 @@ func runManager(t *testing.T, dir string, set func(p *config.Plugins)) *mgr {
 		set(&opts.Plugins)
 	}
 	opts.Log = slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	for _, f := range more {
+		f(&opts)
+	}
 	reg := services.NewRegistry(services.RegistryOptions{})
 	x := &mgr{t: t, m: pluginmgr.New(opts, reg), reg: reg, dir: dir, sock: filepath.Join(run, "plugins"), log: log, done: make(chan error, 1)}
 	x.disp = services.NewDispatcher(reg, services.DispatchOptions{Timeout: 10 * time.Second, MaxResult: 64 << 10, MaxInFlight: 256})

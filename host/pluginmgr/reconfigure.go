@@ -25,6 +25,7 @@ func (m *Manager) Reconfigure(p config.Plugins, also func(id string) bool) {
 	oldConfigs, oldPins := m.configs, m.pins
 	m.pins, m.configs = p.SHA256, p.Config
 	m.cfgMu.Unlock()
+	m.audio.setPolicy(p.Audio)
 	for _, pl := range m.all() {
 		var why []string
 		conf := !reflect.DeepEqual(oldConfigs[pl.name], p.Config[pl.name])

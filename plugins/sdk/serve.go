@@ -69,7 +69,7 @@ func serve(p Plugin, stderr *os.File) int {
 
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: pluginv1.Handshake,
-		Plugins:         plugin.PluginSet{pluginv1.PluginName: &pluginv1.GRPCPlugin{Impl: srv}},
+		Plugins:         plugin.PluginSet{pluginv1.PluginName: &pluginv1.GRPCPlugin{Impl: srv, Speaker: speaker}},
 		GRPCServer:      plugin.DefaultGRPCServer,
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Level:      hclog.Info,

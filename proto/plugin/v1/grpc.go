@@ -20,22 +20,30 @@ type GRPCPlugin struct {
 	plugin.NetRPCUnsupportedPlugin
 	// Impl serves the calls; only the plugin side sets it.
 	Impl Server
+	// Speaker, on the plugin side, receives the host's HostAudio door.
+	Speaker *Speaker
+	// HostAudio, on the host side, serves the plugin's sound; nil: none.
+	HostAudio HostAudioServer
 }
 
 var _ plugin.GRPCPlugin = (*GRPCPlugin)(nil)
 
 // GRPCServer registers Impl on the plugin's gRPC server.
-func (p *GRPCPlugin) GRPCServer(_ *plugin.GRPCBroker, s *grpc.Server) error {
+func (p *GRPCPlugin) GRPCServer(broker *plugin.GRPCBroker, s *grpc.Server) error {
 	if p.Impl == nil {
 		return errors.New("pluginv1: GRPCPlugin.Impl is nil")
 	}
-	RegisterPluginServiceServer(s, &grpcServer{impl: p.Impl})
+	RegisterPluginServiceServer(s, &grpcServer{impl: p.Impl, broker: broker, speaker: p.Speaker})
 	return nil
 }
 
 // GRPCClient returns the host's [Client] for the connection.
-func (p *GRPCPlugin) GRPCClient(_ context.Context, _ *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
-	return NewClient(c), nil
+func (p *GRPCPlugin) GRPCClient(_ context.Context, broker *plugin.GRPCBroker, c *grpc.ClientConn) (any, error) {
+	cl := &grpcClient{c: NewPluginServiceClient(c)}
+	if p.HostAudio != nil {
+		cl.audio = &hostAudio{broker: broker, srv: p.HostAudio}
+	}
+	return cl, nil
 }
 
 // NewClient returns a [Client] that talks the contract over conn. Hosts
@@ -65,7 +73,8 @@ func Dispense(c *plugin.Client) (Client, error) {
 // ---- host side ----
 
 type grpcClient struct {
-	c PluginServiceClient
+	c     PluginServiceClient
+	audio *hostAudio // nil: this host takes no sound from the plugin
 }
 
 func (g *grpcClient) Describe(ctx context.Context) (*Description, error) {
@@ -93,7 +102,7 @@ func (g *grpcClient) Configure(ctx context.Context, config json.RawMessage) erro
 	if len(config) == 0 {
 		config = json.RawMessage("{}")
 	}
-	resp, err := g.c.Configure(ctx, &ConfigureRequest{ConfigJson: string(config)})
+	resp, err := g.c.Configure(ctx, &ConfigureRequest{ConfigJson: string(config), HostAudioBrokerId: g.audio.brokerID()})
 	if err != nil {
 		return fmt.Errorf("configure: %w", err)
 	}
@@ -147,7 +156,9 @@ func (g *grpcClient) Health(ctx context.Context) error {
 
 type grpcServer struct {
 	UnimplementedPluginServiceServer
-	impl Server
+	impl    Server
+	broker  *plugin.GRPCBroker
+	speaker *Speaker
 }
 
 // recovered turns a panic in impl into a gRPC Internal error, so that a
@@ -178,6 +189,7 @@ func (s *grpcServer) Describe(ctx context.Context, _ *DescribeRequest) (resp *De
 
 func (s *grpcServer) Configure(ctx context.Context, req *ConfigureRequest) (resp *ConfigureResponse, err error) {
 	defer recovered("Configure", &err)
+	s.speaker.configure(s.broker, req.GetHostAudioBrokerId())
 	cfg := json.RawMessage(req.GetConfigJson())
 	if len(cfg) == 0 {
 		cfg = json.RawMessage("{}")

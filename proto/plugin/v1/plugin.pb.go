@@ -16,6 +16,12 @@
 //   5. Health, whenever the host likes;
 //   6. stop (go-plugin's controller Shutdown, then kill).
 //
+// Sound (added compatibly): a host that takes audio from plugins serves
+// HostAudio to the plugin over go-plugin's GRPCBroker and names the broker
+// id in ConfigureRequest.host_audio_broker_id (0: this host takes none; an
+// older host never sets it, an older plugin ignores it). The plugin dials
+// that id once and plays with HostAudio.Play.
+//
 // Changing this file incompatibly means a new package (proto/plugin/v2) and a
 // new go-plugin protocol version; adding fields and enum values is compatible.
 //
@@ -294,9 +300,13 @@ type ConfigureRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// config_json is the plugin's config subtree as a JSON object ("{}" when
 	// the host has none for it).
-	ConfigJson    string `protobuf:"bytes,1,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	ConfigJson string `protobuf:"bytes,1,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
+	// host_audio_broker_id is the GRPCBroker id on which the host serves
+	// HostAudio to this plugin; 0 when it takes no audio from plugins. The
+	// same id on every Configure of one process.
+	HostAudioBrokerId uint32 `protobuf:"varint,2,opt,name=host_audio_broker_id,json=hostAudioBrokerId,proto3" json:"host_audio_broker_id,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *ConfigureRequest) Reset() {
@@ -334,6 +344,13 @@ func (x *ConfigureRequest) GetConfigJson() string {
 		return x.ConfigJson
 	}
 	return ""
+}
+
+func (x *ConfigureRequest) GetHostAudioBrokerId() uint32 {
+	if x != nil {
+		return x.HostAudioBrokerId
+	}
+	return 0
 }
 
 type ConfigureResponse struct {
@@ -663,6 +680,462 @@ func (x *HealthResponse) GetMessage() string {
 	return ""
 }
 
+type AudioChunk struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// header is set in the first message only.
+	Header *AudioHeader `protobuf:"bytes,1,opt,name=header,proto3" json:"header,omitempty"`
+	// pcm is signed 16-bit little-endian samples, interleaved by channel,
+	// whole frames, at most 65536 bytes per message.
+	Pcm           []byte `protobuf:"bytes,2,opt,name=pcm,proto3" json:"pcm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AudioChunk) Reset() {
+	*x = AudioChunk{}
+	mi := &file_plugin_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AudioChunk) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AudioChunk) ProtoMessage() {}
+
+func (x *AudioChunk) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AudioChunk.ProtoReflect.Descriptor instead.
+func (*AudioChunk) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *AudioChunk) GetHeader() *AudioHeader {
+	if x != nil {
+		return x.Header
+	}
+	return nil
+}
+
+func (x *AudioChunk) GetPcm() []byte {
+	if x != nil {
+		return x.Pcm
+	}
+	return nil
+}
+
+type AudioHeader struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name says what plays, for logs and status ("radio: Example FM").
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// class is one of ring, voice, earcon, announcement, media: what the
+	// host's mixer does with it (an announcement ducks media, ...).
+	Class string `protobuf:"bytes,2,opt,name=class,proto3" json:"class,omitempty"`
+	// rate in Hz (8000..192000) and channels (1..2) of the PCM.
+	Rate          uint32 `protobuf:"varint,3,opt,name=rate,proto3" json:"rate,omitempty"`
+	Channels      uint32 `protobuf:"varint,4,opt,name=channels,proto3" json:"channels,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AudioHeader) Reset() {
+	*x = AudioHeader{}
+	mi := &file_plugin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AudioHeader) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AudioHeader) ProtoMessage() {}
+
+func (x *AudioHeader) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AudioHeader.ProtoReflect.Descriptor instead.
+func (*AudioHeader) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AudioHeader) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *AudioHeader) GetClass() string {
+	if x != nil {
+		return x.Class
+	}
+	return ""
+}
+
+func (x *AudioHeader) GetRate() uint32 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
+func (x *AudioHeader) GetChannels() uint32 {
+	if x != nil {
+		return x.Channels
+	}
+	return 0
+}
+
+type AudioEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*AudioEvent_Started
+	//	*AudioEvent_Paused
+	//	*AudioEvent_Finished
+	Event         isAudioEvent_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AudioEvent) Reset() {
+	*x = AudioEvent{}
+	mi := &file_plugin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AudioEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AudioEvent) ProtoMessage() {}
+
+func (x *AudioEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AudioEvent.ProtoReflect.Descriptor instead.
+func (*AudioEvent) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AudioEvent) GetEvent() isAudioEvent_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *AudioEvent) GetStarted() *AudioStarted {
+	if x != nil {
+		if x, ok := x.Event.(*AudioEvent_Started); ok {
+			return x.Started
+		}
+	}
+	return nil
+}
+
+func (x *AudioEvent) GetPaused() *AudioPaused {
+	if x != nil {
+		if x, ok := x.Event.(*AudioEvent_Paused); ok {
+			return x.Paused
+		}
+	}
+	return nil
+}
+
+func (x *AudioEvent) GetFinished() *AudioFinished {
+	if x != nil {
+		if x, ok := x.Event.(*AudioEvent_Finished); ok {
+			return x.Finished
+		}
+	}
+	return nil
+}
+
+type isAudioEvent_Event interface {
+	isAudioEvent_Event()
+}
+
+type AudioEvent_Started struct {
+	Started *AudioStarted `protobuf:"bytes,1,opt,name=started,proto3,oneof"`
+}
+
+type AudioEvent_Paused struct {
+	Paused *AudioPaused `protobuf:"bytes,2,opt,name=paused,proto3,oneof"`
+}
+
+type AudioEvent_Finished struct {
+	Finished *AudioFinished `protobuf:"bytes,3,opt,name=finished,proto3,oneof"`
+}
+
+func (*AudioEvent_Started) isAudioEvent_Event() {}
+
+func (*AudioEvent_Paused) isAudioEvent_Event() {}
+
+func (*AudioEvent_Finished) isAudioEvent_Event() {}
+
+type AudioStarted struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// stream_id names the stream in Pause.
+	StreamId      uint64 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AudioStarted) Reset() {
+	*x = AudioStarted{}
+	mi := &file_plugin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AudioStarted) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AudioStarted) ProtoMessage() {}
+
+func (x *AudioStarted) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AudioStarted.ProtoReflect.Descriptor instead.
+func (*AudioStarted) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *AudioStarted) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+type AudioPaused struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Paused        bool                   `protobuf:"varint,1,opt,name=paused,proto3" json:"paused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AudioPaused) Reset() {
+	*x = AudioPaused{}
+	mi := &file_plugin_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AudioPaused) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AudioPaused) ProtoMessage() {}
+
+func (x *AudioPaused) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AudioPaused.ProtoReflect.Descriptor instead.
+func (*AudioPaused) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *AudioPaused) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+type AudioFinished struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// played_out is true when everything sent was played.
+	PlayedOut bool `protobuf:"varint,1,opt,name=played_out,json=playedOut,proto3" json:"played_out,omitempty"`
+	// reason says why it ended otherwise ("stopped by the host: ...").
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AudioFinished) Reset() {
+	*x = AudioFinished{}
+	mi := &file_plugin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AudioFinished) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AudioFinished) ProtoMessage() {}
+
+func (x *AudioFinished) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AudioFinished.ProtoReflect.Descriptor instead.
+func (*AudioFinished) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AudioFinished) GetPlayedOut() bool {
+	if x != nil {
+		return x.PlayedOut
+	}
+	return false
+}
+
+func (x *AudioFinished) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+type PauseAudioRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	Paused        bool                   `protobuf:"varint,2,opt,name=paused,proto3" json:"paused,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseAudioRequest) Reset() {
+	*x = PauseAudioRequest{}
+	mi := &file_plugin_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseAudioRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseAudioRequest) ProtoMessage() {}
+
+func (x *PauseAudioRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseAudioRequest.ProtoReflect.Descriptor instead.
+func (*PauseAudioRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *PauseAudioRequest) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+func (x *PauseAudioRequest) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+type PauseAudioResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseAudioResponse) Reset() {
+	*x = PauseAudioResponse{}
+	mi := &file_plugin_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseAudioResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseAudioResponse) ProtoMessage() {}
+
+func (x *PauseAudioResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseAudioResponse.ProtoReflect.Descriptor instead.
+func (*PauseAudioResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{17}
+}
+
 var File_plugin_proto protoreflect.FileDescriptor
 
 const file_plugin_proto_rawDesc = "" +
@@ -679,10 +1152,11 @@ const file_plugin_proto_rawDesc = "" +
 	"\vdescription\x18\x02 \x01(\tR\vdescription\x12'\n" +
 	"\x0fparameters_json\x18\x03 \x01(\tR\x0eparametersJson\x12\x1d\n" +
 	"\n" +
-	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"3\n" +
+	"timeout_ms\x18\x04 \x01(\rR\ttimeoutMs\"d\n" +
 	"\x10ConfigureRequest\x12\x1f\n" +
 	"\vconfig_json\x18\x01 \x01(\tR\n" +
-	"configJson\")\n" +
+	"configJson\x12/\n" +
+	"\x14host_audio_broker_id\x18\x02 \x01(\rR\x11hostAudioBrokerId\")\n" +
 	"\x11ConfigureResponse\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\"F\n" +
 	"\vCallRequest\x12\x16\n" +
@@ -699,7 +1173,34 @@ const file_plugin_proto_rawDesc = "" +
 	"\rHealthRequest\"D\n" +
 	"\x0eHealthResponse\x12\x18\n" +
 	"\ahealthy\x18\x01 \x01(\bR\ahealthy\x12\x18\n" +
-	"\amessage\x18\x02 \x01(\tR\amessage*\xb1\x01\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"X\n" +
+	"\n" +
+	"AudioChunk\x128\n" +
+	"\x06header\x18\x01 \x01(\v2 .agenthost.plugin.v1.AudioHeaderR\x06header\x12\x10\n" +
+	"\x03pcm\x18\x02 \x01(\fR\x03pcm\"g\n" +
+	"\vAudioHeader\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05class\x18\x02 \x01(\tR\x05class\x12\x12\n" +
+	"\x04rate\x18\x03 \x01(\rR\x04rate\x12\x1a\n" +
+	"\bchannels\x18\x04 \x01(\rR\bchannels\"\xd2\x01\n" +
+	"\n" +
+	"AudioEvent\x12=\n" +
+	"\astarted\x18\x01 \x01(\v2!.agenthost.plugin.v1.AudioStartedH\x00R\astarted\x12:\n" +
+	"\x06paused\x18\x02 \x01(\v2 .agenthost.plugin.v1.AudioPausedH\x00R\x06paused\x12@\n" +
+	"\bfinished\x18\x03 \x01(\v2\".agenthost.plugin.v1.AudioFinishedH\x00R\bfinishedB\a\n" +
+	"\x05event\"+\n" +
+	"\fAudioStarted\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\"%\n" +
+	"\vAudioPaused\x12\x16\n" +
+	"\x06paused\x18\x01 \x01(\bR\x06paused\"F\n" +
+	"\rAudioFinished\x12\x1d\n" +
+	"\n" +
+	"played_out\x18\x01 \x01(\bR\tplayedOut\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"H\n" +
+	"\x11PauseAudioRequest\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x16\n" +
+	"\x06paused\x18\x02 \x01(\bR\x06paused\"\x14\n" +
+	"\x12PauseAudioResponse*\xb1\x01\n" +
 	"\tErrorKind\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11ERROR_KIND_FAILED\x10\x01\x12\x1d\n" +
@@ -711,7 +1212,10 @@ const file_plugin_proto_rawDesc = "" +
 	"\bDescribe\x12$.agenthost.plugin.v1.DescribeRequest\x1a%.agenthost.plugin.v1.DescribeResponse\x12Z\n" +
 	"\tConfigure\x12%.agenthost.plugin.v1.ConfigureRequest\x1a&.agenthost.plugin.v1.ConfigureResponse\x12K\n" +
 	"\x04Call\x12 .agenthost.plugin.v1.CallRequest\x1a!.agenthost.plugin.v1.CallResponse\x12Q\n" +
-	"\x06Health\x12\".agenthost.plugin.v1.HealthRequest\x1a#.agenthost.plugin.v1.HealthResponseB9Z7github.com/agenthost/agenthost/proto/plugin/v1;pluginv1b\x06proto3"
+	"\x06Health\x12\".agenthost.plugin.v1.HealthRequest\x1a#.agenthost.plugin.v1.HealthResponse2\xb3\x01\n" +
+	"\tHostAudio\x12L\n" +
+	"\x04Play\x12\x1f.agenthost.plugin.v1.AudioChunk\x1a\x1f.agenthost.plugin.v1.AudioEvent(\x010\x01\x12X\n" +
+	"\x05Pause\x12&.agenthost.plugin.v1.PauseAudioRequest\x1a'.agenthost.plugin.v1.PauseAudioResponseB9Z7github.com/agenthost/agenthost/proto/plugin/v1;pluginv1b\x06proto3"
 
 var (
 	file_plugin_proto_rawDescOnce sync.Once
@@ -726,37 +1230,53 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_plugin_proto_goTypes = []any{
-	(ErrorKind)(0),            // 0: agenthost.plugin.v1.ErrorKind
-	(*DescribeRequest)(nil),   // 1: agenthost.plugin.v1.DescribeRequest
-	(*DescribeResponse)(nil),  // 2: agenthost.plugin.v1.DescribeResponse
-	(*Service)(nil),           // 3: agenthost.plugin.v1.Service
-	(*ConfigureRequest)(nil),  // 4: agenthost.plugin.v1.ConfigureRequest
-	(*ConfigureResponse)(nil), // 5: agenthost.plugin.v1.ConfigureResponse
-	(*CallRequest)(nil),       // 6: agenthost.plugin.v1.CallRequest
-	(*CallResponse)(nil),      // 7: agenthost.plugin.v1.CallResponse
-	(*CallFailure)(nil),       // 8: agenthost.plugin.v1.CallFailure
-	(*HealthRequest)(nil),     // 9: agenthost.plugin.v1.HealthRequest
-	(*HealthResponse)(nil),    // 10: agenthost.plugin.v1.HealthResponse
+	(ErrorKind)(0),             // 0: agenthost.plugin.v1.ErrorKind
+	(*DescribeRequest)(nil),    // 1: agenthost.plugin.v1.DescribeRequest
+	(*DescribeResponse)(nil),   // 2: agenthost.plugin.v1.DescribeResponse
+	(*Service)(nil),            // 3: agenthost.plugin.v1.Service
+	(*ConfigureRequest)(nil),   // 4: agenthost.plugin.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),  // 5: agenthost.plugin.v1.ConfigureResponse
+	(*CallRequest)(nil),        // 6: agenthost.plugin.v1.CallRequest
+	(*CallResponse)(nil),       // 7: agenthost.plugin.v1.CallResponse
+	(*CallFailure)(nil),        // 8: agenthost.plugin.v1.CallFailure
+	(*HealthRequest)(nil),      // 9: agenthost.plugin.v1.HealthRequest
+	(*HealthResponse)(nil),     // 10: agenthost.plugin.v1.HealthResponse
+	(*AudioChunk)(nil),         // 11: agenthost.plugin.v1.AudioChunk
+	(*AudioHeader)(nil),        // 12: agenthost.plugin.v1.AudioHeader
+	(*AudioEvent)(nil),         // 13: agenthost.plugin.v1.AudioEvent
+	(*AudioStarted)(nil),       // 14: agenthost.plugin.v1.AudioStarted
+	(*AudioPaused)(nil),        // 15: agenthost.plugin.v1.AudioPaused
+	(*AudioFinished)(nil),      // 16: agenthost.plugin.v1.AudioFinished
+	(*PauseAudioRequest)(nil),  // 17: agenthost.plugin.v1.PauseAudioRequest
+	(*PauseAudioResponse)(nil), // 18: agenthost.plugin.v1.PauseAudioResponse
 }
 var file_plugin_proto_depIdxs = []int32{
 	3,  // 0: agenthost.plugin.v1.DescribeResponse.services:type_name -> agenthost.plugin.v1.Service
 	8,  // 1: agenthost.plugin.v1.CallResponse.error:type_name -> agenthost.plugin.v1.CallFailure
 	0,  // 2: agenthost.plugin.v1.CallFailure.kind:type_name -> agenthost.plugin.v1.ErrorKind
-	1,  // 3: agenthost.plugin.v1.PluginService.Describe:input_type -> agenthost.plugin.v1.DescribeRequest
-	4,  // 4: agenthost.plugin.v1.PluginService.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
-	6,  // 5: agenthost.plugin.v1.PluginService.Call:input_type -> agenthost.plugin.v1.CallRequest
-	9,  // 6: agenthost.plugin.v1.PluginService.Health:input_type -> agenthost.plugin.v1.HealthRequest
-	2,  // 7: agenthost.plugin.v1.PluginService.Describe:output_type -> agenthost.plugin.v1.DescribeResponse
-	5,  // 8: agenthost.plugin.v1.PluginService.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
-	7,  // 9: agenthost.plugin.v1.PluginService.Call:output_type -> agenthost.plugin.v1.CallResponse
-	10, // 10: agenthost.plugin.v1.PluginService.Health:output_type -> agenthost.plugin.v1.HealthResponse
-	7,  // [7:11] is the sub-list for method output_type
-	3,  // [3:7] is the sub-list for method input_type
-	3,  // [3:3] is the sub-list for extension type_name
-	3,  // [3:3] is the sub-list for extension extendee
-	0,  // [0:3] is the sub-list for field type_name
+	12, // 3: agenthost.plugin.v1.AudioChunk.header:type_name -> agenthost.plugin.v1.AudioHeader
+	14, // 4: agenthost.plugin.v1.AudioEvent.started:type_name -> agenthost.plugin.v1.AudioStarted
+	15, // 5: agenthost.plugin.v1.AudioEvent.paused:type_name -> agenthost.plugin.v1.AudioPaused
+	16, // 6: agenthost.plugin.v1.AudioEvent.finished:type_name -> agenthost.plugin.v1.AudioFinished
+	1,  // 7: agenthost.plugin.v1.PluginService.Describe:input_type -> agenthost.plugin.v1.DescribeRequest
+	4,  // 8: agenthost.plugin.v1.PluginService.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
+	6,  // 9: agenthost.plugin.v1.PluginService.Call:input_type -> agenthost.plugin.v1.CallRequest
+	9,  // 10: agenthost.plugin.v1.PluginService.Health:input_type -> agenthost.plugin.v1.HealthRequest
+	11, // 11: agenthost.plugin.v1.HostAudio.Play:input_type -> agenthost.plugin.v1.AudioChunk
+	17, // 12: agenthost.plugin.v1.HostAudio.Pause:input_type -> agenthost.plugin.v1.PauseAudioRequest
+	2,  // 13: agenthost.plugin.v1.PluginService.Describe:output_type -> agenthost.plugin.v1.DescribeResponse
+	5,  // 14: agenthost.plugin.v1.PluginService.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
+	7,  // 15: agenthost.plugin.v1.PluginService.Call:output_type -> agenthost.plugin.v1.CallResponse
+	10, // 16: agenthost.plugin.v1.PluginService.Health:output_type -> agenthost.plugin.v1.HealthResponse
+	13, // 17: agenthost.plugin.v1.HostAudio.Play:output_type -> agenthost.plugin.v1.AudioEvent
+	18, // 18: agenthost.plugin.v1.HostAudio.Pause:output_type -> agenthost.plugin.v1.PauseAudioResponse
+	13, // [13:19] is the sub-list for method output_type
+	7,  // [7:13] is the sub-list for method input_type
+	7,  // [7:7] is the sub-list for extension type_name
+	7,  // [7:7] is the sub-list for extension extendee
+	0,  // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -768,15 +1288,20 @@ func file_plugin_proto_init() {
 		(*CallResponse_DataJson)(nil),
 		(*CallResponse_Error)(nil),
 	}
+	file_plugin_proto_msgTypes[12].OneofWrappers = []any{
+		(*AudioEvent_Started)(nil),
+		(*AudioEvent_Paused)(nil),
+		(*AudioEvent_Finished)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   10,
+			NumMessages:   18,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_plugin_proto_goTypes,
 		DependencyIndexes: file_plugin_proto_depIdxs,

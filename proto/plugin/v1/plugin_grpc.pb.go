@@ -16,6 +16,12 @@
 //   5. Health, whenever the host likes;
 //   6. stop (go-plugin's controller Shutdown, then kill).
 //
+// Sound (added compatibly): a host that takes audio from plugins serves
+// HostAudio to the plugin over go-plugin's GRPCBroker and names the broker
+// id in ConfigureRequest.host_audio_broker_id (0: this host takes none; an
+// older host never sets it, an older plugin ignores it). The plugin dials
+// that id once and plays with HostAudio.Play.
+//
 // Changing this file incompatibly means a new package (proto/plugin/v2) and a
 // new go-plugin protocol version; adding fields and enum values is compatible.
 //
@@ -278,5 +284,168 @@ var PluginService_ServiceDesc = grpc.ServiceDesc{
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
+	Metadata: "plugin.proto",
+}
+
+const (
+	HostAudio_Play_FullMethodName  = "/agenthost.plugin.v1.HostAudio/Play"
+	HostAudio_Pause_FullMethodName = "/agenthost.plugin.v1.HostAudio/Pause"
+)
+
+// HostAudioClient is the client API for HostAudio service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// HostAudio is served by the host to a plugin (over go-plugin's GRPCBroker,
+// see ConfigureRequest.host_audio_broker_id): the plugin's way to the
+// loudspeaker.
+type HostAudioClient interface {
+	// Play is one sound: the plugin's first message carries the header and
+	// no PCM, then PCM chunks follow; closing its send side means "play out
+	// what was sent". The host answers AudioEvent.started once it accepted
+	// the stream, AudioEvent.paused when it pauses or resumes it, and
+	// AudioEvent.finished as its last message. A refusal (no output, a
+	// class or plugin not allowed, too many streams, a bad header) is a gRPC
+	// error: FAILED_PRECONDITION, PERMISSION_DENIED, RESOURCE_EXHAUSTED or
+	// INVALID_ARGUMENT with a message for a person. Cancelling the call
+	// stops the sound at once.
+	Play(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AudioChunk, AudioEvent], error)
+	// Pause pauses (or resumes) a playing stream by the id in started.
+	Pause(ctx context.Context, in *PauseAudioRequest, opts ...grpc.CallOption) (*PauseAudioResponse, error)
+}
+
+type hostAudioClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewHostAudioClient(cc grpc.ClientConnInterface) HostAudioClient {
+	return &hostAudioClient{cc}
+}
+
+func (c *hostAudioClient) Play(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AudioChunk, AudioEvent], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &HostAudio_ServiceDesc.Streams[0], HostAudio_Play_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[AudioChunk, AudioEvent]{ClientStream: stream}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HostAudio_PlayClient = grpc.BidiStreamingClient[AudioChunk, AudioEvent]
+
+func (c *hostAudioClient) Pause(ctx context.Context, in *PauseAudioRequest, opts ...grpc.CallOption) (*PauseAudioResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseAudioResponse)
+	err := c.cc.Invoke(ctx, HostAudio_Pause_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// HostAudioServer is the server API for HostAudio service.
+// All implementations must embed UnimplementedHostAudioServer
+// for forward compatibility.
+//
+// HostAudio is served by the host to a plugin (over go-plugin's GRPCBroker,
+// see ConfigureRequest.host_audio_broker_id): the plugin's way to the
+// loudspeaker.
+type HostAudioServer interface {
+	// Play is one sound: the plugin's first message carries the header and
+	// no PCM, then PCM chunks follow; closing its send side means "play out
+	// what was sent". The host answers AudioEvent.started once it accepted
+	// the stream, AudioEvent.paused when it pauses or resumes it, and
+	// AudioEvent.finished as its last message. A refusal (no output, a
+	// class or plugin not allowed, too many streams, a bad header) is a gRPC
+	// error: FAILED_PRECONDITION, PERMISSION_DENIED, RESOURCE_EXHAUSTED or
+	// INVALID_ARGUMENT with a message for a person. Cancelling the call
+	// stops the sound at once.
+	Play(grpc.BidiStreamingServer[AudioChunk, AudioEvent]) error
+	// Pause pauses (or resumes) a playing stream by the id in started.
+	Pause(context.Context, *PauseAudioRequest) (*PauseAudioResponse, error)
+	mustEmbedUnimplementedHostAudioServer()
+}
+
+// UnimplementedHostAudioServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedHostAudioServer struct{}
+
+func (UnimplementedHostAudioServer) Play(grpc.BidiStreamingServer[AudioChunk, AudioEvent]) error {
+	return status.Error(codes.Unimplemented, "method Play not implemented")
+}
+func (UnimplementedHostAudioServer) Pause(context.Context, *PauseAudioRequest) (*PauseAudioResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Pause not implemented")
+}
+func (UnimplementedHostAudioServer) mustEmbedUnimplementedHostAudioServer() {}
+func (UnimplementedHostAudioServer) testEmbeddedByValue()                   {}
+
+// UnsafeHostAudioServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to HostAudioServer will
+// result in compilation errors.
+type UnsafeHostAudioServer interface {
+	mustEmbedUnimplementedHostAudioServer()
+}
+
+func RegisterHostAudioServer(s grpc.ServiceRegistrar, srv HostAudioServer) {
+	// If the following call panics, it indicates UnimplementedHostAudioServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&HostAudio_ServiceDesc, srv)
+}
+
+func _HostAudio_Play_Handler(srv interface{}, stream grpc.ServerStream) error {
+	return srv.(HostAudioServer).Play(&grpc.GenericServerStream[AudioChunk, AudioEvent]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type HostAudio_PlayServer = grpc.BidiStreamingServer[AudioChunk, AudioEvent]
+
+func _HostAudio_Pause_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseAudioRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostAudioServer).Pause(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HostAudio_Pause_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostAudioServer).Pause(ctx, req.(*PauseAudioRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// HostAudio_ServiceDesc is the grpc.ServiceDesc for HostAudio service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var HostAudio_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "agenthost.plugin.v1.HostAudio",
+	HandlerType: (*HostAudioServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Pause",
+			Handler:    _HostAudio_Pause_Handler,
+		},
+	},
+	Streams: []grpc.StreamDesc{
+		{
+			StreamName:    "Play",
+			Handler:       _HostAudio_Play_Handler,
+			ServerStreams: true,
+			ClientStreams: true,
+		},
+	},
 	Metadata: "plugin.proto",
 }

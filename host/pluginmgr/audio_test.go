@@ -1,0 +1,173 @@
+package pluginmgr_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/host/pluginmgr/audiorec"
+	"github.com/agenthost/agenthost/internal/testbin"
+)
+
+func playerBin(t *testing.T) string {
+	return testbin.Build(t, "./host/pluginmgr/testdata/plugins/player")
+}
+
+func withAudio(out pluginmgr.AudioOut) func(o *pluginmgr.Options) {
+	return func(o *pluginmgr.Options) { o.Audio = out }
+}
+
+// TestPluginSoundReachesTheHostsOutput plays a known ramp from a plugin:
+// the host's output gets a stream named after the plugin, of the class and
+// format the plugin gave, with every sample in order, played out; with and
+// without go-plugin's mutual TLS (which the broker's connection uses too).
+func TestPluginSoundReachesTheHostsOutput(t *testing.T) {
+	for _, mtls := range []bool{false, true} {
+		t.Run(fmt.Sprintf("automtls=%v", mtls), func(t *testing.T) {
+			out := &audiorec.Out{}
+			x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) },
+				func(p *config.Plugins) { p.AutoMTLS = mtls }, withAudio(out))
+			if o := x.call("play", `{"frames": 20000, "class": "announcement"}`); !o.Success {
+				t.Fatalf("play: %+v", o)
+			}
+			streams := out.Streams()
+			if len(streams) != 1 {
+				t.Fatalf("%d streams opened, want 1", len(streams))
+			}
+			s := streams[0]
+			if s.Source != "plugin:player/ramp" || s.Class != "announcement" || s.Format != (audio.Format{Rate: 8000, Channels: 1}) {
+				t.Errorf("stream %q class %q format %v, want plugin:player/ramp, announcement, 8000 Hz mono", s.Source, s.Class, s.Format)
+			}
+			samples, _, closed := s.Samples()
+			if !closed {
+				t.Error("the stream was not played out (Close)")
+			}
+			if len(samples) != 20000 {
+				t.Fatalf("%d samples, want 20000", len(samples))
+			}
+			for i, v := range samples {
+				if v != int16(i%1000) {
+					t.Fatalf("sample %d is %d, want %d", i, v, i%1000)
+				}
+			}
+		})
+	}
+}
+
+// TestHostRefusesPluginSoundWithItsReason: a plugin named in
+// plugins.audio.deny, a class not allowed, more streams than max_streams and
+// a host without an output each give the plugin's caller the reason.
+func TestHostRefusesPluginSoundWithItsReason(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		set    func(p *config.Plugins)
+		out    pluginmgr.AudioOut
+		params string
+		want   string
+	}{
+		{"denied", func(p *config.Plugins) { p.Audio.Deny = []string{"player"} }, &audiorec.Out{}, `{"frames":10,"class":"media"}`, "plugins.audio.deny"},
+		{"class", nil, &audiorec.Out{}, `{"frames":10,"class":"voice"}`, "plugins.audio.classes"},
+		{"no output", nil, nil, `{"frames":10,"class":"media"}`, "takes no audio"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) }, c.set, withAudio(c.out))
+			o := x.call("play", c.params)
+			if o.Success || !strings.Contains(o.Error, c.want) {
+				t.Fatalf("play: %+v, want a failure saying %q", o, c.want)
+			}
+		})
+	}
+	t.Run("max streams", func(t *testing.T) {
+		x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) },
+			func(p *config.Plugins) { p.Audio.MaxStreams = 1 }, withAudio(&audiorec.Out{}))
+		if o := x.call("play_endless", `{"class":"media"}`); !o.Success {
+			t.Fatalf("play_endless: %+v", o)
+		}
+		o := x.call("play_endless", `{"class":"media"}`)
+		if o.Success || !strings.Contains(o.Error, "plugins.audio.max_streams") {
+			t.Fatalf("second stream: %+v, want a refusal naming plugins.audio.max_streams", o)
+		}
+	})
+}
+
+// TestPluginThatDiesMidStreamEndsItsStream: the stream of a plugin that
+// exits while playing is stopped at the output, and the slot is freed; once
+// the manager stops, no goroutine of it is left.
+func TestPluginThatDiesMidStreamEndsItsStream(t *testing.T) {
+	playerBin(t)
+	before := goleak.IgnoreCurrent()
+	out := &audiorec.Out{}
+	x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) },
+		func(p *config.Plugins) { p.Audio.MaxStreams = 1 }, withAudio(out))
+	if o := x.call("play_endless", `{"class":"media"}`); !o.Success {
+		t.Fatalf("play_endless: %+v", o)
+	}
+	s := out.Streams()[0]
+	x.call("crash", `{}`)
+	select {
+	case <-s.Stopped():
+	case <-time.After(20 * time.Second):
+		t.Fatal("the stream of the dead plugin was never stopped")
+	}
+	if _, _, closed := s.Samples(); closed {
+		t.Error("a cut-off stream was played out as if whole")
+	}
+	// The restarted plugin may play again: the dead one's slot is free.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		o := x.call("play_endless", `{"class":"media"}`)
+		if o.Success {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted plugin cannot play: %+v", o)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	x.stop()
+	goleak.VerifyNone(t, before)
+}
+
+// TestPluginOnThePriorContractStillServes: a plugin built on the contract
+// before HostAudio (testdata/priorv1) loads and serves on a host that takes
+// sound from plugins.
+func TestPluginOnThePriorContractStillServes(t *testing.T) {
+	prior := testbin.Build(t, "./host/pluginmgr/testdata/plugins/prior")
+	x := startManager(t, func(dir string) { install(t, prior, dir, "prior", 0) }, nil, withAudio(&audiorec.Out{}))
+	o := x.call("prior_pid", `{}`)
+	if !o.Success {
+		t.Fatalf("prior_pid: %+v", o)
+	}
+}
+
+// TestPlayingPluginIsNotStoppedAsIdle: a lazy plugin that plays has no call
+// in flight, yet it is busy: it is not stopped after plugins.idle_stop while
+// its sound plays, and is once the sound has ended.
+func TestPlayingPluginIsNotStoppedAsIdle(t *testing.T) {
+	const idleStop = 300 * time.Millisecond
+	out := &audiorec.Out{}
+	x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) }, func(p *config.Plugins) {
+		p.Lazy, p.IdleStop, p.Audio.MaxStreams = true, config.Duration(idleStop), 8
+	}, withAudio(out))
+	st := x.running("player", "play_endless")
+	s := out.Streams()[len(out.Streams())-1]
+	// Many idle periods pass; a stop would end the stream.
+	select {
+	case <-s.Stopped():
+		t.Fatalf("the playing plugin was stopped (now %+v)", x.status("player"))
+	case <-time.After(10 * idleStop):
+	}
+	if now := x.status("player"); now.PID != st.PID || now.State != "running" {
+		t.Fatalf("the playing plugin is %+v, want pid %d running", now, st.PID)
+	}
+	if o := x.call("stop_all", `{}`); !o.Success {
+		t.Fatalf("stop_all: %+v", o)
+	}
+	x.waitStatus("player", "stopped as idle once its sound ended", func(s pluginmgr.Status) bool { return s.State == "idle" })
+}

@@ -1,0 +1,367 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Where the sound comes from: a file under one of the configured folders,
+// or an HTTP(S) URL (a file, or internet radio with ICY metadata); either
+// may be an m3u or pls playlist, whose first playable entry is played.
+
+const (
+	maxPlaylist      = 64 << 10 // bytes of a playlist read
+	maxPlaylistDepth = 3        // a playlist naming a playlist ...
+	maxICYMeta       = 16 * 255 // the format's own bound
+)
+
+// source is an opened sound: a local file ffmpeg reads itself, or a
+// network stream the plugin reads and pipes to ffmpeg.
+type source struct {
+	url     string        // what was asked for
+	file    string        // a local file, or ""
+	body    io.ReadCloser // the network stream (ICY metadata stripped), or nil
+	station string        // icy-name, if any
+	meta    *icyMeta      // titles from the stream, or nil
+}
+
+func (s *source) Close() {
+	if s.body != nil {
+		s.body.Close()
+	}
+}
+
+// opener opens sources under the plugin's settings.
+type opener struct {
+	cfg    config
+	client *http.Client
+}
+
+func newOpener(cfg config) *opener {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.ResponseHeaderTimeout = cfg.stall
+	tr.DisableCompression = true // sound is compressed; a gzip layer would hide ICY framing
+	icyDial(tr)
+	return &opener{cfg: cfg, client: &http.Client{Transport: tr,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= 5 {
+				return errors.New("more than 5 redirects")
+			}
+			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
+				return fmt.Errorf("a redirect to %s: is not followed", req.URL.Scheme)
+			}
+			return nil
+		}}}
+}
+
+// open opens what u names (a path, file:// or http(s)://), following
+// playlists.
+func (o *opener) open(ctx context.Context, u string) (*source, error) {
+	return o.openDepth(ctx, u, "", 0)
+}
+
+func (o *opener) openDepth(ctx context.Context, u, base string, depth int) (*source, error) {
+	if depth > maxPlaylistDepth {
+		return nil, fmt.Errorf("playlists nested deeper than %d", maxPlaylistDepth)
+	}
+	parsed, err := url.Parse(u)
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a URL or a file path", u)
+	}
+	switch parsed.Scheme {
+	case "http", "https":
+		return o.openHTTP(ctx, parsed, depth)
+	case "file":
+		return o.openFile(ctx, parsed.Path, depth)
+	case "":
+		if base != "" && !filepath.IsAbs(u) {
+			u = filepath.Join(base, u)
+		}
+		return o.openFile(ctx, u, depth)
+	default:
+		return nil, fmt.Errorf("%q: only http, https and files are played", u)
+	}
+}
+
+// openFile allows only regular files inside the configured folders.
+func (o *opener) openFile(ctx context.Context, path string, depth int) (*source, error) {
+	if !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("%q is not an absolute path", path)
+	}
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("there is no file %q", path)
+		}
+		return nil, fmt.Errorf("cannot open %q: %w", path, err)
+	}
+	inside := false
+	for _, d := range o.cfg.Dirs {
+		if rd, err := filepath.EvalSymlinks(d); err == nil {
+			if rel, err := filepath.Rel(rd, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				inside = true
+			}
+		}
+	}
+	if !inside {
+		if len(o.cfg.Dirs) == 0 {
+			return nil, fmt.Errorf("%q: no folders are set to play files from (plugins.config.media.dirs)", path)
+		}
+		return nil, fmt.Errorf("%q is outside the folders files are played from (%s)", path, strings.Join(o.cfg.Dirs, ", "))
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open %q: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%q is not a regular file", path)
+	}
+	if kind := playlistKind(real, ""); kind != "" {
+		f, err := os.Open(real)
+		if err != nil {
+			return nil, fmt.Errorf("cannot open %q: %w", path, err)
+		}
+		defer f.Close()
+		return o.followPlaylist(ctx, f, kind, filepath.Dir(real), path, depth)
+	}
+	return &source{url: path, file: real}, nil
+}
+
+func (o *opener) openHTTP(ctx context.Context, u *url.URL, depth int) (*source, error) {
+	// The stream outlives the call that opens it; the call's end only
+	// cancels the opening.
+	reqCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	opening := context.AfterFunc(ctx, cancel)
+	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("%s: %w", u.Redacted(), err)
+	}
+	req.Header.Set("Icy-MetaData", "1")
+	req.Header.Set("User-Agent", "agenthost-media/1")
+	resp, err := o.client.Do(req)
+	if !opening() && err == nil {
+		resp.Body.Close()
+		err = context.Cause(ctx)
+	}
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("cannot fetch %s: %v", u.Redacted(), unwrapURLError(err))
+	}
+	resp.Body = &cancelCloser{ReadCloser: resp.Body, cancel: cancel}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
+		return nil, fmt.Errorf("%s answered %s", u.Redacted(), resp.Status)
+	}
+	ct := resp.Header.Get("Content-Type")
+	if kind := playlistKind(u.Path, ct); kind != "" {
+		defer resp.Body.Close()
+		return o.followPlaylist(ctx, resp.Body, kind, "", u.Redacted(), depth)
+	}
+	body := &stallReader{r: resp.Body, c: resp.Body, timeout: o.cfg.stall}
+	s := &source{url: u.Redacted(), station: resp.Header.Get("icy-name"), body: body}
+	if mi := resp.Header.Get("icy-metaint"); mi != "" {
+		n, err := strconv.Atoi(mi)
+		if err != nil || n <= 0 || n > 1<<20 {
+			body.Close()
+			return nil, fmt.Errorf("%s: icy-metaint %q is not a sane interval", u.Redacted(), mi)
+		}
+		s.meta = &icyMeta{}
+		s.body = &icyReader{r: body, c: body, interval: n, left: n, meta: s.meta}
+	}
+	return s, nil
+}
+
+// cancelCloser ends the request's context when the body is closed.
+type cancelCloser struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (c *cancelCloser) Close() error {
+	err := c.ReadCloser.Close()
+	c.cancel()
+	return err
+}
+
+// unwrapURLError drops net/http's "Get <url>:" prefix, which repeats the URL.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// playlistKind says whether name (or the content type) is an m3u or pls
+// playlist.
+func playlistKind(name, contentType string) string {
+	ct, _, _ := strings.Cut(strings.ToLower(contentType), ";")
+	switch strings.TrimSpace(ct) {
+	case "audio/x-mpegurl", "audio/mpegurl", "application/x-mpegurl":
+		return "m3u"
+	case "audio/x-scpls", "application/pls+xml":
+		return "pls"
+	}
+	switch strings.ToLower(filepath.Ext(name)) {
+	case ".m3u", ".m3u8":
+		return "m3u"
+	case ".pls":
+		return "pls"
+	}
+	return ""
+}
+
+// followPlaylist plays the first entry of the playlist r that opens.
+// Entries of a playlist from the network must be http(s) URLs.
+func (o *opener) followPlaylist(ctx context.Context, r io.Reader, kind, base, name string, depth int) (*source, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxPlaylist+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading the playlist %s: %v", name, err)
+	}
+	if len(data) > maxPlaylist {
+		return nil, fmt.Errorf("the playlist %s is larger than %d bytes", name, maxPlaylist)
+	}
+	entries := parsePlaylist(data, kind)
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("the playlist %s names nothing to play", name)
+	}
+	var errs []string
+	for _, e := range entries[:min(len(entries), 5)] {
+		if base == "" && !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
+			errs = append(errs, fmt.Sprintf("%q is not an http(s) URL", e))
+			continue
+		}
+		s, err := o.openDepth(ctx, e, base, depth+1)
+		if err == nil {
+			return s, nil
+		}
+		errs = append(errs, err.Error())
+	}
+	return nil, fmt.Errorf("no entry of the playlist %s could be played: %s", name, strings.Join(errs, "; "))
+}
+
+// parsePlaylist returns the entries of an m3u or pls playlist, in order.
+func parsePlaylist(data []byte, kind string) []string {
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		line := strings.TrimSpace(strings.TrimPrefix(sc.Text(), "\ufeff"))
+		switch kind {
+		case "m3u":
+			if line != "" && !strings.HasPrefix(line, "#") {
+				out = append(out, line)
+			}
+		case "pls":
+			k, v, ok := strings.Cut(line, "=")
+			if ok && strings.HasPrefix(strings.ToLower(k), "file") {
+				out = append(out, strings.TrimSpace(v))
+			}
+		}
+	}
+	return out
+}
+
+// stallReader fails a Read that waits longer than timeout, by closing the
+// stream under it. Time spent not reading (paused, ffmpeg busy) does not count.
+type stallReader struct {
+	r       io.Reader
+	c       io.Closer
+	timeout time.Duration
+	mu      sync.Mutex
+	stalled bool
+}
+
+func (s *stallReader) Read(p []byte) (int, error) {
+	t := time.AfterFunc(s.timeout, func() {
+		s.mu.Lock()
+		s.stalled = true
+		s.mu.Unlock()
+		s.c.Close()
+	})
+	n, err := s.r.Read(p)
+	t.Stop()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stalled {
+		return n, fmt.Errorf("the stream stalled: nothing arrived for %s", s.timeout)
+	}
+	return n, err
+}
+
+func (s *stallReader) Close() error { return s.c.Close() }
+
+// icyMeta holds the latest StreamTitle of an ICY stream.
+type icyMeta struct {
+	mu    sync.Mutex
+	title string
+}
+
+func (m *icyMeta) Title() string {
+	if m == nil {
+		return ""
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.title
+}
+
+// icyReader strips the ICY metadata blocks (a length byte ×16, every
+// interval bytes of sound) and keeps their StreamTitle.
+type icyReader struct {
+	r        io.Reader
+	c        io.Closer
+	interval int
+	left     int // sound bytes before the next metadata block
+	meta     *icyMeta
+	buf      [maxICYMeta]byte
+}
+
+func (r *icyReader) Read(p []byte) (int, error) {
+	if r.left == 0 {
+		var n [1]byte
+		if _, err := io.ReadFull(r.r, n[:]); err != nil {
+			return 0, err
+		}
+		size := int(n[0]) * 16
+		if _, err := io.ReadFull(r.r, r.buf[:size]); err != nil {
+			return 0, err
+		}
+		if t, ok := streamTitle(string(r.buf[:size])); ok {
+			r.meta.mu.Lock()
+			r.meta.title = t
+			r.meta.mu.Unlock()
+		}
+		r.left = r.interval
+	}
+	n, err := r.r.Read(p[:min(len(p), r.left)])
+	r.left -= n
+	return n, err
+}
+
+func (r *icyReader) Close() error { return r.c.Close() }
+
+// streamTitle finds StreamTitle='...'; in an ICY metadata block.
+func streamTitle(block string) (string, bool) {
+	_, rest, ok := strings.Cut(block, "StreamTitle='")
+	if !ok {
+		return "", false
+	}
+	t, _, ok := strings.Cut(rest, "';")
+	if !ok {
+		t = strings.TrimRight(rest, "\x00'")
+	}
+	return strings.ToValidUTF8(t, ""), true
+}
