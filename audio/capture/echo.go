@@ -3,6 +3,7 @@ package capture
 import (
 	"fmt"
 	"log/slog"
+	"math"
 	"sync/atomic"
 	"time"
 )
@@ -100,6 +101,10 @@ type Echo struct {
 	eIn     float64 // recent echo energy into the filter, while held
 	eOut    float64 // and out of it
 	lastFar int     // the last frame with sound played
+	ey, ee  float64 // recent products of the filter's output and its echo estimate
+	yy      float64 // and the estimate's energy, to tell a diverged filter
+	dd      float64 // and the microphone's
+	divRun  int     // frames in a row the filter looked diverged
 	breaks  int64   // the reference's breaks seen
 
 	delay atomic.Int64 // the applied delay, for Delay
@@ -275,6 +280,18 @@ func (e *Echo) filter(mic, far []int16, at int) {
 		e.play[i] = e.hist[(from+i)%len(e.hist)]
 	}
 	e.aec.cancel(mic, e.play, e.out)
+	if e.diverged(mic) {
+		// The echo path changed: the filter takes off an echo that is no
+		// longer there. speexdsp's filter then adapts as slowly as in
+		// double talk; started again it learns the new path at its
+		// fastest (and the output is held down meanwhile).
+		e.aec.reset()
+		e.hold()
+		e.moves.Add(1)
+		if e.o.Log != nil {
+			e.o.Log.Debug("echo path changed; the canceller learns the room again", "component", "capture")
+		}
+	}
 	if e.res != nil {
 		e.res.run(e.out)
 	}
@@ -295,6 +312,40 @@ func (e *Echo) filter(mic, far []int16, at int) {
 		}
 		e.post.run(mic, e.aligned, e.out)
 	}
+}
+
+// diverged reports whether the filter, once it had learnt the room, has
+// for 200 ms taken less than 3 dB off the microphone while its output and
+// its echo estimate (mic less output) were anticorrelated: the estimate
+// holds an echo the microphone does not (the path changed). Near speech
+// is uncorrelated with the estimate, and an echo taken off only in part
+// leaves a positive correlation. (The correlation alone also dips for
+// moments in double talk and at the ends of words; the run and the 3 dB
+// keep those out on the tuning rooms.)
+func (e *Echo) diverged(mic []int16) bool {
+	var ey, ee, yy, dd float64
+	for i, v := range e.out {
+		x, y := float64(v), float64(mic[i])-float64(v)
+		ey += x * y
+		ee += x * x
+		yy += y * y
+		dd += float64(mic[i]) * float64(mic[i])
+	}
+	e.ey = divDecay*e.ey + ey
+	e.ee = divDecay*e.ee + ee
+	e.yy = divDecay*e.yy + yy
+	e.dd = divDecay*e.dd + dd
+	if e.held || e.yy < divFloor*float64(len(mic)) || e.ey > -divCorr*math.Sqrt(e.ee*e.yy) || e.dd > divERLE*e.ee {
+		e.divRun = 0
+		return false
+	}
+	e.divRun++
+	if e.divRun < divRun {
+		return false
+	}
+	e.divRun = 0
+	e.ey, e.ee, e.yy, e.dd = 0, 0, 0, 0
+	return true
 }
 
 // found reports whether the delay search found the echo (or there is none).
@@ -332,6 +383,12 @@ const (
 	warmTail  = 15    // frames after the last sound that may still echo
 	warmDiv   = 32    // -30 dB
 	holdERLE  = 100.0 // 20 dB, with the residual suppressor
+
+	divDecay = 0.9  // per frame: about the last 100 ms count for a divergence
+	divCorr  = 0.2  // the output and the echo estimate anticorrelated this much,
+	divERLE  = 2.0  // the filter taking less than 3 dB off the microphone,
+	divRun   = 20   // for this many frames in a row: diverged
+	divFloor = 10.0 // mean square of the estimate (about −70 dBFS) below which it is not looked at
 )
 
 func energy(x []int16) float64 {
@@ -365,8 +422,8 @@ func (e *Echo) tailSamples() int { return int(e.o.Tail.Seconds() * float64(e.o.R
 // Delay is the bulk delay the search found (0 until it has found one).
 func (e *Echo) Delay() time.Duration { return time.Duration(e.delay.Load()) }
 
-// Moves counts how often the delay search moved the filter's window
-// (each time, the filter starts learning again).
+// Moves counts how often the filter started learning again: the delay
+// search moved its window, or the echo path changed under it.
 func (e *Echo) Moves() int64 { return e.moves.Load() }
 
 // Close implements Stage.

@@ -43,7 +43,9 @@ type residual struct {
 const (
 	resDecay   = 0.76 // per frame: an RT60 of 0.5 s
 	resSmooth  = 0.98 // per frame: about half a second
-	resOver    = 3.0  // over-estimation of the residual in the gain
+	resOver    = 5.0  // over-estimation of the residual in the gain
+	resOverDT  = 3.0  // and while near speech is taken to be there, or the model is young
+	resSure    = 300  // frames of far end alone before the model is trusted with resOver
 	resFloor   = 0.01 // the most taken off a band: −40 dB
 	resTalk    = 2.5  // the microphone this far above its echo: near speech
 	resTrained = 50   // frames of far end before near speech is looked for
@@ -170,7 +172,13 @@ func (r *residual) run(mic, play, out []int16) {
 		g := 1.0
 		if r.pe[b] > 0 && r.gd[b] > 0 {
 			res := r.ge[b] / r.gd[b] * r.sx[b]
-			g = max(resFloor, 1-resOver*res/r.pe[b])
+			// Gently while someone may be talking over it: near speech
+			// the young model cannot yet tell from echo is not eaten.
+			over := resOverDT
+			if !talk && r.trained >= resSure {
+				over = resOver
+			}
+			g = max(resFloor, 1-over*res/r.pe[b])
 		}
 		// Down at once, up over about 20 ms.
 		if g < r.gain[b] {

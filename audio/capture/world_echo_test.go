@@ -50,3 +50,18 @@ func TestABargeInInTheFirstSecondsIsHeard(t *testing.T) {
 		t.Fatalf("a barge-in 1 s into a reply lost %.1f dB, want ≤ 6 dB", lost)
 	}
 }
+
+func TestAnEchoPathThatChangesIsCancelledAgainWithinASecond(t *testing.T) {
+	for _, sc := range worldScenes(t, worldSets[0]) {
+		if sc.room.Kind != echoroom.Moving {
+			continue
+		}
+		out := cancel(t, sc.echo.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay})
+		a, b := worldMove+rate, worldMove+2*rate
+		erle := echoroom.ERLE(sc.echo.Mic[a:b], out[a:b], 0)
+		t.Logf("%s: echo removed in the second second after the path changed: %.1f dB", sc.name(), erle)
+		if erle < 20 {
+			t.Errorf("%s: echo removed in the second second after the path changed = %.1f dB, want ≥ 20 dB", sc.name(), erle)
+		}
+	}
+}
