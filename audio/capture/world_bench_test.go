@@ -19,14 +19,16 @@ import (
 //
 //	go test ./audio/capture/ -run '^$' -bench WorldEcho -benchtime 1x
 //
-// AGENTHOST_AEC_SET=tuning measures the tuning set instead of the held-out
-// one; AGENTHOST_AEC_SCENES=1 adds a line per scene. Each cell is the
+// AGENTHOST_AEC_SET=tuning (or fresh, a second held-out set) measures that
+// set instead of the held-out one; AGENTHOST_AEC_SCENES=1 adds a line per scene. Each cell is the
 // smallest figure over the row's scenes (the median in brackets); the
 // correlation rows are the 10th percentile over the double-talk segments.
 func BenchmarkWorldEcho(b *testing.B) {
 	set := worldSets[1]
-	if os.Getenv("AGENTHOST_AEC_SET") == "tuning" {
-		set = worldSets[0]
+	for _, s := range worldSets {
+		if s.name == os.Getenv("AGENTHOST_AEC_SET") {
+			set = s
+		}
 	}
 	scenes := worldScenes(b, set)
 	type canceller struct {

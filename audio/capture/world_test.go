@@ -66,6 +66,22 @@ var worldSets = []worldSet{{
 	music:    []uint64{21, 22},
 	near:     []string{"en-gb-x-gbcwmd+f1", "en-us+m7"},
 	nearText: []string{"Hang on, set a timer for ten minutes.", "No, I meant the other one.", "What is the capital of Peru?", "Pause the music please."},
+}, {
+	// Made after the held-out set had been looked at while tuning: held out
+	// from everyone, for the figures reported since.
+	name:      "fresh",
+	roomSeed:  3,
+	farVoices: []string{"en-gb-x-gbclan+f2", "en-029+m4"},
+	farWPM:    150,
+	farText: []string{
+		"In the news this morning, the harbour bridge reopens after three months of repairs.",
+		"Traffic on the northern ring road is slow near the airport because of a broken lorry.",
+		"The city council will vote tonight on the plan for new cycle lanes along the river.",
+		"And in sport, the home side won on penalties after a goalless draw in the final.",
+	},
+	music:    []uint64{31, 32},
+	near:     []string{"en-us-nyc+f5", "en-gb+m2"},
+	nearText: []string{"Excuse me, how long is the drive to town?", "Remind me to call my sister.", "Turn it up, I love this song.", "What did you just say?"},
 }}
 
 // worldScene is one room with one far end.
