@@ -31,6 +31,7 @@ func (m *Manager) loadRenamed(p *plugin) {
 		hashed := make(chan error, 1)
 		go func() {
 			var err error
+			startFault(name, "hashing")
 			hash, err = fileHash(path)
 			hashed <- err
 		}()
