@@ -3,6 +3,7 @@ package pluginmgr_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -159,5 +160,34 @@ func TestANewBuildRenamedInServesBeforeItIsHashed(t *testing.T) {
 	h.let()
 	if st := x.status("clock"); st.SHA256 == first.SHA256 || st.SHA256 == "" || st.PID == first.PID || st.PID == 0 {
 		t.Fatalf("the status after the reload: %+v, first %+v", st, first)
+	}
+}
+
+// TestANewBuildIsHashedAfterItsStart: a new build renamed in is hashed
+// once it was started and handed over, not beside its start, whose CPU
+// the hash would take (two cores: a third of a reload).
+func TestANewBuildIsHashedAfterItsStart(t *testing.T) {
+	var mu sync.Mutex
+	var stages []string
+	var armed atomic.Bool
+	pluginmgr.SetStartHook(t.Cleanup, func(name, stage string) {
+		if name == "clock" && armed.Load() {
+			mu.Lock()
+			stages = append(stages, stage)
+			mu.Unlock()
+		}
+	})
+	x := startManager(t, func(dir string) { install(t, clockBin(t), dir, "clock", 0) }, nil)
+	first := x.running("clock", "get_current_time")
+	armed.Store(true)
+	install(t, clockBin(t), x.dir, "clock", 1)
+	x.waitLog(`msg="plugin reloaded"`, "plugin=clock")
+	if st := x.status("clock"); st.SHA256 == first.SHA256 || st.SHA256 == "" {
+		t.Fatalf("the status after the reload: %+v, first %+v", st, first)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"up", "handing over", "hashing"}; !slices.Equal(stages, want) {
+		t.Fatalf("the new build's stages: %q, want %q", stages, want)
 	}
 }
