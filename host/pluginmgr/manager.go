@@ -93,11 +93,12 @@ type plugin struct {
 
 // pendingLoad is a build handed to the supervisor; handled is closed once
 // the supervisor is done with it (it serves, was described, or failed).
-// A build renamed in is hashed while it starts (renamed.go): hashed is
-// closed once its hash is known and recorded.
+// A build renamed in is hashed once it started (renamed.go): kick starts
+// the hashing at once, and hashed is closed once the hash is recorded.
 type pendingLoad struct {
 	hash    string
 	handled <-chan struct{}
+	kick    func()
 	hashed  <-chan struct{}
 }
 
@@ -108,6 +109,7 @@ func (p *plugin) settle() {
 	pl := p.loading
 	p.mu.Unlock()
 	if pl != nil && pl.hashed != nil {
+		pl.kick()
 		<-pl.hashed
 	}
 }

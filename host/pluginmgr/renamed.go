@@ -7,20 +7,21 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/agenthost/agenthost/host/supervise"
 )
 
 // A binary renamed into the folder (the documented way to install) is a
-// new file: it is started while it is hashed. Hashing a plugin binary (20 MB
-// for a Go build, 15 ms of CPU) took as long as a third of a reload, and on
-// two cores it slowed the plugin's own start beside it: the reload waits
-// for it only when the build may be the one serving. Its print (printOf:
-// its size and the hash of its head, a read of 64 KiB) tells a new build
-// apart at once; one whose print is the serving build's is compared by its
-// hash, and dropped when it is the same (supervise.ErrUnchanged). A pinned
-// plugin is always hashed first (load): its pin is checked before anything
-// runs.
+// new file: it is started first and hashed after. Hashing a plugin binary
+// (20 MB for a Go build, 15 ms of CPU) took as long as a third of a reload,
+// and on two cores, beside the plugin's own start, it slowed that start.
+// Its print (printOf: its size and the hash of its head, a read of 64 KiB)
+// tells a new build apart at once: it is installed, then hashed. One whose
+// print is the serving build's is hashed beside its start and compared by
+// its hash, and dropped when it is the same (supervise.ErrUnchanged). A
+// pinned plugin is always hashed first (load): its pin is checked before
+// anything runs.
 
 // build is a binary's sha256 (hex) and its print.
 type build struct{ hash, print string }
@@ -91,8 +92,8 @@ type digest struct {
 	inst *instance // started before the hash was known: it gets it (p.mu)
 }
 
-// loadRenamed hands p's binary to its supervisor to be started and hashed
-// at once; a build that turns out to be the one serving is dropped
+// loadRenamed hands p's binary to its supervisor to be started, and
+// hashed; a build that turns out to be the one serving is dropped
 // (supervise.ErrUnchanged). Later starts (restarts, lazy starts) know the
 // hash.
 func (m *Manager) loadRenamed(p *plugin) {
@@ -101,12 +102,18 @@ func (m *Manager) loadRenamed(p *plugin) {
 	p.settle()
 	name, path := p.name, p.path
 	d := &digest{done: make(chan struct{})}
+	// Hashing beside the start would slow it: it waits until the start is
+	// over, unless the build may be the one serving (its hash decides).
 	pending := &pendingLoad{hashed: d.done} // its build is known once hashed
-	go m.hashRenamed(p, pending, d, path)
+	pending.kick = sync.OnceFunc(func() { go m.hashRenamed(p, pending, d, path) })
 	pr, perr := printOf(path)
+	if perr != nil || pr == p.servingPrint(p.sup.Status()) {
+		pending.kick()
+	}
 	first := true // only the supervisor's loop runs the starter
 	start := func(ctx context.Context) (supervise.Child, error) {
 		if !first {
+			pending.kick()
 			<-d.done
 			if d.err != nil {
 				return nil, fmt.Errorf("cannot read %s: %w", path, d.err)
@@ -116,7 +123,6 @@ func (m *Manager) loadRenamed(p *plugin) {
 		first = false
 		inst, err := m.start(ctx, name, path)
 		if err != nil {
-			<-d.done
 			return nil, err
 		}
 		st := p.sup.Status()
@@ -124,6 +130,7 @@ func (m *Manager) loadRenamed(p *plugin) {
 		if sp := p.servingPrint(st); perr == nil && (!serving || (sp != "" && sp != pr)) {
 			return m.startedRenamed(inst, p, d, pr)
 		}
+		pending.kick()
 		<-d.done
 		if d.err != nil {
 			inst.Kill()
@@ -137,6 +144,10 @@ func (m *Manager) loadRenamed(p *plugin) {
 		return m.started(inst, p, d.b)
 	}
 	handled := p.sup.Load(start, nil)
+	go func() {
+		<-handled
+		pending.kick()
+	}()
 	p.mu.Lock()
 	pending.handled = handled
 	p.loading = pending
