@@ -91,7 +91,7 @@ func (c *Calls) handleCall(conn int, call voice.Call) {
 
 func (c *Calls) answer(conn int, call voice.Call, out voice.Outcome) {
 	defer c.calls.Done()
-	payload, err := voice.MarshalMCP(voice.MCPResult, voice.Result{CallID: call.CallID, Result: out})
+	payload, err := resultPayload(call.CallID, out)
 	if err != nil {
 		payload, _ = voice.MarshalMCP(voice.MCPResult, voice.Result{CallID: call.CallID, Result: voice.Outcome{Error: "the result could not be encoded: " + err.Error()}})
 	}
