@@ -3,6 +3,7 @@ package host
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,8 +16,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/go-hclog"
+	goplugin "github.com/hashicorp/go-plugin"
+
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/internal/testbin"
+	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
 
@@ -78,10 +83,44 @@ func BenchmarkHostPluginReload(b *testing.B) {
 		i++
 		b.StartTimer()
 	}
+	b.StopTimer()
+	// A plugin's start from this process, as cmd/agenthost's
+	// BenchmarkPluginStart measures it, beside the reloads.
+	var starts []time.Duration
+	for range 10 {
+		starts = append(starts, bareStart(b, v[0]))
+	}
 	slices.Sort(lat)
+	slices.Sort(starts)
 	b.ReportMetric(float64(lat[len(lat)/2])/1e6, "reload-median-ms")
 	b.ReportMetric(float64(lat[len(lat)-1])/1e6, "reload-max-ms")
+	b.ReportMetric(float64(starts[len(starts)/2])/1e6, "start-median-ms")
+	b.ReportMetric(float64(lat[len(lat)/2])/float64(starts[len(starts)/2]), "reload/start-x")
 	b.ReportMetric(0, "ns/op")
+}
+
+// bareStart starts bin with go-plugin as the host does (handshake, gRPC,
+// Configure, Describe) and returns how long that took.
+func bareStart(b *testing.B, bin string) time.Duration {
+	start := time.Now()
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "PLUGIN_UNIX_SOCKET_DIR="+b.TempDir())
+	c := goplugin.NewClient(&goplugin.ClientConfig{
+		HandshakeConfig: pluginv1.Handshake, Plugins: pluginv1.PluginSet(), Cmd: cmd, SkipHostEnv: true,
+		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC}, Logger: hclog.NewNullLogger(),
+	})
+	defer c.Kill()
+	rpc, err := pluginv1.Dispense(c)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := rpc.Configure(context.Background(), json.RawMessage(`{}`)); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := rpc.Describe(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return time.Since(start)
 }
 
 // versionedPlugin builds cmd/agenthost's versioned test plugin at version.
