@@ -24,12 +24,15 @@ func (c *Calls) Serve(ctx context.Context) {
 	}
 }
 
-// LinkUp sends the register on a new connection.
+// LinkUp sends the register on a new connection. It carries the whole
+// set: the next change is sent at once, not paced after the changes that
+// came before it.
 func (c *Calls) LinkUp(conn int) {
 	c.mu.Lock()
 	c.conn, c.registered = conn, nil
 	c.mu.Unlock()
 	c.sendRegister(conn)
+	c.reg.Sent()
 }
 
 // LinkDown forgets the connection that ended.

@@ -1,8 +1,10 @@
 package calls
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/agenthost/agenthost/proto/voice"
@@ -85,13 +87,16 @@ func (c *Calls) handleCall(conn int, call voice.Call) {
 		f(Record{Method: call.Method, Took: took, Success: out.Success})
 	}
 	// Debug: a line per call would be most of a call's cost on a Pi; the
-	// dispatcher logs failures at info, and metrics count every call.
-	c.log.Debug("call answered", "method", call.Method, "call_id", call.CallID, "success", out.Success, "took", took.Round(time.Microsecond))
+	// dispatcher logs failures at info, and metrics count every call. Its
+	// attributes are not even built at info.
+	if c.log.Enabled(context.Background(), slog.LevelDebug) {
+		c.log.Debug("call answered", "method", call.Method, "call_id", call.CallID, "success", out.Success, "took", took.Round(time.Microsecond))
+	}
 }
 
 func (c *Calls) answer(conn int, call voice.Call, out voice.Outcome) {
 	defer c.calls.Done()
-	payload, err := voice.MarshalMCP(voice.MCPResult, voice.Result{CallID: call.CallID, Result: out})
+	payload, err := resultPayload(call.CallID, out)
 	if err != nil {
 		payload, _ = voice.MarshalMCP(voice.MCPResult, voice.Result{CallID: call.CallID, Result: voice.Outcome{Error: "the result could not be encoded: " + err.Error()}})
 	}

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -30,7 +31,8 @@ import (
 // instance is one running process of a plugin binary: a supervise.Child.
 type instance struct {
 	name     string
-	hash     string // sha256 of the binary it runs
+	hash     atomic.Pointer[string] // sha256 of the binary it runs, once known (renamed.go)
+	print    string                 // printOf the binary it runs
 	client   *goplugin.Client
 	rpc      pluginv1.Client
 	desc     *pluginv1.Description
@@ -235,7 +237,11 @@ func (i *instance) Changed() <-chan struct{} { return nil }
 
 // Info implements supervise.Child.
 func (i *instance) Info() supervise.Info {
-	return supervise.Info{PID: i.pid, Version: i.desc.Version, Transport: "go-plugin", Build: i.hash}
+	var build string
+	if h := i.hash.Load(); h != nil {
+		build = *h
+	}
+	return supervise.Info{PID: i.pid, Version: i.desc.Version, Transport: "go-plugin", Build: build}
 }
 
 // Health implements supervise.Healther with the contract's Health RPC.

@@ -89,15 +89,32 @@ type plugin struct {
 	mu      sync.Mutex
 	hash    string       // of the binary last handed to the supervisor
 	served  string       // of the binary that last started or was described from the cache
+	print   string       // printOf that binary ("" when unknown)
 	version string       // from the cached description
 	loading *pendingLoad // the last build handed to the supervisor to start
 }
 
 // pendingLoad is a build handed to the supervisor; handled is closed once
 // the supervisor is done with it (it serves, was described, or failed).
+// A build renamed in is hashed once it started (renamed.go): kick starts
+// the hashing at once, and hashed is closed once the hash is recorded.
 type pendingLoad struct {
 	hash    string
 	handled <-chan struct{}
+	kick    func()
+	hashed  <-chan struct{}
+}
+
+// settle waits until the hash of the build last renamed in is recorded, so
+// that what is handed, served and starting can be compared.
+func (p *plugin) settle() {
+	p.mu.Lock()
+	pl := p.loading
+	p.mu.Unlock()
+	if pl != nil && pl.hashed != nil {
+		pl.kick()
+		<-pl.hashed
+	}
 }
 
 // startingLocked reports whether the build hash was handed to the supervisor
@@ -447,7 +464,9 @@ func (m *Manager) incompleteBinary(path string, fi os.FileInfo, why string) (aga
 func (m *Manager) load(p *plugin, again bool) {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
-	hash, err := fileHash(p.path)
+	p.settle()
+	b, err := fileBuild(p.path)
+	hash := b.hash
 	if err != nil {
 		p.sup.Load(failing(fmt.Errorf("cannot read %s: %w", p.path, err)), nil)
 		return
@@ -473,7 +492,7 @@ func (m *Manager) load(p *plugin, again bool) {
 		return
 	}
 	name := p.name
-	start := func(ctx context.Context) (supervise.Child, error) { return m.startBuild(ctx, p, hash) }
+	start := func(ctx context.Context) (supervise.Child, error) { return m.startBuild(ctx, p, b) }
 	var desc []services.Service
 	if m.o.lazy(name) {
 		var version string
@@ -485,7 +504,7 @@ func (m *Manager) load(p *plugin, again bool) {
 		p.mu.Lock()
 		p.version = version
 		if desc != nil {
-			p.served = hash
+			p.served, p.print = hash, b.print
 		}
 		p.mu.Unlock()
 	}
@@ -495,30 +514,37 @@ func (m *Manager) load(p *plugin, again bool) {
 	p.mu.Unlock()
 }
 
-// startBuild starts p's binary, known to have the sha256 hash.
-func (m *Manager) startBuild(ctx context.Context, p *plugin, hash string) (supervise.Child, error) {
+// startBuild starts p's binary, known to be the build b.
+func (m *Manager) startBuild(ctx context.Context, p *plugin, b build) (supervise.Child, error) {
 	inst, err := m.start(ctx, p.name, p.path)
 	if err != nil {
 		return nil, err
 	}
-	return m.started(inst, p, hash)
+	return m.started(inst, p, b)
 }
 
-// started records a plugin's new process, of the build hash, before it is
+// started records a plugin's new process, of the build b, before it is
 // handed to the supervisor.
-func (m *Manager) started(inst *instance, p *plugin, hash string) (supervise.Child, error) {
+func (m *Manager) started(inst *instance, p *plugin, b build) (supervise.Child, error) {
 	startFault(p.name, "up")
-	inst.hash = hash
+	inst.hash.Store(&b.hash)
+	inst.print = b.print
 	p.mu.Lock()
-	p.version, p.served = inst.desc.Version, hash
+	p.version, p.served, p.print = inst.desc.Version, b.hash, b.print
 	p.mu.Unlock()
-	if m.o.lazy(p.name) {
-		if err := m.o.cache.put(p.name, hash, inst.desc.Version, inst.Services()); err != nil {
-			m.log.Warn("cannot cache the plugin's description; it will be started again to describe it", "plugin", p.name, "err", err)
-		}
-	}
+	m.cacheDescription(inst, p, b.hash)
 	startFault(p.name, "handing over")
 	return inst, nil
+}
+
+// cacheDescription records a lazy plugin's description, by its build.
+func (m *Manager) cacheDescription(inst *instance, p *plugin, hash string) {
+	if !m.o.lazy(p.name) {
+		return
+	}
+	if err := m.o.cache.put(p.name, hash, inst.desc.Version, inst.Services()); err != nil {
+		m.log.Warn("cannot cache the plugin's description; it will be started again to describe it", "plugin", p.name, "err", err)
+	}
 }
 
 // checkPin refuses a binary whose sha256 is not the one the plugin is
@@ -571,6 +597,7 @@ type Status struct {
 func (m *Manager) Status() []Status {
 	var out []Status
 	for _, p := range m.all() {
+		p.settle() // a build renamed in serves before it is hashed
 		st := p.sup.Status()
 		p.mu.Lock()
 		hash, version := p.served, p.version

@@ -48,6 +48,7 @@ func (m *Manager) Reconfigure(p config.Plugins, also func(id string) bool) {
 // reconsider looks at one plugin again after its settings (named in why)
 // changed.
 func (m *Manager) reconsider(pl *plugin, conf, pin bool, why string) {
+	pl.settle()
 	status := pl.sup.Status()
 	st, served := status.State, pl.serving(status)
 	pl.mu.Lock()

@@ -3,6 +3,7 @@ package pluginmgr_test
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -138,5 +139,55 @@ func TestTheSameBuildRenamedInAgainChangesNothing(t *testing.T) {
 	}
 	if _, ok := x.log.Line(`msg="plugin reloaded"`); ok {
 		t.Fatalf("the same build was reloaded:\n%s", x.log)
+	}
+}
+
+// TestANewBuildRenamedInServesBeforeItIsHashed: a new build renamed in is
+// told apart from the serving one by its print, so it serves while its
+// hash (held at the fault point) is not known; the status, which shows
+// the sha256 of the build that serves, waits for it.
+func TestANewBuildRenamedInServesBeforeItIsHashed(t *testing.T) {
+	h := holdStart(t, "clock", "hashing")
+	x := startManager(t, func(dir string) { install(t, clockBin(t), dir, "clock", 0) }, nil)
+	first := x.running("clock", "get_current_time")
+	h.arm()
+	install(t, clockBin(t), x.dir, "clock", 1)
+	h.wait()
+	x.waitLog(`msg="plugin reloaded"`, "plugin=clock")
+	if out := x.call("get_current_time", `{}`); !out.Success {
+		t.Fatalf("a call while the new build's hash is held: %+v", out)
+	}
+	h.let()
+	if st := x.status("clock"); st.SHA256 == first.SHA256 || st.SHA256 == "" || st.PID == first.PID || st.PID == 0 {
+		t.Fatalf("the status after the reload: %+v, first %+v", st, first)
+	}
+}
+
+// TestANewBuildIsHashedAfterItsStart: a new build renamed in is hashed
+// once it was started and handed over, not beside its start, whose CPU
+// the hash would take (two cores: a third of a reload).
+func TestANewBuildIsHashedAfterItsStart(t *testing.T) {
+	var mu sync.Mutex
+	var stages []string
+	var armed atomic.Bool
+	pluginmgr.SetStartHook(t.Cleanup, func(name, stage string) {
+		if name == "clock" && armed.Load() {
+			mu.Lock()
+			stages = append(stages, stage)
+			mu.Unlock()
+		}
+	})
+	x := startManager(t, func(dir string) { install(t, clockBin(t), dir, "clock", 0) }, nil)
+	first := x.running("clock", "get_current_time")
+	armed.Store(true)
+	install(t, clockBin(t), x.dir, "clock", 1)
+	x.waitLog(`msg="plugin reloaded"`, "plugin=clock")
+	if st := x.status("clock"); st.SHA256 == first.SHA256 || st.SHA256 == "" {
+		t.Fatalf("the status after the reload: %+v, first %+v", st, first)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"up", "handing over", "hashing"}; !slices.Equal(stages, want) {
+		t.Fatalf("the new build's stages: %q, want %q", stages, want)
 	}
 }

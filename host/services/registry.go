@@ -517,6 +517,11 @@ func (r *Registry) Changes() <-chan struct{} {
 	return r.changes
 }
 
+// Sent says that the whole set has just been sent by other means (the
+// register of a new connection): the changes held back are signalled now
+// (to subscribers as well), and the next change at once.
+func (r *Registry) Sent() { r.pace.Flush() }
+
 // Subscribe returns a channel of its own, like Changes (a buffer of one;
 // signals coalesce; only a change of the canonical set signals), for a
 // second reader of changes such as the MCP server: Changes has one reader,

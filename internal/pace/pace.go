@@ -63,6 +63,22 @@ func (p *Pacer) call() {
 	p.fire()
 }
 
+// Flush calls fire now for the signals that wait, if any, and lets the next
+// signal pass at once: for when the receiver has just taken the whole state
+// by other means, which starts a new interval of its own.
+func (p *Pacer) Flush() {
+	p.mu.Lock()
+	p.last = time.Time{}
+	if p.stopped || p.due == nil {
+		p.mu.Unlock()
+		return
+	}
+	p.due.Stop()
+	p.due = nil
+	p.mu.Unlock()
+	p.fire()
+}
+
 // Stop drops a call that is waiting and every later signal.
 func (p *Pacer) Stop() {
 	p.mu.Lock()

@@ -68,3 +68,27 @@ func TestPacerStopDropsTheWaitingCall(t *testing.T) {
 		t.Errorf("%d calls, want only the first", n)
 	}
 }
+
+// TestPacerFlushGivesTheWaitingCallAndLetsTheNextPass: Flush calls fire
+// for a signal that waits, and the next signal passes at once; the one
+// after it waits again.
+func TestPacerFlushGivesTheWaitingCallAndLetsTheNextPass(t *testing.T) {
+	var calls int
+	p := New(time.Hour, func() { calls++ })
+	defer p.Stop()
+	p.Signal()
+	p.Signal() // waits
+	p.Flush()
+	if calls != 2 {
+		t.Fatalf("%d calls after Flush, want the waiting one given (2)", calls)
+	}
+	p.Flush() // nothing waits: no call
+	p.Signal()
+	if calls != 3 {
+		t.Fatalf("%d calls, want the signal after Flush at once (3)", calls)
+	}
+	p.Signal()
+	if calls != 3 {
+		t.Fatalf("%d calls, want the next signal to wait", calls)
+	}
+}
