@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio"
-	"github.com/agenthost/agenthost/audio/mixer"
+	"github.com/agenthost/agenthost/audio/hwvolume"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/audiochain"
 	"github.com/agenthost/agenthost/host/device"
@@ -99,7 +99,7 @@ func New(o Options) (*Speaker, error) {
 		}
 	}
 	if cfg.Audio.Mixer != "" && cfg.Audio.Backend == "portaudio" {
-		m, err := mixer.Open(cfg.Audio.Mixer, float64(cfg.Device.VolumeRange))
+		m, err := hwvolume.Open(cfg.Audio.Mixer, float64(cfg.Device.VolumeRange))
 		if err != nil {
 			// Not fatal: the gain stage takes the volume instead.
 			o.Log.Error("audio.mixer cannot be used; the volume is a gain in the playback path instead", "err", err)

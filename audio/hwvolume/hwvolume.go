@@ -1,7 +1,7 @@
-// Package mixer sets a sound card's hardware volume: an ALSA simple mixer
+// Package hwvolume sets a sound card's hardware volume: an ALSA simple mixer
 // control ("PCM", "Speaker", "Master"), through libasound's mixer API (a
 // small cgo binding; Debian's libasound2, which PortAudio links already).
-package mixer
+package hwvolume
 
 /*
 #cgo pkg-config: alsa

@@ -1,4 +1,4 @@
-package mixer_test
+package hwvolume_test
 
 import (
 	"fmt"
@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agenthost/agenthost/audio/mixer"
+	"github.com/agenthost/agenthost/audio/hwvolume"
 )
 
 // card is a software ALSA card (testdata/ctl_agtest.c, an external control
@@ -17,7 +17,7 @@ import (
 var card, cardState string
 
 func TestMain(m *testing.M) {
-	dir, _ := os.MkdirTemp("", "mixer-test-")
+	dir, _ := os.MkdirTemp("", "hwvolume-test-")
 	lib := filepath.Join(dir, "libasound_module_ctl_agtest.so")
 	flags, err := exec.Command("pkg-config", "--cflags", "--libs", "alsa").Output()
 	if err == nil {
@@ -49,7 +49,7 @@ func TestMissingCardOrControlIsClear(t *testing.T) {
 		cases[card+"/Speaker"] = `card agtest has no playback volume control "Speaker"; it has: Master`
 	}
 	for spec, want := range cases {
-		_, err := mixer.Open(spec, 50)
+		_, err := hwvolume.Open(spec, 50)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want an error containing %q", spec, err, want)
 		}
@@ -63,7 +63,7 @@ func TestSetsTheCardsControl(t *testing.T) {
 	if card == "" {
 		t.Skip("the test card could not be built (no cc or no libasound headers)")
 	}
-	c, err := mixer.Open(card+"/Master", 50)
+	c, err := hwvolume.Open(card+"/Master", 50)
 	if err != nil {
 		t.Fatal(err)
 	}
