@@ -1,0 +1,378 @@
+package mixer_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/audio/mixer"
+)
+
+const rate = 16000
+
+// speaker records what the mixer plays and takes real (or, in a bubble,
+// virtual) time to play it, as a device does.
+type speaker struct {
+	mu      sync.Mutex
+	samples []int16
+}
+
+func (s *speaker) Write(p []int16) (int, error) {
+	s.mu.Lock()
+	s.samples = append(s.samples, p...)
+	s.mu.Unlock()
+	time.Sleep(time.Duration(len(p)) * time.Second / rate)
+	return len(p), nil
+}
+func (s *speaker) Close() error { return nil }
+
+func (s *speaker) played() []int16 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]int16(nil), s.samples...)
+}
+
+// run starts m until the test ends.
+func run(t *testing.T, m *mixer.Mixer) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+// play writes pcm to a new stream and closes it, in the background.
+func play(t *testing.T, m *mixer.Mixer, name string, c mixer.Class, f audio.Format, pcm []int16) *mixer.Stream {
+	t.Helper()
+	s, err := m.Open(name, c, f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		if _, err := s.Write(pcm); err == nil {
+			s.Close()
+		}
+	}()
+	return s
+}
+
+func constant(v int16, d time.Duration) []int16 {
+	p := make([]int16, int(d.Seconds()*rate))
+	for i := range p {
+		p[i] = v
+	}
+	return p
+}
+
+func rms(p []int16) float64 {
+	var sum float64
+	for _, v := range p {
+		sum += float64(v) * float64(v)
+	}
+	return math.Sqrt(sum / float64(max(1, len(p))))
+}
+
+func maxStep(p []int16) int {
+	var m int
+	for i := 1; i < len(p); i++ {
+		m = max(m, abs(int(p[i])-int(p[i-1])))
+	}
+	return m
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+var mono = audio.Format{Rate: rate, Channels: 1}
+
+func TestStreamsAreSummedAndTheSumSaturates(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &speaker{}
+		m := mixer.New(out, mixer.Options{Rate: rate, Buffer: time.Second})
+		play(t, m, "a", mixer.Voice, mono, constant(20000, 200*time.Millisecond))
+		play(t, m, "b", mixer.Earcon, mono, constant(20000, 100*time.Millisecond))
+		play(t, m, "c", mixer.Earcon, mono, constant(-3000, 100*time.Millisecond))
+		synctest.Wait() // all three written before the mix starts
+		run(t, m)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		got := out.played()
+		if len(got) != 200*rate/1000 {
+			t.Fatalf("%d samples played, want 3200 (the longest stream)", len(got))
+		}
+		if got[0] != math.MaxInt16 || got[1599] != math.MaxInt16 || got[1600] != 20000 || got[3199] != 20000 {
+			t.Fatalf("samples %d %d %d %d; want the sum saturated at 32767, then 20000", got[0], got[1599], got[1600], got[3199])
+		}
+	})
+}
+
+// TestDuckingRampsDownWithoutAClickAndBackUp: SetActive turns media down by
+// DuckDB (measured by RMS) over the ramp, never by a step larger than the
+// tone's own plus what the ramp adds, and brings it back.
+func TestDuckingRampsDownWithoutAClickAndBackUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &speaker{}
+		m := mixer.New(out, mixer.Options{Rate: rate, DuckDB: -20, Ramp: 30 * time.Millisecond})
+		run(t, m)
+		tone := audiotest.Tone(440, rate, 3*time.Second) // full scale
+		play(t, m, "radio", mixer.Media, mono, tone)
+		time.Sleep(time.Second)
+		m.SetActive(true)
+		if st := m.Status(); len(st) != 1 || !st[0].Ducked || st[0].Class != "media" {
+			t.Fatalf("status while active: %+v", st)
+		}
+		time.Sleep(time.Second)
+		m.SetActive(false)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		got := out.played()
+		if len(got) != len(tone) {
+			t.Fatalf("%d samples played of %d", len(got), len(tone))
+		}
+		loud, ducked, back := rms(got[rate/4:3*rate/4]), rms(got[rate+rate/4:rate+3*rate/4]), rms(got[2*rate+rate/4:])
+		if db := 20 * math.Log10(ducked/loud); math.Abs(db+20) > 0.5 {
+			t.Fatalf("ducked by %.2f dB, want -20", db)
+		}
+		if db := 20 * math.Log10(back/loud); math.Abs(db) > 0.1 {
+			t.Fatalf("after the turn the media is at %.2f dB, want 0", db)
+		}
+		toneStep := maxStep(tone)
+		rampStep := rampLimit
+		if s := maxStep(got); s > toneStep+rampStep {
+			t.Fatalf("largest step %d; the tone's own is %d and the ramp adds at most %d (a click)", s, toneStep, rampStep)
+		}
+		if st := m.Stats(); st.Ducks != 1 {
+			t.Fatalf("%d ducking events, want 1", st.Ducks)
+		}
+	})
+}
+
+// TestWithoutARampDuckingWouldClick shows the click bound above can fail:
+// a ramp of one sample steps the tone down at once.
+func TestWithoutARampDuckingWouldClick(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &speaker{}
+		m := mixer.New(out, mixer.Options{Rate: rate, Ramp: time.Second / rate})
+		run(t, m)
+		tone := audiotest.Tone(440, rate, time.Second)
+		play(t, m, "radio", mixer.Media, mono, tone)
+		time.Sleep(503 * time.Millisecond)
+		m.SetActive(true)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if s, bound := maxStep(out.played()), maxStep(tone)+rampLimit; s <= bound {
+			t.Fatalf("largest step %d within %d: the test cannot see a click", s, bound)
+		}
+	})
+}
+
+func TestPauseModeHoldsMediaWhileActiveAndResumesWhereItWas(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &speaker{}
+		m := mixer.New(out, mixer.Options{Rate: rate, MediaWhileActive: mixer.Pause, KeepFed: 20 * time.Millisecond})
+		run(t, m)
+		s := play(t, m, "radio", mixer.Media, mono, constant(1000, time.Second))
+		time.Sleep(300 * time.Millisecond)
+		m.SetActive(true)
+		time.Sleep(100 * time.Millisecond)
+		st := m.Status()
+		pos := st[0].Position
+		time.Sleep(time.Second)
+		if st := m.Status(); !st[0].Paused || st[0].Position != pos {
+			t.Fatalf("while active: %+v, position was %v", st, pos)
+		}
+		m.SetActive(false)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		var loud int
+		for _, v := range out.played() {
+			if v != 0 {
+				loud++
+			}
+		}
+		if loud < rate-rate/100 || loud > rate {
+			t.Fatalf("%d samples of media played, want the whole second", loud)
+		}
+		_ = s
+	})
+}
+
+func TestARingDucksEverythingElseAndAnAnnouncementDucksOnlyMedia(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &speaker{}
+		m := mixer.New(out, mixer.Options{Rate: rate})
+		run(t, m)
+		play(t, m, "reply", mixer.Voice, mono, constant(1000, 3*time.Second))
+		play(t, m, "radio", mixer.Media, mono, constant(100, 3*time.Second))
+		time.Sleep(500 * time.Millisecond)
+		play(t, m, "dinner", mixer.Announcement, mono, constant(10, 500*time.Millisecond))
+		time.Sleep(time.Second)
+		play(t, m, "timer", mixer.Ring, mono, constant(10000, 500*time.Millisecond))
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		got := out.played()
+		at := func(ms int) int16 { return got[ms*rate/1000] }
+		if v := at(400); v != 1100 {
+			t.Fatalf("before: %d, want 1100", v)
+		}
+		if v := at(800); v != 1000+10+10 {
+			t.Fatalf("during the announcement: %d, want the voice whole, media at -20 dB (10) and the announcement (10)", v)
+		}
+		if v := at(1800); v != 100+10+10000 {
+			t.Fatalf("during the ring: %d, want voice (100) and media (10) at -20 dB and the ring whole", v)
+		}
+		if v := at(2800); v != 1100 {
+			t.Fatalf("after: %d", v)
+		}
+	})
+}
+
+func TestAStalledWriterDoesNotStallTheMix(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &speaker{}
+		m := mixer.New(out, mixer.Options{Rate: rate})
+		run(t, m)
+		stalled, err := m.Open("stalled", mixer.Voice, mono)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stalled.Write(constant(7, 10*time.Millisecond)) // and then nothing
+		play(t, m, "radio", mixer.Media, mono, constant(500, time.Second))
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		var n int
+		for _, v := range out.played() {
+			if v == 500 || v == 507 {
+				n++
+			}
+		}
+		if n != rate {
+			t.Fatalf("%d samples of the media played, want all %d", n, rate)
+		}
+		stalled.Stop()
+		if _, err := stalled.Write([]int16{1}); !errors.Is(err, mixer.ErrClosed) {
+			t.Fatalf("write after Stop: %v", err)
+		}
+	})
+}
+
+// TestWriteIsPacedByTheSpeaker: a stream's Write blocks while its buffer is
+// full, so a writer with a minute of sound is held to the speaker's pace.
+func TestWriteIsPacedByTheSpeaker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := mixer.New(&speaker{}, mixer.Options{Rate: rate, Buffer: 100 * time.Millisecond})
+		run(t, m)
+		s, err := m.Open("reply", mixer.Voice, mono)
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		if _, err := s.Write(constant(1, 2*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		if d := time.Since(start); d < 1800*time.Millisecond {
+			t.Fatalf("2 s written in %v: the buffer is not bounded", d)
+		}
+		s.Close()
+		if d := time.Since(start); d < 2*time.Second {
+			t.Fatalf("Close returned %v after the start, before the sound played out", d)
+		}
+	})
+}
+
+func TestStopCloseAndTheMixersEndLeaveNoGoroutine(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := mixer.New(&speaker{}, mixer.Options{Rate: rate})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { m.Run(ctx); close(done) }()
+		a := play(t, m, "a", mixer.Voice, mono, constant(1, 10*time.Second))
+		b := play(t, m, "b", mixer.Media, audio.Format{Rate: 44100, Channels: 2}, make([]int16, 2*44100*10))
+		play(t, m, "c", mixer.Earcon, mono, constant(1, 100*time.Millisecond))
+		time.Sleep(500 * time.Millisecond)
+		a.Stop()
+		b.Pause(true)
+		time.Sleep(500 * time.Millisecond)
+		if st := m.Status(); len(st) != 1 || st[0].Name != "b" || !st[0].Paused {
+			t.Fatalf("status %+v", st)
+		}
+		cancel() // b's writer is blocked in Write: it must return
+		<-done
+		if _, err := m.Open("late", mixer.Media, mono); err == nil {
+			t.Fatal("a stream opened on a mixer that has ended")
+		}
+		// synctest.Test fails if a goroutine of the bubble is left blocked.
+	})
+}
+
+func TestOpenIsRefusedPastMaxStreamsAndForBadFormats(t *testing.T) {
+	m := mixer.New(&speaker{}, mixer.Options{Rate: rate, MaxStreams: 2})
+	for i := range 2 {
+		if _, err := m.Open("s", mixer.Media, mono); err != nil {
+			t.Fatalf("stream %d: %v", i, err)
+		}
+	}
+	if _, err := m.Open("third", mixer.Media, mono); err == nil {
+		t.Fatal("a third stream opened with MaxStreams 2")
+	}
+	for _, f := range []audio.Format{{Rate: 0, Channels: 1}, {Rate: 16000, Channels: 0}, {Rate: 16000, Channels: 99}} {
+		if _, err := mixer.New(&speaker{}, mixer.Options{}).Open("bad", mixer.Media, f); err == nil {
+			t.Fatalf("format %v accepted", f)
+		}
+	}
+	if _, err := mixer.New(&speaker{}, mixer.Options{}).Open("bad", mixer.Class(9), mono); err == nil {
+		t.Fatal("class 9 accepted")
+	}
+}
+
+// TestAStereoStreamAtAnotherRateIsConverted: 48 kHz stereo in, the same
+// tone at the output's rate out.
+func TestAStereoStreamAtAnotherRateIsConverted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &speaker{}
+		m := mixer.New(out, mixer.Options{Rate: rate})
+		run(t, m)
+		tone := audiotest.Tone(1000, 48000, time.Second)
+		stereo := make([]int16, 2*len(tone))
+		for i, v := range tone {
+			stereo[2*i], stereo[2*i+1] = v/2, v/2
+		}
+		play(t, m, "music", mixer.Media, audio.Format{Rate: 48000, Channels: 2}, stereo)
+		time.Sleep(2 * time.Second)
+		synctest.Wait()
+		got := out.played()
+		if len(got) < rate*99/100 || len(got) > rate*101/100 {
+			t.Fatalf("%d samples out for 1 s in", len(got))
+		}
+		if f := audiotest.PeakFrequency(got[rate/4:3*rate/4], rate, 200, 4000, 5); math.Abs(f-1000) > 10 {
+			t.Fatalf("peak at %.0f Hz, want 1000", f)
+		}
+		if r := rms(got[rate/4 : 3*rate/4]); math.Abs(20*math.Log10(r/rms(tone)/0.5)) > 0.5 {
+			t.Fatalf("level %.0f, want half the tone's (channels averaged)", r)
+		}
+	})
+}
+
+func TestClassesHaveNames(t *testing.T) {
+	for _, c := range []mixer.Class{mixer.Ring, mixer.Voice, mixer.Earcon, mixer.Announcement, mixer.Media} {
+		got, err := mixer.ParseClass(c.String())
+		if err != nil || got != c {
+			t.Fatalf("%v: %v %v", c, got, err)
+		}
+	}
+	if _, err := mixer.ParseClass("music"); err == nil {
+		t.Fatal("music parsed")
+	}
+}
+
+// rampLimit is the most a 30 ms ramp moves a full-scale sample in one step.
+const rampLimit = math.MaxInt16/(30*rate/1000) + 2
