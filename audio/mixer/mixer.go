@@ -155,7 +155,7 @@ type Mixer struct {
 	opened  int64
 	acc     []int32
 	mixed   []int16
-	silence []int16
+	keepFed time.Duration
 }
 
 // New returns a mixer that writes to out once Run runs. Options out of
@@ -173,10 +173,16 @@ func New(out audio.Sink, o Options) *Mixer {
 		wake:  make(chan struct{}, 1)}
 	m.acc = make([]int32, m.frame)
 	m.mixed = make([]int16, m.frame)
-	if o.KeepFed > 0 {
-		m.silence = make([]int16, max(1, int(o.KeepFed.Seconds()*float64(o.Rate))))
-	}
+	m.keepFed = max(0, o.KeepFed)
 	return m
+}
+
+// SetKeepFed changes Options.KeepFed (0: nothing is written while idle).
+func (m *Mixer) SetKeepFed(d time.Duration) {
+	m.mu.Lock()
+	m.keepFed = max(0, d)
+	m.mu.Unlock()
+	m.signal()
 }
 
 // Options are the settings in use, defaults filled in.
@@ -214,7 +220,8 @@ type StreamStatus struct {
 	Name     string        `json:"name"`
 	Class    string        `json:"class"`
 	Format   string        `json:"format"`
-	Position time.Duration `json:"position_ns"`
+	Position time.Duration `json:"-"`
+	Seconds  float64       `json:"position_s"` // Position in seconds
 	Ducked   bool          `json:"ducked,omitempty"`
 	Paused   bool          `json:"paused,omitempty"`
 }
@@ -227,9 +234,10 @@ func (m *Mixer) Status() []StreamStatus {
 	out := make([]StreamStatus, 0, len(m.streams))
 	for _, s := range m.streams {
 		target, paused := m.targetLocked(s, ringing, announcing)
+		pos := time.Duration(s.pos) * time.Second / time.Duration(m.o.Rate)
 		out = append(out, StreamStatus{Name: s.name, Class: s.class.String(), Format: s.f.String(),
-			Position: time.Duration(s.pos) * time.Second / time.Duration(m.o.Rate),
-			Ducked:   target < 1 && !paused, Paused: paused})
+			Position: pos, Seconds: pos.Round(10 * time.Millisecond).Seconds(),
+			Ducked: target < 1 && !paused, Paused: paused})
 	}
 	return out
 }
@@ -290,41 +298,56 @@ func (m *Mixer) targetLocked(s *Stream, ringing, announcing bool) (gain float64,
 // Close returns).
 func (m *Mixer) Run(ctx context.Context) error {
 	defer m.end()
-	var idle *time.Timer
-	if m.silence != nil {
-		idle = time.NewTimer(m.o.KeepFed / 2)
-		defer idle.Stop()
+	idle := time.NewTimer(time.Hour)
+	idle.Stop()
+	defer idle.Stop()
+	var silence []int16
+	var until time.Time // when what was written last has played, as far as is known
+	write := func(p []int16) {
+		start := time.Now()
+		m.write(p)
+		if until.Before(start) {
+			until = start
+		}
+		until = until.Add(time.Duration(len(p)) * time.Second / time.Duration(m.o.Rate))
 	}
-	last := time.Now()
 	for ctx.Err() == nil {
 		n, left := m.mix()
 		if n > 0 {
-			m.write(m.mixed[:n])
-			last = time.Now()
+			write(m.mixed[:n])
 		}
 		for _, s := range left { // played out: their Close returns
 			s.gone()
 		}
 		if n == 0 {
-			if idle == nil {
+			m.mu.Lock()
+			keep := m.keepFed
+			m.mu.Unlock()
+			if keep == 0 {
 				select {
 				case <-m.wake:
 				case <-ctx.Done():
 				}
 				continue
 			}
-			if wait := m.o.KeepFed/2 - time.Since(last); wait > 0 {
+			// The next silence goes out when what is queued has half a block
+			// left, whether the device took the last write at once (a
+			// buffer) or only as it played (a clock).
+			if wait := time.Until(until) - keep/2; wait > 0 {
 				idle.Reset(wait)
 				select {
 				case <-m.wake:
+					idle.Stop()
 					continue
 				case <-idle.C:
 				case <-ctx.Done():
 					continue
 				}
 			}
-			m.write(m.silence)
-			last = time.Now()
+			if k := max(1, int(keep.Seconds()*float64(m.o.Rate))); len(silence) != k {
+				silence = make([]int16, k)
+			}
+			write(silence)
 		}
 	}
 	return nil

@@ -376,3 +376,27 @@ func TestClassesHaveNames(t *testing.T) {
 
 // rampLimit is the most a 30 ms ramp moves a full-scale sample in one step.
 const rampLimit = math.MaxInt16/(30*rate/1000) + 2
+
+// TestKeepFedWritesSilenceInRealTimeWhileIdle: with KeepFed the device gets
+// silence at the pace it plays while nothing plays (the echo canceller's
+// reference goes on), whether it blocks as it plays or not; without, it
+// gets nothing.
+func TestKeepFedWritesSilenceInRealTimeWhileIdle(t *testing.T) {
+	for _, keep := range []time.Duration{0, 20 * time.Millisecond, 100 * time.Millisecond} {
+		synctest.Test(t, func(t *testing.T) {
+			out := &speaker{}
+			m := mixer.New(out, mixer.Options{Rate: rate, KeepFed: keep})
+			run(t, m)
+			play(t, m, "beep", mixer.Earcon, mono, constant(9, 100*time.Millisecond))
+			time.Sleep(10 * time.Second)
+			synctest.Wait()
+			got := len(out.played())
+			switch {
+			case keep == 0 && got != rate/10:
+				t.Fatalf("no keep_fed: %d samples written, want the beep's 1600 only", got)
+			case keep > 0 && (got < 10*rate-int(keep.Seconds()*rate) || got > 10*rate+int(keep.Seconds()*rate)):
+				t.Fatalf("keep_fed %v: %d samples written in 10 s, want 10 s ± one block", keep, got)
+			}
+		})
+	}
+}

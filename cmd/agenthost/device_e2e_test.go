@@ -254,6 +254,34 @@ func (h hookLog) wait(t *testing.T, label, state string) hookLine {
 	}
 }
 
+// waitPlayed waits until `agenthost status` shows a stream of class on
+// the speaker's mixer that has played at least secs.
+func (d *hostProc) waitPlayed(class string, secs float64) {
+	d.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var st struct {
+			Output struct {
+				Streams []struct {
+					Class   string  `json:"class"`
+					Seconds float64 `json:"position_s"`
+				} `json:"streams"`
+			} `json:"output"`
+		}
+		if out, err := d.cli("status"); err == nil && json.Unmarshal([]byte(out), &st) == nil {
+			for _, s := range st.Output.Streams {
+				if s.Class == class && s.Seconds >= secs {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("no %s stream played %.1f s on the speaker", class, secs)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // chimeIn reports whether the WAV file at path holds the ring chime.
 func chimeIn(t *testing.T, path string) bool {
 	t.Helper()
@@ -306,6 +334,8 @@ func TestTimerRingsWithTheLinkDown(t *testing.T) {
 		}
 		return false
 	})
+	// The speaker's file fills as the chime plays: let it play a while.
+	d.waitPlayed("ring", 0.4)
 	if l, err := d.cli("stop"); err != nil || !strings.Contains(l, "stopped 1 ringing") {
 		t.Fatalf("agenthost stop: %v %s", err, l)
 	}

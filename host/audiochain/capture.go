@@ -14,9 +14,10 @@ import (
 	"github.com/agenthost/agenthost/config"
 )
 
-// keepFed is the silence the speaker is fed at a time while nothing plays,
-// with echo cancellation on (see capture.TapSink).
-const keepFed = 20 * time.Millisecond
+// KeepFed is the silence the speaker is to be fed at a time while nothing
+// plays, with echo cancellation on: the output mixer writes it (its
+// Options.KeepFed), as the one writer to the speaker.
+const KeepFed = 20 * time.Millisecond
 
 // withCapture puts the capture stages audio.capture asks for between the
 // microphone and the conversation, after the privacy mute when muted is
@@ -40,7 +41,8 @@ func withCapture(a config.Audio, log *slog.Logger, muted func() bool, openSource
 			}
 			// The tap sits next to the device: a volume gain added later
 			// goes outside it, since it is part of what the room echoes.
-			return capture.TapSink(sink, ref, a.Rate, keepFed), nil
+			// The mixer in front keeps it fed (KeepFed).
+			return capture.TapSink(sink, ref, a.Rate, 0), nil
 		}
 	}
 	innerSrc := openSource
