@@ -40,6 +40,10 @@ type Status struct {
 type Output struct {
 	Active  bool                 `json:"assistant_active"`
 	Streams []mixer.StreamStatus `json:"streams"`
+	Ducks   int64                `json:"ducks"`
+	// Played is how long each class of sound has played since the start,
+	// in seconds.
+	Played map[string]float64 `json:"played_s"`
 }
 
 // Process is what the daemon's own process holds, for watching it over time.
@@ -78,7 +82,11 @@ func (h *Host) Status() Status {
 	ds := h.speaker.Device().Status()
 	s.Device = &ds
 	if m := h.speaker.Output(); m != nil {
-		s.Output = &Output{Active: m.Active(), Streams: m.Status()}
+		st := m.Stats()
+		s.Output = &Output{Active: st.Active, Streams: m.Status(), Ducks: st.Ducks, Played: map[string]float64{}}
+		for c, d := range st.Played {
+			s.Output.Played[c] = d.Seconds()
+		}
 	}
 	return s
 }

@@ -153,6 +153,7 @@ type Mixer struct {
 	ducked  bool // media was ducked at the last mix (for Stats)
 	ducks   int64
 	opened  int64
+	played  [Media + 1]int64 // samples mixed, by class
 	acc     []int32
 	mixed   []int16
 	keepFed time.Duration
@@ -248,13 +249,19 @@ type Stats struct {
 	Opened  int64 // since start
 	Ducks   int64 // times media was turned down (ducked or paused)
 	Active  bool
+	// Played is how long streams of each class have played since start.
+	Played map[string]time.Duration
 }
 
 // Stats reports the counters.
 func (m *Mixer) Stats() Stats {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return Stats{Streams: len(m.streams), Opened: m.opened, Ducks: m.ducks, Active: m.active}
+	st := Stats{Streams: len(m.streams), Opened: m.opened, Ducks: m.ducks, Active: m.active, Played: map[string]time.Duration{}}
+	for c, n := range m.played {
+		st.Played[Class(c).String()] = time.Duration(n) * time.Second / time.Duration(m.o.Rate)
+	}
+	return st
 }
 
 // conditionsLocked: whether a ring or an announcement plays; m.mu held.
@@ -388,9 +395,9 @@ func (m *Mixer) mix() (int, []*Stream) {
 		if s.class == Media && target < 1 && !s.paused {
 			ducked = true
 		}
-		if k := s.mixInto(m.acc, target, m.step, paused); k > n {
-			n = k
-		}
+		k := s.mixInto(m.acc, target, m.step, paused)
+		m.played[s.class] += int64(k)
+		n = max(n, k)
 		if s.closing && s.n == 0 {
 			left = append(left, s)
 			continue
