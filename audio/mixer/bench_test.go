@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"syscall"
@@ -176,4 +177,62 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// firstLoud is when the first non-zero sample after t0 plays; -1 if none has.
+func (c *clock) firstLoud(t0 time.Time) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for i, w := range c.writes {
+		for j, v := range w {
+			if v != 0 {
+				at := c.starts[i].Add(time.Duration(j) * time.Second / rate)
+				if at.Before(t0) {
+					break
+				}
+				return at.Sub(t0)
+			}
+		}
+	}
+	return -1
+}
+
+// BenchmarkReplyStartLatency: from the first Write on a new stream to its
+// first sample at the speaker (a device that takes a write as it plays it),
+// while the mixer keeps the idle speaker fed with silence in blocks of
+// KeepFed (0: off), p50/p95.
+func BenchmarkReplyStartLatency(b *testing.B) {
+	for _, keep := range []time.Duration{0, 20 * time.Millisecond, 40 * time.Millisecond, 60 * time.Millisecond, 100 * time.Millisecond} {
+		b.Run(fmt.Sprintf("keep_fed=%v", keep), func(b *testing.B) {
+			out := &clock{}
+			m := mixer.New(out, mixer.Options{Rate: rate, KeepFed: keep})
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			go m.Run(ctx)
+			reply := constant(1000, 20*time.Millisecond)
+			var lat []time.Duration
+			for i := 0; i < max(b.N, 30); i++ {
+				time.Sleep(200*time.Millisecond + rand.N(100*time.Millisecond)) // any phase of the silence
+				out.mu.Lock()
+				out.writes, out.starts = nil, nil
+				out.mu.Unlock()
+				s, err := m.Open("reply", mixer.Voice, mono)
+				if err != nil {
+					b.Fatal(err)
+				}
+				t0 := time.Now()
+				s.Write(reply)
+				s.Close()
+				if d := out.firstLoud(t0); d >= 0 {
+					lat = append(lat, d)
+				}
+			}
+			slices.Sort(lat)
+			p := func(q float64) time.Duration { return lat[min(len(lat)-1, int(q*float64(len(lat))))] }
+			b.ReportMetric(float64(p(0.5).Microseconds())/1000, "p50_ms")
+			b.ReportMetric(float64(p(0.95).Microseconds())/1000, "p95_ms")
+			fmt.Printf("reply start latency, keep_fed %v (first Write → first sample at the speaker): p50 %v p95 %v over %d\n",
+				keep, p(0.5).Round(100*time.Microsecond), p(0.95).Round(100*time.Microsecond), len(lat))
+		})
+	}
 }

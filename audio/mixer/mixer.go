@@ -337,10 +337,10 @@ func (m *Mixer) Run(ctx context.Context) error {
 				}
 				continue
 			}
-			// The next silence goes out when what is queued has half a block
-			// left, whether the device took the last write at once (a
-			// buffer) or only as it played (a clock).
-			if wait := time.Until(until) - keep/2; wait > 0 {
+			// The next silence goes out when what is queued has a little
+			// left (half a block, at most 10 ms), whether the device took the
+			// last write at once (a buffer) or only as it played (a clock).
+			if wait := time.Until(until) - min(keep/2, 10*time.Millisecond); wait > 0 {
 				idle.Reset(wait)
 				select {
 				case <-m.wake:
