@@ -157,7 +157,8 @@ func (s *Stream) queue(pcm []int16) error {
 }
 
 // Close plays out what is buffered, then takes the stream off the mixer;
-// it returns once it has (or the mixer has ended).
+// it returns once it has (or the mixer has ended). A paused stream plays
+// out once it is resumed: Stop one that is not to be.
 func (s *Stream) Close() error {
 	s.wmu.Lock()
 	var tail []int16

@@ -1,7 +1,8 @@
 // Package conversation owns the turns between the speaker and the voice
 // server: it streams the microphone on the current task (push-to-talk or
 // server-VAD LISTEN cycles, with or without echo cancellation), plays the
-// reply of the current task through a jitter buffer, drops stale tasks,
+// reply of the current task through a jitter buffer onto the speaker's
+// mixer (ducking its media while a turn is under way), drops stale tasks,
 // flushes at once on barge-in, and turns TEXT, EMOJI and LISTEN frames into
 // events that can run configured commands. It watches every turn until the
 // server answers it, and tells the owner (an earcon, a hook) when a turn
