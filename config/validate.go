@@ -351,6 +351,9 @@ func (l *loader) mix(m Mix) {
 	if m.Ramp < Duration(time.Millisecond) || m.Ramp > Duration(time.Second) {
 		l.errorf(path("audio.mix.ramp"), "%s is outside 1ms…1s", m.Ramp)
 	}
+	if m.KeepFed < Duration(10*time.Millisecond) || m.KeepFed > Duration(200*time.Millisecond) {
+		l.errorf(path("audio.mix.keep_fed"), "%s is outside 10ms…200ms", m.KeepFed)
+	}
 	if m.MediaWhileActive != "duck" && m.MediaWhileActive != "pause" {
 		l.errorf(path("audio.mix.media_while_active"), "%q: use duck or pause", m.MediaWhileActive)
 	}

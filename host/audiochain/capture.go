@@ -14,11 +14,6 @@ import (
 	"github.com/agenthost/agenthost/config"
 )
 
-// KeepFed is the silence the speaker is to be fed at a time while nothing
-// plays, with echo cancellation on: the output mixer writes it (its
-// Options.KeepFed), as the one writer to the speaker.
-const KeepFed = 20 * time.Millisecond
-
 // withCapture puts the capture stages audio.capture asks for between the
 // microphone and the conversation, after the privacy mute when muted is
 // set (nothing after the mute, a wake-word detector included, hears a muted
@@ -41,7 +36,7 @@ func withCapture(a config.Audio, log *slog.Logger, muted func() bool, openSource
 			}
 			// The tap sits next to the device: a volume gain added later
 			// goes outside it, since it is part of what the room echoes.
-			// The mixer in front keeps it fed (KeepFed).
+			// The mixer in front keeps it fed (audio.mix.keep_fed).
 			return capture.TapSink(sink, ref, a.Rate, 0), nil
 		}
 	}

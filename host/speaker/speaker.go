@@ -128,7 +128,7 @@ const mixFrame = 20 * time.Millisecond
 // cancellation, the reference must go on.
 func keepFed(a config.Audio) time.Duration {
 	if a.Capture.EchoCancel {
-		return audiochain.KeepFed
+		return a.Mix.KeepFed.D()
 	}
 	return 0
 }
