@@ -400,3 +400,30 @@ func TestKeepFedWritesSilenceInRealTimeWhileIdle(t *testing.T) {
 		})
 	}
 }
+
+// TestTheSlotDropsInRealTimeWithoutADevice: while no device is plugged in,
+// the mixer's output is dropped at the pace it would play (no busy loop);
+// once one is, it gets what plays.
+func TestTheSlotDropsInRealTimeWithoutADevice(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		slot := mixer.NewSlot(rate)
+		start := time.Now()
+		if n, err := slot.Write(constant(1, time.Second)); n != rate || err != nil {
+			t.Fatalf("write without a device: %d %v", n, err)
+		}
+		if d := time.Since(start); d != time.Second {
+			t.Fatalf("a second dropped in %v", d)
+		}
+		dev := &speaker{}
+		if prev := slot.Set(dev); prev != nil || !slot.Plugged() {
+			t.Fatal("Set did not plug the device in")
+		}
+		slot.Write(constant(5, 10*time.Millisecond))
+		if got := dev.played(); len(got) != 160 || got[0] != 5 {
+			t.Fatalf("the device got %d samples", len(got))
+		}
+		if prev := slot.Set(nil); prev != dev || slot.Plugged() {
+			t.Fatal("Set(nil) did not unplug the device")
+		}
+	})
+}
