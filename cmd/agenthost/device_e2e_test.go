@@ -262,15 +262,17 @@ func (d *hostProc) waitPlayed(class string, secs float64) {
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		var st struct {
-			Output struct {
-				Played map[string]float64 `json:"played_s"`
-			} `json:"output"`
+			Output json.RawMessage `json:"output"`
 		}
-		if out, err := d.cli("status"); err == nil && json.Unmarshal([]byte(out), &st) == nil && st.Output.Played[class] >= secs {
+		var o struct {
+			Played map[string]float64 `json:"played_s"`
+		}
+		out, err := d.cli("status")
+		if err == nil && json.Unmarshal([]byte(out), &st) == nil && json.Unmarshal(st.Output, &o) == nil && o.Played[class] >= secs {
 			return
 		}
 		if time.Now().After(deadline) {
-			d.t.Fatalf("sounds of class %s did not play %.1f s on the speaker", class, secs)
+			d.t.Fatalf("sounds of class %s did not play %.1f s on the speaker; the output: %s", class, secs, st.Output)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
