@@ -243,10 +243,25 @@ type Audio struct {
 	// Mixer names an ALSA mixer control that takes the volume ("PCM",
 	// "hw:1/Speaker"); "" = a gain in the playback path.
 	Mixer string `yaml:"mixer"`
+	// Mix is the output mixer's policy (package audio/mixer).
+	Mix Mix `yaml:"mix"`
 	// Capture is the microphone's processing (package audio/capture).
 	Capture Capture `yaml:"capture"`
 	// EchoRoom is the simulated room of the echo_room backend.
 	EchoRoom EchoRoom `yaml:"echo_room"`
+}
+
+// Mix is how the speaker's output mixer lets media yield: while the
+// assistant listens or speaks, or an announcement or a ring plays, media is
+// turned down by DuckDB over Ramp, or paused (MediaWhileActive).
+type Mix struct {
+	DuckDB           float64  `yaml:"duck_db"`
+	Ramp             Duration `yaml:"ramp"`
+	MediaWhileActive string   `yaml:"media_while_active"` // duck|pause
+	// KeepFed is the silence written at a time while nothing plays and
+	// the echo canceller needs the speaker fed: longer blocks wake the
+	// daemon less often, and delay a sound's start by up to one block.
+	KeepFed Duration `yaml:"keep_fed"`
 }
 
 // Capture configures the stages the microphone passes through: echo
@@ -462,6 +477,7 @@ func Default() *Config {
 			Backend: "portaudio", Input: "default", Output: "default",
 			Rate: 16000, Frame: Duration(60e6),
 			Retry:    Backoff{Base: Duration(1e9), Cap: Duration(30e9)},
+			Mix:      Mix{DuckDB: -20, Ramp: Duration(20e6), MediaWhileActive: "duck", KeepFed: Duration(20e6)},
 			Capture:  Capture{EchoTail: Duration(200e6), EchoDelaySearch: Duration(400e6), NoiseLevel: -20},
 			EchoRoom: EchoRoom{Delay: Duration(60e6), Gain: -10, Reverb: Duration(150e6), Noise: -65, SpeechAt: Duration(1e9), InterruptAfter: Duration(1e9)},
 		},

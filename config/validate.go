@@ -244,6 +244,7 @@ func (l *loader) validate(c *Config) {
 	l.opus(s.Params, a)
 	l.backoff("audio.retry", a.Retry)
 	l.capture(a, c.Conversation)
+	l.mix(a.Mix)
 	l.device(c)
 
 	cv := c.Conversation
@@ -346,6 +347,22 @@ func contains(list []string, v string) bool {
 		}
 	}
 	return false
+}
+
+// mix checks audio.mix (package audio/mixer).
+func (l *loader) mix(m Mix) {
+	if math.IsNaN(m.DuckDB) || m.DuckDB < -60 || m.DuckDB > -1 {
+		l.errorf(path("audio.mix.duck_db"), "%g dB is outside -60…-1 dB (how far media is turned down)", m.DuckDB)
+	}
+	if m.Ramp < Duration(time.Millisecond) || m.Ramp > Duration(time.Second) {
+		l.errorf(path("audio.mix.ramp"), "%s is outside 1ms…1s", m.Ramp)
+	}
+	if m.KeepFed < Duration(10*time.Millisecond) || m.KeepFed > Duration(200*time.Millisecond) {
+		l.errorf(path("audio.mix.keep_fed"), "%s is outside 10ms…200ms", m.KeepFed)
+	}
+	if m.MediaWhileActive != "duck" && m.MediaWhileActive != "pause" {
+		l.errorf(path("audio.mix.media_while_active"), "%q: use duck or pause", m.MediaWhileActive)
+	}
 }
 
 // capture checks audio.capture and audio.echo_room (the bounds are those

@@ -10,6 +10,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 
+	"github.com/agenthost/agenthost/audio/mixer"
+
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/calls"
 	"github.com/agenthost/agenthost/host/control"
@@ -120,7 +122,7 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 	h.parts = append(h.parts, h.controlServer(plugins))
 	if addr := cfg.Metrics.Listen; addr != "" {
 		h.parts = append(h.parts, metrics.New(addr, Version, log, metrics.Sources{Link: h.link, Calls: c, Plugins: plugins, MCP: h.mcp,
-			Conversation: h.talk.Conversation(), Wake: h.talk.Detector(), Device: h.speaker.Device()}))
+			Conversation: h.talk.Conversation(), Wake: h.talk.Detector(), Device: h.speaker.Device(), Mixer: h.speaker.Output()}))
 	}
 	if o.MCP != nil {
 		h.parts = append(h.parts, mcpendpoint.New(cfg, c, log, cfg.MCP.Serve.Listen, o.Version, *o.MCP))
@@ -175,6 +177,11 @@ func (h *Host) Conversation() *conversation.Conversation {
 	}
 	return h.talk.Conversation()
 }
+
+// Output is the speaker's mixer, the one way to the loudspeaker: a sound
+// source (media, an announcement) opens a stream on it. Nil when
+// standalone.
+func (h *Host) Output() *mixer.Mixer { return h.speaker.Output() }
 
 // Registry is the merged set of services; providers are added to it.
 func (h *Host) Registry() *services.Registry { return h.calls.Registry() }

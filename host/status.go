@@ -5,6 +5,8 @@ import (
 	"os"
 	"runtime"
 
+	"github.com/agenthost/agenthost/audio/mixer"
+
 	"github.com/agenthost/agenthost/host/device"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/mcpservers"
@@ -29,6 +31,19 @@ type Status struct {
 
 	// Device is the speaker's own state (host/device).
 	Device *device.Status `json:"device,omitempty"`
+	// Output is what the speaker plays (the output mixer's streams).
+	Output *Output `json:"output,omitempty"`
+}
+
+// Output is the speaker's mixer: what plays, and whether media is ducked
+// for the assistant.
+type Output struct {
+	Active  bool                 `json:"assistant_active"`
+	Streams []mixer.StreamStatus `json:"streams"`
+	Ducks   int64                `json:"ducks"`
+	// Played is how long each class of sound has played since the start,
+	// in seconds.
+	Played map[string]float64 `json:"played_s"`
 }
 
 // Process is what the daemon's own process holds, for watching it over time.
@@ -66,5 +81,12 @@ func (h *Host) Status() Status {
 	s.WakeWord = talk.WakeStatus(h.talk, h.Config())
 	ds := h.speaker.Device().Status()
 	s.Device = &ds
+	if m := h.speaker.Output(); m != nil {
+		st := m.Stats()
+		s.Output = &Output{Active: st.Active, Streams: m.Status(), Ducks: st.Ducks, Played: map[string]float64{}}
+		for c, d := range st.Played {
+			s.Output.Played[c] = d.Seconds()
+		}
+	}
 	return s
 }

@@ -1,165 +1,417 @@
-// Package mixer sets a sound card's hardware volume: an ALSA simple mixer
-// control ("PCM", "Speaker", "Master"), through libasound's mixer API (a
-// small cgo binding; Debian's libasound2, which PortAudio links already).
+// Package mixer is the speaker's software output mixer: the one writer to
+// the loudspeaker. Streams of any rate and channel count are opened on it
+// (converted to the output's rate by libsoxr, channels mixed down) and
+// summed, each with a class that sets how it yields to the others.
+//
+// The policy:
+//   - Ring (a timer, an alarm) is above everything: while a ring stream is
+//     open, every other stream is ducked by DuckDB.
+//   - While the assistant is active (SetActive: it listens or speaks), or
+//     an announcement or a ring plays, media is ducked by DuckDB, or paused
+//     when MediaWhileActive is "pause".
+//   - Voice replies and earcons are not ducked by announcements, and the
+//     assistant's activity ducks media only.
+//   - Every change of a stream's gain (ducking, pausing, resuming) moves
+//     over the ramp, linearly, so that it never clicks.
+//   - The sum saturates at the 16-bit limits instead of wrapping.
+//
+// The output is mono at Options.Rate, the speaker's rate (today the wire
+// rate); a stereo output at the device's own rate is to come. The mixer
+// writes frame by frame as fast as the output takes them, so a device that
+// blocks (PortAudio, a paced file) sets the pace; a stream's Write blocks
+// while its small buffer is full, which paces its writer to the speaker.
+// A writer that stalls leaves its stream empty: the rest plays on.
 package mixer
 
-/*
-#cgo pkg-config: alsa
-#include <stdlib.h>
-#include <alsa/asoundlib.h>
-*/
-import "C"
-
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"strings"
 	"sync"
-	"unsafe"
+	"time"
+
+	"github.com/agenthost/agenthost/audio"
 )
 
-// Control is one playback volume control of a card.
-type Control struct {
-	mu        sync.Mutex
-	h         *C.snd_mixer_t
-	elem      *C.snd_mixer_elem_t
-	card      string
-	name      string
-	rangeDB   float64
-	min, max  C.long // raw steps
-	hasDB     bool
-	dbMax     C.long // in 0.01 dB
-	dbMin     C.long
-	hasSwitch bool
+// Class is what a stream is, which decides how it yields to the others.
+type Class int
+
+// The classes, from the one above all to the one that yields most.
+const (
+	Ring Class = iota
+	Voice
+	Earcon
+	Announcement
+	Media
+)
+
+var classNames = [...]string{"ring", "voice", "earcon", "announcement", "media"}
+
+func (c Class) String() string {
+	if c < 0 || int(c) >= len(classNames) {
+		return fmt.Sprintf("class(%d)", int(c))
+	}
+	return classNames[c]
 }
 
-// Open finds the control that spec names: "NAME" on the default card, or
-// "CARD/NAME" ("hw:1/Speaker", "default/PCM"). rangeDB is the volume
-// curve's span (see device.Curve): volume 1 is that far below 100.
-func Open(spec string, rangeDB float64) (*Control, error) {
-	card, name := "default", strings.TrimSpace(spec)
-	if i := strings.LastIndex(spec, "/"); i >= 0 {
-		card, name = strings.TrimSpace(spec[:i]), strings.TrimSpace(spec[i+1:])
-	}
-	if name == "" || card == "" {
-		return nil, fmt.Errorf("mixer %q: write NAME or CARD/NAME, like PCM or hw:1/Speaker", spec)
-	}
-	c := &Control{card: card, name: name, rangeDB: rangeDB}
-	if rc := C.snd_mixer_open(&c.h, 0); rc < 0 {
-		return nil, c.err("opening the mixer", rc)
-	}
-	ccard := C.CString(card)
-	defer C.free(unsafe.Pointer(ccard))
-	if rc := C.snd_mixer_attach(c.h, ccard); rc < 0 {
-		C.snd_mixer_close(c.h)
-		return nil, c.err("opening card "+card+" (is it there? `aplay -l` lists the cards)", rc)
-	}
-	if rc := C.snd_mixer_selem_register(c.h, nil, nil); rc < 0 {
-		C.snd_mixer_close(c.h)
-		return nil, c.err("reading the controls", rc)
-	}
-	if rc := C.snd_mixer_load(c.h); rc < 0 {
-		C.snd_mixer_close(c.h)
-		return nil, c.err("loading the controls", rc)
-	}
-	var sid *C.snd_mixer_selem_id_t
-	if rc := C.snd_mixer_selem_id_malloc(&sid); rc < 0 {
-		C.snd_mixer_close(c.h)
-		return nil, c.err("allocating", rc)
-	}
-	defer C.snd_mixer_selem_id_free(sid)
-	cname := C.CString(name)
-	defer C.free(unsafe.Pointer(cname))
-	C.snd_mixer_selem_id_set_index(sid, 0)
-	C.snd_mixer_selem_id_set_name(sid, cname)
-	c.elem = C.snd_mixer_find_selem(c.h, sid)
-	if c.elem == nil || C.snd_mixer_selem_has_playback_volume(c.elem) == 0 {
-		names := c.names()
-		C.snd_mixer_close(c.h)
-		return nil, fmt.Errorf("mixer %s: card %s has no playback volume control %q; it has: %s (`amixer -D %s scontrols` lists them)",
-			spec, card, name, strings.Join(names, ", "), card)
-	}
-	C.snd_mixer_selem_get_playback_volume_range(c.elem, &c.min, &c.max)
-	c.hasDB = C.snd_mixer_selem_get_playback_dB_range(c.elem, &c.dbMin, &c.dbMax) == 0 && c.dbMax > c.dbMin
-	c.hasSwitch = C.snd_mixer_selem_has_playback_switch(c.elem) != 0
-	if c.max <= c.min {
-		C.snd_mixer_close(c.h)
-		return nil, fmt.Errorf("mixer %s: the control has no range of volumes", spec)
-	}
-	return c, nil
-}
-
-func (c *Control) err(what string, rc C.int) error {
-	return fmt.Errorf("mixer %s/%s: %s: %s", c.card, c.name, what, C.GoString(C.snd_strerror(rc)))
-}
-
-// names lists the card's playback volume controls.
-func (c *Control) names() []string {
-	var out []string
-	for e := C.snd_mixer_first_elem(c.h); e != nil; e = C.snd_mixer_elem_next(e) {
-		if C.snd_mixer_selem_has_playback_volume(e) != 0 {
-			out = append(out, C.GoString(C.snd_mixer_selem_get_name(e)))
+// ParseClass reads a class by its name (ring, voice, earcon, announcement,
+// media).
+func ParseClass(s string) (Class, error) {
+	for i, n := range classNames {
+		if strings.EqualFold(strings.TrimSpace(s), n) {
+			return Class(i), nil
 		}
 	}
-	if len(out) == 0 {
-		return []string{"none"}
+	return 0, fmt.Errorf("mixer: no class %q; use one of %s", s, strings.Join(classNames[:], ", "))
+}
+
+// Options configure a Mixer.
+type Options struct {
+	// Rate is the output's rate (default audio.WireRate); the output is mono.
+	Rate int
+	// Frame is how much is mixed and written at a time (default 20 ms).
+	Frame time.Duration
+	// DuckDB is how far a ducked stream is turned down (default -20 dB).
+	DuckDB float64
+	// Ramp is how long a change of gain from 0 to 1 takes (default 20 ms).
+	Ramp time.Duration
+	// MediaWhileActive is "duck" (default) or "pause".
+	MediaWhileActive string
+	// MaxStreams bounds the streams open at once (default 16).
+	MaxStreams int
+	// Buffer is what a stream holds ahead of the mix (default 4 frames).
+	Buffer time.Duration
+	// KeepFed, when set, is the silence written at a time while nothing
+	// plays, so that the device never runs dry (the echo canceller needs its
+	// reference to go on); 0 writes nothing while idle.
+	KeepFed time.Duration
+	Logger  *slog.Logger
+}
+
+// Modes of MediaWhileActive.
+const (
+	Duck  = "duck"
+	Pause = "pause"
+)
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Rate <= 0 {
+		o.Rate = audio.WireRate
+	}
+	if o.Frame <= 0 {
+		o.Frame = 20 * time.Millisecond
+	}
+	if o.DuckDB == 0 {
+		o.DuckDB = -20
+	}
+	if o.DuckDB > 0 {
+		return o, fmt.Errorf("mixer: duck_db %g must be below 0", o.DuckDB)
+	}
+	if o.Ramp <= 0 {
+		o.Ramp = 20 * time.Millisecond
+	}
+	switch o.MediaWhileActive {
+	case "":
+		o.MediaWhileActive = Duck
+	case Duck, Pause:
+	default:
+		return o, fmt.Errorf("mixer: media_while_active %q: use duck or pause", o.MediaWhileActive)
+	}
+	if o.MaxStreams <= 0 {
+		o.MaxStreams = 16
+	}
+	if o.Buffer <= 0 {
+		o.Buffer = 4 * o.Frame
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// ErrClosed is returned by a stream's Write after Stop, Close or the end of
+// the mixer, and by Open once the mixer has ended.
+var ErrClosed = errors.New("mixer: stream closed")
+
+// Mixer mixes the streams opened on it into one output.
+type Mixer struct {
+	out   audio.Sink
+	o     Options
+	log   *slog.Logger
+	frame int     // samples per write
+	step  float64 // gain change per sample (the ramp)
+	duck  float64 // a ducked stream's gain
+
+	mu      sync.Mutex
+	wake    chan struct{} // a stream has data, or the policy changed
+	streams []*Stream
+	active  bool
+	ended   bool
+	ducked  bool // media was ducked at the last mix (for Stats)
+	ducks   int64
+	opened  int64
+	played  [Media + 1]int64 // samples mixed, by class
+	acc     []int32
+	mixed   []int16
+	keepFed time.Duration
+}
+
+// New returns a mixer that writes to out once Run runs. Options out of
+// range fall back to their defaults (and are logged).
+func New(out audio.Sink, o Options) *Mixer {
+	o, err := o.withDefaults()
+	if err != nil {
+		o.Logger.Warn("mixer settings out of range; using the defaults", "err", err)
+		o.DuckDB, o.MediaWhileActive = -20, Duck
+	}
+	m := &Mixer{out: out, o: o, log: o.Logger.With("component", "mixer"),
+		frame: max(1, int(o.Frame.Seconds()*float64(o.Rate))),
+		step:  1 / max(1, o.Ramp.Seconds()*float64(o.Rate)),
+		duck:  math.Pow(10, o.DuckDB/20),
+		wake:  make(chan struct{}, 1)}
+	m.acc = make([]int32, m.frame)
+	m.mixed = make([]int16, m.frame)
+	m.keepFed = max(0, o.KeepFed)
+	return m
+}
+
+// SetKeepFed changes Options.KeepFed (0: nothing is written while idle).
+func (m *Mixer) SetKeepFed(d time.Duration) {
+	m.mu.Lock()
+	m.keepFed = max(0, d)
+	m.mu.Unlock()
+	m.signal()
+}
+
+// Options are the settings in use, defaults filled in.
+func (m *Mixer) Options() Options { return m.o }
+
+func (m *Mixer) signal() {
+	select {
+	case m.wake <- struct{}{}:
+	default:
+	}
+}
+
+// SetActive says whether the assistant listens or speaks: media is ducked
+// (or paused) while it does.
+func (m *Mixer) SetActive(on bool) {
+	m.mu.Lock()
+	changed := m.active != on
+	m.active = on
+	m.mu.Unlock()
+	if changed {
+		m.log.Debug("assistant activity", "active", on)
+		m.signal()
+	}
+}
+
+// Active reports what SetActive said last.
+func (m *Mixer) Active() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.active
+}
+
+// StreamStatus is what a stream is and where it is.
+type StreamStatus struct {
+	Name     string        `json:"name"`
+	Class    string        `json:"class"`
+	Format   string        `json:"format"`
+	Position time.Duration `json:"-"`
+	Seconds  float64       `json:"position_s"` // Position in seconds
+	Ducked   bool          `json:"ducked,omitempty"`
+	Paused   bool          `json:"paused,omitempty"`
+}
+
+// Status lists the streams open, in the order they were opened.
+func (m *Mixer) Status() []StreamStatus {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ringing, announcing := m.conditionsLocked()
+	out := make([]StreamStatus, 0, len(m.streams))
+	for _, s := range m.streams {
+		target, paused := m.targetLocked(s, ringing, announcing)
+		pos := time.Duration(s.pos) * time.Second / time.Duration(m.o.Rate)
+		out = append(out, StreamStatus{Name: s.name, Class: s.class.String(), Format: s.f.String(),
+			Position: pos, Seconds: pos.Round(10 * time.Millisecond).Seconds(),
+			Ducked: target < 1 && !paused, Paused: paused})
 	}
 	return out
 }
 
-// String names the control.
-func (c *Control) String() string { return c.card + "/" + c.name }
+// Stats are the mixer's counters.
+type Stats struct {
+	Streams int   // open now
+	Opened  int64 // since start
+	Ducks   int64 // times media was turned down (ducked or paused)
+	Active  bool
+	// Played is how long streams of each class have played since start.
+	Played map[string]time.Duration
+}
 
-// SetVolume sets level (0–100): in decibels on the curve when the control
-// reports them (volume 100 is the control's top, each step the same number
-// of dB), else as a fraction of its steps; 0 turns the control's switch off
-// (or its volume down).
-func (c *Control) SetVolume(level int) error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.h == nil {
-		return fmt.Errorf("mixer %s: closed", c)
+// Stats reports the counters.
+func (m *Mixer) Stats() Stats {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	st := Stats{Streams: len(m.streams), Opened: m.opened, Ducks: m.ducks, Active: m.active, Played: map[string]time.Duration{}}
+	for c, n := range m.played {
+		st.Played[Class(c).String()] = time.Duration(n) * time.Second / time.Duration(m.o.Rate)
 	}
-	level = max(0, min(100, level))
-	if c.hasSwitch {
-		on := C.int(0)
-		if level > 0 {
-			on = 1
-		}
-		if rc := C.snd_mixer_selem_set_playback_switch_all(c.elem, on); rc < 0 {
-			return c.err("switching", rc)
+	return st
+}
+
+// conditionsLocked: whether a ring or an announcement plays; m.mu held.
+func (m *Mixer) conditionsLocked() (ringing, announcing bool) {
+	for _, s := range m.streams {
+		switch {
+		case s.class == Ring:
+			ringing = true
+		case s.class == Announcement && !s.paused:
+			announcing = true
 		}
 	}
-	if level == 0 {
-		if rc := C.snd_mixer_selem_set_playback_volume_all(c.elem, c.min); rc < 0 {
-			return c.err("setting the volume", rc)
-		}
-		return nil
+	return
+}
+
+// targetLocked is the gain s moves to, and whether it is held (paused);
+// m.mu held.
+func (m *Mixer) targetLocked(s *Stream, ringing, announcing bool) (gain float64, paused bool) {
+	if s.paused {
+		return 0, true
 	}
-	db := -c.rangeDB * float64(100-level) / 99 // 0 at the top
-	if c.hasDB {
-		target := c.dbMax + C.long(math.Round(db*100))
-		target = max(target, c.dbMin)
-		if rc := C.snd_mixer_selem_set_playback_dB_all(c.elem, target, 1); rc < 0 {
-			return c.err("setting the volume", rc)
+	switch s.class {
+	case Ring:
+		return 1, false
+	case Media:
+		if m.active || ringing || announcing {
+			if m.o.MediaWhileActive == Pause {
+				return 0, true
+			}
+			return m.duck, false
 		}
-		return nil
 	}
-	gain := math.Pow(10, db/20)
-	raw := c.min + C.long(math.Round(float64(c.max-c.min)*gain))
-	if rc := C.snd_mixer_selem_set_playback_volume_all(c.elem, raw); rc < 0 {
-		return c.err("setting the volume", rc)
+	if ringing {
+		return m.duck, false
+	}
+	return 1, false
+}
+
+// Run mixes and writes to the output until ctx ends; it is the output's
+// only writer. Streams still open then are ended (their Write fails, their
+// Close returns).
+func (m *Mixer) Run(ctx context.Context) error {
+	defer m.end()
+	idle := time.NewTimer(time.Hour)
+	idle.Stop()
+	defer idle.Stop()
+	var silence []int16
+	var until time.Time // when what was written last has played, as far as is known
+	write := func(p []int16) {
+		start := time.Now()
+		m.write(p)
+		if until.Before(start) {
+			until = start
+		}
+		until = until.Add(time.Duration(len(p)) * time.Second / time.Duration(m.o.Rate))
+	}
+	for ctx.Err() == nil {
+		n, left := m.mix()
+		if n > 0 {
+			write(m.mixed[:n])
+		}
+		for _, s := range left { // played out: their Close returns
+			s.gone()
+		}
+		if n == 0 {
+			m.mu.Lock()
+			keep := m.keepFed
+			m.mu.Unlock()
+			if keep == 0 {
+				select {
+				case <-m.wake:
+				case <-ctx.Done():
+				}
+				continue
+			}
+			// The next silence goes out when what is queued has a little
+			// left (half a block, at most 10 ms), whether the device took the
+			// last write at once (a buffer) or only as it played (a clock).
+			if wait := time.Until(until) - min(keep/2, 10*time.Millisecond); wait > 0 {
+				idle.Reset(wait)
+				select {
+				case <-m.wake:
+					idle.Stop()
+					continue
+				case <-idle.C:
+				case <-ctx.Done():
+					continue
+				}
+			}
+			if k := max(1, int(keep.Seconds()*float64(m.o.Rate))); len(silence) != k {
+				silence = make([]int16, k)
+			}
+			write(silence)
+		}
 	}
 	return nil
 }
 
-// Close lets the card go.
-func (c *Control) Close() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.h != nil {
-		C.snd_mixer_close(c.h)
-		c.h = nil
+func (m *Mixer) write(p []int16) {
+	if _, err := m.out.Write(p); err != nil {
+		m.log.Warn("the speaker failed", "err", err)
+		time.Sleep(100 * time.Millisecond) // not a busy loop on a failing device
 	}
-	return nil
+}
+
+// end ends every stream: the mixer is done.
+func (m *Mixer) end() {
+	m.mu.Lock()
+	m.ended = true
+	ss := m.streams
+	m.streams = nil
+	m.mu.Unlock()
+	for _, s := range ss {
+		s.gone()
+	}
+}
+
+// mix sums the next frame into m.mixed and returns its length (0 when no
+// stream has anything to play) and the streams that have played out.
+func (m *Mixer) mix() (int, []*Stream) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	ringing, announcing := m.conditionsLocked()
+	var n int
+	clear(m.acc)
+	ducked := false
+	keep := m.streams[:0]
+	var left []*Stream
+	for _, s := range m.streams {
+		target, paused := m.targetLocked(s, ringing, announcing)
+		if s.class == Media && target < 1 && !s.paused {
+			ducked = true
+		}
+		k := s.mixInto(m.acc, target, m.step, paused)
+		m.played[s.class] += int64(k)
+		n = max(n, k)
+		if s.closing && s.n == 0 {
+			left = append(left, s)
+			continue
+		}
+		keep = append(keep, s)
+	}
+	clear(m.streams[len(keep):])
+	m.streams = keep
+	if ducked && !m.ducked {
+		m.ducks++
+	}
+	m.ducked = ducked
+	for i, v := range m.acc[:n] {
+		m.mixed[i] = int16(max(min(v, math.MaxInt16), math.MinInt16))
+	}
+	return n, left
 }

@@ -254,6 +254,30 @@ func (h hookLog) wait(t *testing.T, label, state string) hookLine {
 	}
 }
 
+// waitPlayed waits until `agenthost status` shows that sounds of class
+// have played at least secs on the speaker (the output file fills as they
+// play).
+func (d *hostProc) waitPlayed(class string, secs float64) {
+	d.t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		var st struct {
+			Output json.RawMessage `json:"output"`
+		}
+		var o struct {
+			Played map[string]float64 `json:"played_s"`
+		}
+		out, err := d.cli("status")
+		if err == nil && json.Unmarshal([]byte(out), &st) == nil && json.Unmarshal(st.Output, &o) == nil && o.Played[class] >= secs {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("sounds of class %s did not play %.1f s on the speaker; the output: %s", class, secs, st.Output)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // chimeIn reports whether the WAV file at path holds the ring chime.
 func chimeIn(t *testing.T, path string) bool {
 	t.Helper()
@@ -306,6 +330,8 @@ func TestTimerRingsWithTheLinkDown(t *testing.T) {
 		}
 		return false
 	})
+	// The speaker's file fills as the chime plays: let it play a while.
+	d.waitPlayed("ring", 0.4)
 	if l, err := d.cli("stop"); err != nil || !strings.Contains(l, "stopped 1 ringing") {
 		t.Fatalf("agenthost stop: %v %s", err, l)
 	}
@@ -348,6 +374,7 @@ func TestTimersSurviveARestartAndACorruptFile(t *testing.T) {
 	}
 	d = startHost(t, sim, sets("second.wav")...)
 	hooks.wait(t, "eggs", "ringing")
+	d.waitPlayed("ring", 0.4) // the file fills as the chime plays
 	if b, _ := os.ReadFile(file); strings.Contains(string(b), `"eggs"`) {
 		t.Fatalf("the timer that rang is still in the state file:\n%s", b)
 	}

@@ -193,6 +193,7 @@ func TestABlackHoleIsFoundWhenATurnStarts(t *testing.T) {
 				t.Fatalf("the turn after the reconnect: %s", failed)
 			}
 			waitFor(t, sim, "the reply after the reconnect", func() bool { return replyEnded(sim, 2, task) })
+			h.waitPlayed("earcon", 0.5) // the file fills as the earcon plays
 			if err := h.stop(); err != nil {
 				t.Fatalf("exit: %v", err)
 			}
@@ -242,6 +243,7 @@ func TestATurnTheServerNeverAcknowledgesFailsWithoutReconnecting(t *testing.T) {
 	if st := h.link(t); st.Link.State != "up" || st.Link.Outages != 0 {
 		t.Errorf("status: %+v", st.Link)
 	}
+	h.waitPlayed("earcon", 0.5) // the file fills as the earcons play
 	if err := h.stop(); err != nil {
 		t.Fatalf("exit: %v", err)
 	}

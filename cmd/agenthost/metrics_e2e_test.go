@@ -44,6 +44,7 @@ func TestMetrics(t *testing.T) {
 		"agenthost_registers_sent_total 1",
 		"agenthost_volume 70", "agenthost_speaker_muted 0", "agenthost_microphone_muted 0", "agenthost_timers_pending 0",
 		"agenthost_timers_ringing 0", "agenthost_microphone_frames_withheld_total 0",
+		`agenthost_mixer_streams{class="media"} 0`, "agenthost_mixer_ducks_total 0", "agenthost_mixer_active 0",
 		"agenthost_build_info{",
 		"go_goroutines",
 	} {

@@ -14,10 +14,6 @@ import (
 	"github.com/agenthost/agenthost/config"
 )
 
-// keepFed is the silence the speaker is fed at a time while nothing plays,
-// with echo cancellation on (see capture.TapSink).
-const keepFed = 20 * time.Millisecond
-
 // withCapture puts the capture stages audio.capture asks for between the
 // microphone and the conversation, after the privacy mute when muted is
 // set (nothing after the mute, a wake-word detector included, hears a muted
@@ -40,7 +36,8 @@ func withCapture(a config.Audio, log *slog.Logger, muted func() bool, openSource
 			}
 			// The tap sits next to the device: a volume gain added later
 			// goes outside it, since it is part of what the room echoes.
-			return capture.TapSink(sink, ref, a.Rate, keepFed), nil
+			// The mixer in front keeps it fed (audio.mix.keep_fed).
+			return capture.TapSink(sink, ref, a.Rate, 0), nil
 		}
 	}
 	innerSrc := openSource

@@ -1,7 +1,8 @@
 // Package conversation owns the turns between the speaker and the voice
 // server: it streams the microphone on the current task (push-to-talk or
 // server-VAD LISTEN cycles, with or without echo cancellation), plays the
-// reply of the current task through a jitter buffer, drops stale tasks,
+// reply of the current task through a jitter buffer onto the speaker's
+// mixer (ducking its media while a turn is under way), drops stale tasks,
 // flushes at once on barge-in, and turns TEXT, EMOJI and LISTEN frames into
 // events that can run configured commands. It watches every turn until the
 // server answers it, and tells the owner (an earcon, a hook) when a turn
@@ -18,6 +19,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/audio/mixer"
 	"github.com/agenthost/agenthost/audio/opus"
 	"github.com/agenthost/agenthost/internal/stall"
 	"github.com/agenthost/agenthost/proto/voice"
@@ -52,6 +54,12 @@ type Options struct {
 	// be nil. They may block (retrying a missing device) until ctx ends.
 	OpenSource func(ctx context.Context) (audio.Source, error)
 	OpenSink   func(ctx context.Context) (audio.Sink, error)
+	// Output is the speaker's mixer, which replies and earcons play through
+	// and whose media the turns duck (SetActive); Attach plugs the speaker
+	// OpenSink opened into it (nil: unplugs it). Without them the
+	// conversation mixes on a mixer of its own.
+	Output *mixer.Mixer
+	Attach func(audio.Sink)
 	// Earcons: WAV (or raw 16 kHz) files played when listening starts and
 	// ends, and when a turn fails because the server cannot be reached or
 	// does not answer it (config.EarconBuiltin: a generated sound).
@@ -75,6 +83,7 @@ type Conversation struct {
 	log  *slog.Logger
 	play *player
 	hook *hooks
+	mix  *mixer.Mixer // the conversation's own mixer (no Options.Output), run by Run
 
 	earconStart, earconEnd, earconUnreachable []int16
 
@@ -141,7 +150,13 @@ func New(o Options, out Sender) (*Conversation, error) {
 			return nil, err
 		}
 	}
-	c.play = newPlayer(o.Rate, o.Frame, o.JitterLead, c.log, c.replyDone)
+	if o.Output == nil {
+		slot := mixer.NewSlot(o.Rate)
+		c.mix = mixer.New(slot, mixer.Options{Rate: o.Rate, Frame: o.Frame, Logger: c.log})
+		c.o.Output = c.mix
+		c.o.Attach = func(s audio.Sink) { slot.Set(s) }
+	}
+	c.play = newPlayer(c.o.Output, o.Rate, o.Frame, o.JitterLead, c.log, c.replyDone)
 	return c, nil
 }
 
@@ -168,6 +183,12 @@ func (c *Conversation) Name() string { return "conversation" }
 
 // Run opens the devices, captures and plays until ctx ends.
 func (c *Conversation) Run(ctx context.Context, ready func()) error {
+	if c.mix != nil {
+		mctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { c.mix.Run(mctx); close(done) }()
+		defer func() { cancel(); <-done }() // after the player: it plays out on it
+	}
 	var once sync.Once
 	for ctx.Err() == nil {
 		devCtx, cancel := context.WithCancel(ctx)
@@ -216,13 +237,15 @@ func (c *Conversation) runDevices(ctx context.Context, openSource func(context.C
 					c.log.Error("no speaker: replies will not be heard", "err", err)
 				}
 			} else {
-				c.play.mu.Lock()
-				c.play.sink = sink
-				c.play.mu.Unlock()
+				if c.o.Attach != nil {
+					c.o.Attach(sink)
+				}
+				c.play.setSpeaker(true)
 				defer func() {
-					c.play.mu.Lock()
-					c.play.sink = nil
-					c.play.mu.Unlock()
+					c.play.setSpeaker(false)
+					if c.o.Attach != nil {
+						c.o.Attach(nil)
+					}
 					sink.Close()
 				}()
 			}
@@ -292,6 +315,7 @@ func (c *Conversation) LinkDown(err error) {
 	c.mu.Unlock()
 	release()
 	c.play.flush("")
+	c.syncActive()
 	if err == nil {
 		return
 	}
@@ -321,12 +345,14 @@ func (c *Conversation) listen() string {
 }
 
 func (c *Conversation) listenStarted(task string) {
-	c.play.cue(c.earconStart)
+	c.syncActive()
+	c.play.cue(c.earconStart, mixer.Earcon)
 	c.hook.run("listen_start", map[string]string{"TASK": task})
 }
 
 func (c *Conversation) listenStopped(task string) {
-	c.play.cue(c.earconEnd)
+	c.syncActive()
+	c.play.cue(c.earconEnd, mixer.Earcon)
 	c.hook.run("listen_stop", map[string]string{"TASK": task})
 }
 
@@ -375,9 +401,10 @@ func (c *Conversation) TalkStop() (string, error) {
 	return task, c.out.Send(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: seq})
 }
 
-// Cue plays pcm (a timer's ring) on the speaker ahead of any reply, as an
-// earcon; without a speaker it is dropped.
-func (c *Conversation) Cue(pcm []int16) { c.play.cue(pcm) }
+// Cue plays pcm (a timer's ring) on the speaker ahead of any reply, as a
+// Ring stream (above everything else on the mixer); without a speaker it
+// is dropped.
+func (c *Conversation) Cue(pcm []int16) { c.play.cue(pcm, mixer.Ring) }
 
 // Event runs the hook of an event that is not the conversation's own (the
 // device's mute, timer, alarm), with fields as AGENTHOST_<FIELD>.
@@ -398,6 +425,7 @@ func (c *Conversation) Frame(f voice.Frame) {
 			return
 		}
 		c.play.push(f.Task, pcm)
+		c.syncActive()
 	case voice.TypeEnd:
 		c.log.Info("reply ended", "task", f.Task)
 		c.endWatch(f.Task)
@@ -476,6 +504,16 @@ func (c *Conversation) listenEvent(f voice.Frame) {
 	}
 }
 
+// syncActive tells the mixer whether the assistant is active (a turn
+// listens, its answer is awaited, or a reply plays): media is ducked, or
+// paused, while it is.
+func (c *Conversation) syncActive() {
+	c.mu.Lock()
+	on := c.talking || c.watch != nil
+	c.mu.Unlock()
+	c.o.Output.SetActive(on || c.play.busy())
+}
+
 // stopWaitLocked ends the microphone's pause for a reply; c.mu held.
 func (c *Conversation) stopWaitLocked() { c.waitReply = false }
 
@@ -485,6 +523,7 @@ func (c *Conversation) stopWaitLocked() { c.waitReply = false }
 // ended was on another task than the turn's; only the reply to the
 // owner's turn opens the follow-up window.
 func (c *Conversation) replyDone(task string) {
+	defer c.syncActive()
 	c.mu.Lock()
 	next := c.autoListen() && !c.o.AEC && c.waitReply && c.up
 	owned := task != "" && task == c.owned

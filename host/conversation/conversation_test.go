@@ -131,7 +131,7 @@ func newRig(t testing.TB, o Options) *rig {
 func (r *rig) sinkReady() bool {
 	r.c.play.mu.Lock()
 	defer r.c.play.mu.Unlock()
-	return r.c.play.sink != nil
+	return r.c.play.speaker
 }
 
 func reply(task string, seq int, d time.Duration) voice.Frame {

@@ -4,10 +4,12 @@ import (
 	"log/slog"
 	"testing"
 	"time"
+
+	"github.com/agenthost/agenthost/audio/mixer"
 )
 
 func testPlayer() (*player, []int16, []int16) {
-	p := newPlayer(16000, 60*time.Millisecond, 120*time.Millisecond, slog.New(slog.DiscardHandler), func(string) {})
+	p := newPlayer(nil, 16000, 60*time.Millisecond, 120*time.Millisecond, slog.New(slog.DiscardHandler), func(string) {})
 	return p, make([]int16, p.frame), make([]int16, p.frame)
 }
 
@@ -81,7 +83,7 @@ func TestPlayerBoundsTheBufferAndCuesGoFirst(t *testing.T) {
 	if n := len(p.buf) - p.off; n != 3*960 {
 		t.Fatalf("buffered %d samples past a %d bound", n, p.max)
 	}
-	p.cue(frameOf(9)[:10])
+	p.cue(frameOf(9)[:10], mixer.Earcon)
 	if k, out, _ := p.next(chunk, silence); k != play || out[0] != 9 {
 		t.Fatal("the earcon did not come first")
 	}

@@ -3,6 +3,8 @@ package conversation
 import (
 	"time"
 
+	"github.com/agenthost/agenthost/audio/mixer"
+
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -131,6 +133,7 @@ func (c *Conversation) replyTimedOut(gen int, task string) {
 func (c *Conversation) turnFailed(task, reason string) {
 	c.log.Warn("the turn failed", "task", task, "reason", reason)
 	c.play.release(task)
-	c.play.cue(c.earconUnreachable)
+	c.play.cue(c.earconUnreachable, mixer.Earcon)
+	c.syncActive()
 	c.hook.run("turn_failed", map[string]string{"TASK": task, "REASON": reason})
 }

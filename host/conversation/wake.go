@@ -6,6 +6,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agenthost/agenthost/audio/mixer"
+
 	"github.com/agenthost/agenthost/audio/vad"
 	"github.com/agenthost/agenthost/proto/voice"
 )
@@ -110,6 +112,7 @@ func (c *Conversation) Wake(d Detection) {
 	c.wk.mu.Lock()
 	c.wk.pending = &d
 	c.wk.mu.Unlock()
+	c.o.Output.SetActive(true) // at once: the media goes down while the turn starts
 }
 
 // wakeReplyOver is called when a reply is over: the follow-up window
@@ -174,10 +177,12 @@ func (c *Conversation) wakeFrame(buf []int16) [][]int16 {
 	switch {
 	case d != nil && d.End < w.streamStart:
 		c.log.Debug("wake word heard in audio from before a mute or a device change; ignored", "model", d.Model)
+		c.syncActive()
 	case d != nil && !talking && d.End >= w.lastEnd:
 		return c.wakeTurn(*d, buf)
 	case d != nil:
 		c.log.Debug("wake word heard during a turn; ignored", "model", d.Model)
+		c.syncActive()
 	}
 	if w.turn {
 		c.wakeTurnFrame(buf)
@@ -203,10 +208,11 @@ func (w *waker) endTurn() {
 func (c *Conversation) wakeTurn(d Detection, buf []int16) [][]int16 {
 	w := c.wk
 	c.log.Info("wake word", "model", d.Model, "score", fmt.Sprintf("%.2f", d.Score), "late_ms", (w.pos-d.End)*1000/int64(w.rate))
-	c.play.cue(w.earcon)
+	c.play.cue(w.earcon, mixer.Earcon)
 	task, err := c.startTurn()
 	if err != nil {
 		c.log.Warn("wake word heard, but no turn can start", "err", err)
+		c.syncActive()
 		return nil
 	}
 	c.hook.run("wake", map[string]string{"TASK": task, "MODEL": d.Model, "SCORE": strconv.FormatFloat(float64(d.Score), 'f', 3, 32)})

@@ -266,7 +266,7 @@ func voiceCall(method, params string) voice.Call {
 }
 
 // fakeMixer records the levels set on it. A fake: the mixer itself is
-// tested against a real ALSA control in audio/mixer.
+// tested against a real ALSA control in audio/hwvolume.
 type fakeMixer struct {
 	mu     sync.Mutex
 	levels []int

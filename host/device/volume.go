@@ -25,7 +25,7 @@ func Curve(level int, rangeDB float64) float64 {
 
 // gainSink is the volume stage of the playback path: it scales every
 // sample by the device's gain, moving to a new gain over one ramp (a frame)
-// so that a change never clicks. It sits between the player and the
+// so that a change never clicks. It sits between the output mixer and the
 // speaker, above the echo canceller's tap (capture.TapSink), which must see
 // what the speaker really plays.
 type gainSink struct {

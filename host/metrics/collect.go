@@ -3,6 +3,8 @@ package metrics
 import (
 	"runtime"
 
+	"github.com/agenthost/agenthost/audio/mixer"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/agenthost/agenthost/host/calls"
@@ -25,6 +27,7 @@ type Sources struct {
 	Conversation *conversation.Conversation
 	Wake         *hostwake.Detector
 	Device       *device.Device
+	Mixer        *mixer.Mixer // the speaker's output mixer; nil: none
 }
 
 // collector exports the parts' counters, read at scrape time, and the
@@ -70,7 +73,11 @@ func partCollectors(s Sources, version string) []prometheus.Collector {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"service"}),
 	}
 	s.Calls.OnCall(m.observe)
-	return []prometheus.Collector{m, m.calls, m.duration, deviceCollector{s.Device}}
+	cs := []prometheus.Collector{m, m.calls, m.duration, deviceCollector{s.Device}}
+	if s.Mixer != nil {
+		cs = append(cs, mixerCollector{s.Mixer})
+	}
+	return cs
 }
 
 func (m *collector) observe(r calls.Record) {
@@ -199,4 +206,33 @@ func (c deviceCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descRinging, float64(s.Ringing))
 	ch <- prometheus.MustNewConstMetric(descWithheld, prometheus.CounterValue, float64(s.Withheld))
 	ch <- prometheus.MustNewConstMetric(descFired, prometheus.CounterValue, float64(s.Fired))
+}
+
+// mixerCollector exports the output mixer's state: streams, ducking.
+type mixerCollector struct{ m *mixer.Mixer }
+
+var (
+	descMixStreams = prometheus.NewDesc("agenthost_mixer_streams", "Streams playing on the speaker's mixer now, by class (ring, voice, earcon, announcement, media).", []string{"class"}, nil)
+	descMixOpened  = prometheus.NewDesc("agenthost_mixer_streams_opened_total", "Streams opened on the speaker's mixer.", nil, nil)
+	descMixDucks   = prometheus.NewDesc("agenthost_mixer_ducks_total", "Times media was turned down (ducked or paused) for the assistant, an announcement or a ring.", nil, nil)
+	descMixActive  = prometheus.NewDesc("agenthost_mixer_active", "1 while the assistant listens or speaks (media is ducked).", nil, nil)
+)
+
+func (c mixerCollector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+
+func (c mixerCollector) Collect(ch chan<- prometheus.Metric) {
+	n := map[string]int{}
+	for _, cl := range []mixer.Class{mixer.Ring, mixer.Voice, mixer.Earcon, mixer.Announcement, mixer.Media} {
+		n[cl.String()] = 0
+	}
+	for _, s := range c.m.Status() {
+		n[s.Class]++
+	}
+	for cl, k := range n {
+		ch <- prometheus.MustNewConstMetric(descMixStreams, prometheus.GaugeValue, float64(k), cl)
+	}
+	st := c.m.Stats()
+	ch <- prometheus.MustNewConstMetric(descMixOpened, prometheus.CounterValue, float64(st.Opened))
+	ch <- prometheus.MustNewConstMetric(descMixDucks, prometheus.CounterValue, float64(st.Ducks))
+	ch <- prometheus.MustNewConstMetric(descMixActive, prometheus.GaugeValue, b2f(st.Active))
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/audio/hwvolume"
 	"github.com/agenthost/agenthost/audio/mixer"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/audiochain"
@@ -57,7 +58,9 @@ type Options struct {
 type Speaker struct {
 	o         Options
 	dev       *device.Device
-	swallowed atomic.Bool // a talk press that stopped a ringing timer: its release is ignored
+	out       *mixer.Mixer // the one writer to the speaker; nil standalone
+	slot      *mixer.Slot  // the speaker device the conversation opened
+	swallowed atomic.Bool  // a talk press that stopped a ringing timer: its release is ignored
 }
 
 // New builds the device from the configuration and puts its services in the
@@ -99,7 +102,7 @@ func New(o Options) (*Speaker, error) {
 		}
 	}
 	if cfg.Audio.Mixer != "" && cfg.Audio.Backend == "portaudio" {
-		m, err := mixer.Open(cfg.Audio.Mixer, float64(cfg.Device.VolumeRange))
+		m, err := hwvolume.Open(cfg.Audio.Mixer, float64(cfg.Device.VolumeRange))
 		if err != nil {
 			// Not fatal: the gain stage takes the volume instead.
 			o.Log.Error("audio.mixer cannot be used; the volume is a gain in the playback path instead", "err", err)
@@ -110,7 +113,37 @@ func New(o Options) (*Speaker, error) {
 	if s.dev, err = device.New(do); err != nil {
 		return nil, err
 	}
+	s.slot = mixer.NewSlot(cfg.Audio.Rate)
+	mx := cfg.Audio.Mix
+	s.out = mixer.New(s.slot, mixer.Options{Rate: cfg.Audio.Rate, Frame: mixFrame,
+		DuckDB: mx.DuckDB, Ramp: mx.Ramp.D(), MediaWhileActive: mx.MediaWhileActive, KeepFed: keepFed(cfg.Audio), Logger: o.Log})
 	return s, s.put()
+}
+
+// mixFrame is what the mixer writes at a time: short, so that ducking and
+// a reply's start are quick.
+const mixFrame = 20 * time.Millisecond
+
+// keepFed is the silence the mixer writes while idle: with echo
+// cancellation, the reference must go on.
+func keepFed(a config.Audio) time.Duration {
+	if a.Capture.EchoCancel {
+		return a.Mix.KeepFed.D()
+	}
+	return 0
+}
+
+// Output is the speaker's mixer: everything the speaker plays is a stream
+// on it (nil when this process is not the daemon). A media source is added
+// with Output().Open(name, mixer.Media, format).
+func (s *Speaker) Output() *mixer.Mixer { return s.out }
+
+// Attach plugs the speaker device that the conversation opened (the
+// AudioDevices sink) into the mixer's output; nil unplugs it.
+func (s *Speaker) Attach(sink audio.Sink) {
+	if s.slot != nil {
+		s.slot.Set(sink)
+	}
 }
 
 // put puts the device's services in the registry (with the other
@@ -133,8 +166,16 @@ func (s *Speaker) Device() *device.Device { return s.dev }
 // Name implements part.Part.
 func (s *Speaker) Name() string { return s.dev.Name() }
 
-// Run implements part.Part: the timers and alarms.
-func (s *Speaker) Run(ctx context.Context, ready func()) error { return s.dev.Run(ctx, ready) }
+// Run implements part.Part: the output mixer, the timers and alarms.
+func (s *Speaker) Run(ctx context.Context, ready func()) error {
+	if s.out == nil {
+		return s.dev.Run(ctx, ready)
+	}
+	done := make(chan struct{})
+	go func() { s.out.Run(ctx); close(done) }()
+	defer func() { <-done }()
+	return s.dev.Run(ctx, ready)
+}
 
 // Reload follows services.builtins.
 func (s *Speaker) Reload(prev, next *config.Config, _ part.Changes) {
@@ -201,9 +242,12 @@ func (s *Speaker) info() device.Info {
 // parts on it: the privacy mute at the head of the capture chain, the volume
 // in front of the speaker (the echo canceller's tap, when there is one,
 // sits below it, next to the device: the gain is part of what the room
-// echoes).
+// echoes). The speaker it opens is for Attach: the mixer writes to it.
 func (s *Speaker) AudioDevices(a config.Audio) (func(context.Context) (audio.Source, error), func(context.Context) (audio.Sink, error)) {
 	d := s.dev
+	if s.out != nil {
+		s.out.SetKeepFed(keepFed(a))
+	}
 	openSource, openSink := audiochain.Devices(a, s.o.Log, d.MicMuted)
 	if openSink != nil {
 		open := openSink

@@ -52,6 +52,9 @@ func New(cfg *config.Config, log *slog.Logger, l *link.Link, sp *speaker.Speaker
 		Wake: t.wakeOptions(),
 	}
 	o.OpenSource, o.OpenSink = sp.AudioDevices(a)
+	if out := sp.Output(); out != nil {
+		o.Output, o.Attach = out, sp.Attach
+	}
 	o.MicMuted, o.Withheld = sp.Device().MicMuted, sp.Device().Withheld
 	c, err := conversation.New(o, l)
 	if err != nil {

@@ -1,0 +1,253 @@
+package mixer
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/audio/resample"
+)
+
+// Stream is one sound on the mixer. Write, Close and Stop may be called
+// from any goroutine, but Write from one at a time.
+type Stream struct {
+	m     *Mixer
+	name  string
+	class Class
+	f     audio.Format
+
+	// The writer's side (one writer at a time).
+	wmu  sync.Mutex
+	rs   *resample.Resampler // nil when f.Rate is the output's
+	mono []int16
+	conv []int16
+
+	// Guarded by m.mu.
+	buf     []int16 // a ring of len(buf) samples at the output rate
+	r, n    int     // read position and samples held
+	gain    float64 // the gain of the last sample mixed
+	pos     int64   // samples mixed
+	paused  bool
+	closing bool // Close: leave once empty
+	stopped bool
+
+	space chan struct{} // the mixer took samples
+	done  chan struct{} // closed when the stream has left the mixer
+	once  sync.Once
+}
+
+// Open adds a stream of format f (interleaved, any rate and channel count)
+// to the mix. It fails once MaxStreams are open or the mixer has ended.
+func (m *Mixer) Open(name string, c Class, f audio.Format) (*Stream, error) {
+	if c < Ring || c > Media {
+		return nil, fmt.Errorf("mixer: stream %q: unknown class %d", name, int(c))
+	}
+	if f.Rate < 1000 || f.Rate > 384000 || f.Channels < 1 || f.Channels > 8 {
+		return nil, fmt.Errorf("mixer: stream %q: format %s is not one the mixer takes (1–384 kHz, 1–8 channels)", name, f)
+	}
+	s := &Stream{m: m, name: name, class: c, f: f, gain: 1,
+		buf:   make([]int16, max(m.frame, int(m.o.Buffer.Seconds()*float64(m.o.Rate)))),
+		space: make(chan struct{}, 1), done: make(chan struct{})}
+	if f.Rate != m.o.Rate {
+		rs, err := resample.New(f.Rate, m.o.Rate, 1, resample.High)
+		if err != nil {
+			return nil, fmt.Errorf("mixer: stream %q: %w", name, err)
+		}
+		s.rs = rs
+	}
+	m.mu.Lock()
+	switch {
+	case m.ended:
+		m.mu.Unlock()
+		s.free()
+		return nil, fmt.Errorf("mixer: stream %q: %w (the speaker has stopped)", name, ErrClosed)
+	case len(m.streams) >= m.o.MaxStreams:
+		m.mu.Unlock()
+		s.free()
+		return nil, fmt.Errorf("mixer: stream %q refused: %d streams play already (the most)", name, len(m.streams))
+	}
+	ringing, announcing := m.conditionsLocked()
+	if target, _ := m.targetLocked(s, ringing, announcing); target < 1 {
+		s.gain = target // a stream that starts ducked starts at its level
+	}
+	m.streams = append(m.streams, s)
+	m.opened++
+	m.mu.Unlock()
+	m.log.Debug("stream opened", "name", name, "class", c.String(), "format", f.String())
+	m.signal()
+	return s, nil
+}
+
+// Name is the stream's name.
+func (s *Stream) Name() string { return s.name }
+
+// Write queues p, interleaved samples at the stream's format. It blocks
+// while the stream's buffer is full, and fails after Stop, Close or the
+// mixer's end.
+func (s *Stream) Write(p []int16) (int, error) {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	if len(p)%s.f.Channels != 0 {
+		return 0, fmt.Errorf("mixer: stream %q: %d samples are not whole frames of %d channels", s.name, len(p), s.f.Channels)
+	}
+	pcm, err := s.convert(p)
+	if err != nil {
+		return 0, err
+	}
+	if err := s.queue(pcm); err != nil {
+		s.free() // the stream is over: let the converter go
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// convert mixes p down to mono and resamples it to the output rate.
+func (s *Stream) convert(p []int16) ([]int16, error) {
+	mono := p
+	if ch := s.f.Channels; ch > 1 {
+		s.mono = s.mono[:0]
+		for i := 0; i+ch <= len(p); i += ch {
+			var sum int32
+			for _, v := range p[i : i+ch] {
+				sum += int32(v)
+			}
+			s.mono = append(s.mono, int16(sum/int32(ch)))
+		}
+		mono = s.mono
+	}
+	if s.rs == nil {
+		return mono, nil
+	}
+	var err error
+	if s.conv, err = s.rs.Append(s.conv[:0], mono); err != nil {
+		return nil, fmt.Errorf("mixer: stream %q: %w", s.name, err)
+	}
+	return s.conv, nil
+}
+
+// queue copies pcm into the ring, waiting for room.
+func (s *Stream) queue(pcm []int16) error {
+	m := s.m
+	for len(pcm) > 0 {
+		m.mu.Lock()
+		if s.stopped || s.closing || m.ended {
+			m.mu.Unlock()
+			return fmt.Errorf("mixer: stream %q: %w", s.name, ErrClosed)
+		}
+		room := len(s.buf) - s.n
+		k := min(room, len(pcm))
+		for i := range k {
+			s.buf[(s.r+s.n+i)%len(s.buf)] = pcm[i]
+		}
+		s.n += k
+		pcm = pcm[k:]
+		m.mu.Unlock()
+		if k > 0 {
+			m.signal()
+		}
+		if len(pcm) > 0 {
+			select {
+			case <-s.space:
+			case <-s.done:
+			}
+		}
+	}
+	return nil
+}
+
+// Close plays out what is buffered, then takes the stream off the mixer;
+// it returns once it has (or the mixer has ended). A paused stream plays
+// out once it is resumed: Stop one that is not to be.
+func (s *Stream) Close() error {
+	s.wmu.Lock()
+	var tail []int16
+	if s.rs != nil {
+		tail, _ = s.rs.Flush(s.conv[:0])
+	}
+	s.queue(tail) // fails only when the stream is over anyway
+	m := s.m
+	m.mu.Lock()
+	s.closing = true
+	m.mu.Unlock()
+	m.signal()
+	<-s.done
+	s.free()
+	s.wmu.Unlock()
+	return nil
+}
+
+// Stop takes the stream off the mixer at once, dropping what it holds.
+func (s *Stream) Stop() {
+	m := s.m
+	m.mu.Lock()
+	s.stopped = true
+	for i, o := range m.streams {
+		if o == s {
+			m.streams = append(m.streams[:i], m.streams[i+1:]...)
+			break
+		}
+	}
+	m.mu.Unlock()
+	s.gone()
+	m.signal()
+	if s.wmu.TryLock() { // no Write under way: free the converter now
+		s.free()
+		s.wmu.Unlock()
+	}
+}
+
+// Pause holds the stream where it is (after a ramp down), or lets it go on.
+func (s *Stream) Pause(on bool) {
+	s.m.mu.Lock()
+	s.paused = on
+	s.m.mu.Unlock()
+	s.m.signal()
+}
+
+// gone marks the stream as off the mixer.
+func (s *Stream) gone() { s.once.Do(func() { close(s.done) }) }
+
+// free lets the converter go; the writer's lock held or no writer left.
+func (s *Stream) free() {
+	if s.rs != nil {
+		s.rs.Close()
+		s.rs = nil
+	}
+}
+
+// mixInto adds up to len(acc) samples of s to acc, moving its gain toward
+// target by step a sample; a paused stream whose gain has reached 0 takes
+// nothing. It returns the samples taken. m.mu held.
+func (s *Stream) mixInto(acc []int32, target, step float64, paused bool) int {
+	if paused && s.gain == 0 {
+		return 0
+	}
+	k := min(len(acc), s.n)
+	g := s.gain
+	for i := range k {
+		switch {
+		case g < target:
+			g = min(target, g+step)
+		case g > target:
+			g = max(target, g-step)
+		}
+		v := s.buf[(s.r+i)%len(s.buf)]
+		acc[i] += int32(math.Round(float64(v) * g))
+		if paused && g == 0 {
+			k = i + 1
+			break
+		}
+	}
+	s.gain = g
+	s.r = (s.r + k) % len(s.buf)
+	s.n -= k
+	s.pos += int64(k)
+	if k > 0 {
+		select {
+		case s.space <- struct{}{}:
+		default:
+		}
+	}
+	return k
+}
