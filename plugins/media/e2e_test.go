@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -57,6 +58,7 @@ func material(t testing.TB) string {
 		wav := filepath.Join(dir, "tone.wav")
 		steps := [][]string{
 			{"sox", "-n", "-r", "44100", "-c", "2", "-b", "16", wav, "synth", "3", "sine", "440", "vol", "0.5"},
+			{"sox", "-n", "-r", "22050", "-c", "1", "-b", "16", filepath.Join(dir, "mono.wav"), "synth", "3", "sine", "440", "vol", "0.5"},
 			{"lame", "--quiet", "-b", "128", wav, filepath.Join(dir, "tone.mp3")},
 			{"oggenc", "--quiet", "-o", filepath.Join(dir, "tone.ogg"), wav},
 			{"opusenc", "--quiet", wav, filepath.Join(dir, "tone.opus")},
@@ -317,7 +319,7 @@ func TestEveryFormatPlaysAsTheSoundItHolds(t *testing.T) {
 	for _, f := range formats {
 		urls = append(urls, filepath.Join(dir, "tone."+f), srv.URL+"/files/tone."+f)
 	}
-	urls = append(urls, srv.URL+"/list.m3u", srv.URL+"/list.pls")
+	urls = append(urls, srv.URL+"/list.m3u", srv.URL+"/list.pls", filepath.Join(dir, "mono.wav"))
 	for i, u := range urls {
 		h.mustCall("play_media", map[string]any{"url": u})
 		s := h.stream(i + 1)
@@ -337,6 +339,10 @@ func TestEveryFormatPlaysAsTheSoundItHolds(t *testing.T) {
 		// 440 Hz: about 440 crossings in the middle second.
 		if c := crossings(samples[48000*2 : 2*48000*2]); c < 435 || c > 445 {
 			t.Errorf("%s: %d zero crossings in a second, want 440", u, c)
+		}
+		// As loud as it was made (half of full scale), mono or stereo.
+		if db := 20 * math.Log10(rms(samples[48000*2:2*48000*2])/(0.5*math.MaxInt16/math.Sqrt2)); math.Abs(db) > 0.5 {
+			t.Errorf("%s: %.1f dB from the level it was made at", u, db)
 		}
 	}
 }
@@ -450,4 +456,12 @@ func TestMissingDecoderIsNamedByPlayMedia(t *testing.T) {
 		t.Errorf("play_media: %+v, want an error naming the missing decoder", o)
 	}
 	h.mustCall("get_media_status", map[string]any{})
+}
+
+func rms(p []int16) float64 {
+	var sum float64
+	for _, v := range p {
+		sum += float64(v) * float64(v)
+	}
+	return math.Sqrt(sum / float64(max(len(p), 1)))
 }
