@@ -99,7 +99,11 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 		return nil, err
 	}
 	pc := cfg.Plugins
-	plugins := pluginmgr.New(pluginmgr.Options{Plugins: pc, RuntimeDir: pc.RuntimeDirectory(), Watch: o.Watch, Log: log}, c.Registry())
+	var sound pluginmgr.AudioOut // plugins play only in the daemon
+	if m := h.speaker.Output(); m != nil {
+		sound = pluginAudio{m}
+	}
+	plugins := pluginmgr.New(pluginmgr.Options{Plugins: pc, RuntimeDir: pc.RuntimeDirectory(), Watch: o.Watch, Log: log, Audio: sound}, c.Registry())
 	h.mcp = mcpservers.New(cfg, set, c.Registry(), log, Version)
 	h.parts = []part.Part{plugins, h.mcp}
 	// A reload: the log level, the MCP set (the prefixes follow it), the

@@ -38,6 +38,12 @@ type decoder struct {
 	stop   sync.Once
 }
 
+// stereo makes ffmpeg's output two channels (outChannels) at the level the
+// sound was made: mono (its centre channel) on both sides at full level,
+// where -ac 2 would lower it by 3 dB; left and right as they are; the
+// centre of a surround sound shared with the sides.
+const stereo = "pan=stereo|FL<FL+FC|FR<FR+FC"
+
 // decode starts ffmpeg on src.
 func decode(ffmpeg string, src *source) (*decoder, error) {
 	input := "pipe:0"
@@ -46,7 +52,7 @@ func decode(ffmpeg string, src *source) (*decoder, error) {
 	}
 	args := []string{"-nostdin", "-hide_banner", "-loglevel", "error", "-protocol_whitelist", "file,pipe",
 		"-threads", "1", "-probesize", "1M", "-i", input,
-		"-map", "0:a:0", "-vn", "-sn", "-dn", "-ac", fmt.Sprint(outChannels), "-ar", fmt.Sprint(outRate),
+		"-map", "0:a:0", "-vn", "-sn", "-dn", "-af", stereo, "-ar", fmt.Sprint(outRate),
 		"-f", "s16le", "-acodec", "pcm_s16le", "pipe:1"}
 	cmd := exec.Command(ffmpeg, args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
