@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/proto/voice/voicetest"
+)
+
+// TestMusicIsDuckedForATurnAnAnnouncementAndARing: the bundled media plugin
+// plays music (a 300 Hz tone, 44.1 kHz stereo MP3 over HTTP, `agenthost
+// play`) through the daemon's mixer into the speaker's file; a push-to-talk
+// turn ducks it and its reply plays over it; an announcement (660 Hz WAV,
+// `agenthost announce`) plays over the ducked music; a timer's ring (1175 Hz)
+// is heard over it all; between them the music is loud again.
+func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
+	dir := t.TempDir()
+	sox := func(name, rate, channels string, effects ...string) {
+		if out, err := exec.Command("sox", append([]string{"-n", "-r", rate, "-c", channels, filepath.Join(dir, name)}, effects...)...).CombinedOutput(); err != nil {
+			t.Fatalf("sox %s: %v\n%s", name, err, out)
+		}
+	}
+	sox("music.wav", "44100", "2", "synth", "30", "sine", "300", "vol", "0.25")
+	if out, err := exec.Command("lame", "--quiet", "-b", "192", filepath.Join(dir, "music.wav"), filepath.Join(dir, "music.mp3")).CombinedOutput(); err != nil {
+		t.Fatalf("lame: %v\n%s", err, out)
+	}
+	sox("news.wav", "22050", "1", "synth", "2", "sine", "660", "vol", "0.25")
+	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(srv.Close)
+
+	mic := filepath.Join(dir, "mic.s16")
+	if err := audiotest.WriteRaw(mic, audiotest.Silence(16000, time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "speaker.wav")
+	sim := newSim(t, voicetest.Options{ReplyDuration: time.Second}) // replies: 1 s of 880 Hz
+	d, _ := startPluginHost(t, sim, func(dir string) { copyExec(t, bundled(t, "media"), filepath.Join(dir, "media")) },
+		"audio.backend=file", "audio.input_file="+mic, "audio.output_file="+out, "device.volume=100", "server.params.mode=manual",
+		"plugins.state_dir="+filepath.Join(dir, "state"), "device.ring.timeout=1h", "services.builtins=true") // the timer
+	pluginsReady(t, sim)
+	cli := func(args ...string) string {
+		t.Helper()
+		o, err := d.cli(args...)
+		if err != nil {
+			t.Fatalf("agenthost %s: %v\n%s", strings.Join(args, " "), err, o)
+		}
+		return o
+	}
+	cli("play", srv.URL+"/music.mp3")
+	d.waitPlayed("media", 1.5)
+	cli("talk", "start")
+	d.waitPlayed("media", 2.5)
+	task := sentOnTask.FindStringSubmatch(cli("talk", "stop"))
+	if task == nil {
+		t.Fatal("talk stop named no task")
+	}
+	waitFor(t, sim, "the reply", func() bool { return replyEnded(sim, 1, task[1]) })
+	d.waitPlayed("voice", 0.5)
+	d.waitPlayed("media", 6)
+	cli("announce", srv.URL+"/news.wav")
+	d.waitPlayed("announcement", 2)
+	d.waitPlayed("media", 10)
+	if res := call(t, sim, "set_timer", `{"seconds":1,"label":"tea"}`); !res.Success {
+		t.Fatalf("set_timer: %+v", res)
+	}
+	d.waitPlayed("ring", 1)
+	cli("stop")
+	d.waitPlayed("media", 14)
+	if err := d.stop(); err != nil {
+		t.Fatal(err)
+	}
+	s, _, _, err := audiotest.ReadWAV(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const w = 320 // 20 ms
+	full := 0.25 * math.MaxInt16
+	db := func(l float64) float64 { return 20 * math.Log10(max(l, 1)/full) }
+	var b strings.Builder
+	var loud, ducked, news, newsOverLoud, chime, chimeOverLoud, loudAfterRing int
+	for i := 0; i+w <= len(s); i += w {
+		music, ann, ring := db(level(s[i:i+w], 300)), db(level(s[i:i+w], 660)), db(level(s[i:i+w], 1174.66))
+		fmt.Fprintf(&b, " %.0f/%.0f/%.0f", music, ann, ring)
+		isLoud := math.Abs(music) < 1.5
+		switch {
+		case isLoud:
+			loud++
+			if chime > 0 {
+				loudAfterRing++
+			}
+		case math.Abs(music+20) < 2:
+			ducked++
+		}
+		if ann > -6 {
+			news++
+			if isLoud {
+				newsOverLoud++
+			}
+		}
+		if ring > -6 {
+			chime++
+			if isLoud {
+				chimeOverLoud++
+			}
+		}
+	}
+	t.Logf("20 ms windows: music loud %d (%d after the ring), ducked %d; announcement %d (%d over loud music); chime %d (%d over loud music)",
+		loud, loudAfterRing, ducked, news, newsOverLoud, chime, chimeOverLoud)
+	// Music: 14 s in all, ≥ 6 s of it loud (≥ 0.5 s after the ring); ducked
+	// for the turn (1 s of listening and the reply), the announcement (2 s)
+	// and the ring (1 s).
+	if loud < 300 || loudAfterRing < 25 || ducked < 150 || news < 90 || chime < 10 || newsOverLoud > 2 || chimeOverLoud > 2 {
+		t.Fatalf("want the music loud, and ducked under the turn, the announcement and the ring; music/announcement/chime dB per window:%s", b.String())
+	}
+}
