@@ -133,8 +133,12 @@ func (o *opener) openFile(ctx context.Context, path string, depth int) (*source,
 		if err != nil {
 			return nil, fmt.Errorf("cannot open %q: %w", path, err)
 		}
-		defer f.Close()
-		return o.followPlaylist(ctx, f, kind, filepath.Dir(real), path, depth)
+		data, err := readPlaylist(f, path)
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+		return o.followPlaylist(ctx, data, kind, filepath.Dir(real), path, depth)
 	}
 	return &source{url: path, file: real}, nil
 }
@@ -152,23 +156,33 @@ func (o *opener) openHTTP(ctx context.Context, u *url.URL, depth int) (*source, 
 	req.Header.Set("Icy-MetaData", "1")
 	req.Header.Set("User-Agent", "agenthost-media/1")
 	resp, err := o.client.Do(req)
-	if !opening() && err == nil {
-		resp.Body.Close()
-		err = context.Cause(ctx)
-	}
 	if err != nil {
+		opening()
 		cancel()
 		return nil, fmt.Errorf("cannot fetch %s: %v", u.Redacted(), unwrapURLError(err))
 	}
 	resp.Body = &cancelCloser{ReadCloser: resp.Body, cancel: cancel}
+	if kind := playlistKind(u.Path, resp.Header.Get("Content-Type")); kind != "" && resp.StatusCode == http.StatusOK {
+		// A playlist is read while the call lasts, and no longer than
+		// stall_timeout without a byte.
+		data, err := readPlaylist(&stallReader{r: resp.Body, c: resp.Body, timeout: o.cfg.stall}, u.Redacted())
+		opening()
+		resp.Body.Close()
+		if err != nil && ctx.Err() != nil {
+			err = fmt.Errorf("reading the playlist %s: %w", u.Redacted(), context.Cause(ctx))
+		}
+		if err != nil {
+			return nil, err
+		}
+		return o.followPlaylist(ctx, data, kind, "", u.Redacted(), depth)
+	}
+	if !opening() {
+		resp.Body.Close()
+		return nil, fmt.Errorf("cannot fetch %s: %w", u.Redacted(), context.Cause(ctx))
+	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
 		return nil, fmt.Errorf("%s answered %s", u.Redacted(), resp.Status)
-	}
-	ct := resp.Header.Get("Content-Type")
-	if kind := playlistKind(u.Path, ct); kind != "" {
-		defer resp.Body.Close()
-		return o.followPlaylist(ctx, resp.Body, kind, "", u.Redacted(), depth)
 	}
 	body := &stallReader{r: resp.Body, c: resp.Body, timeout: o.cfg.stall}
 	s := &source{url: u.Redacted(), station: resp.Header.Get("icy-name"), body: body}
@@ -224,9 +238,8 @@ func playlistKind(name, contentType string) string {
 	return ""
 }
 
-// followPlaylist plays the first entry of the playlist r that opens.
-// Entries of a playlist from the network must be http(s) URLs.
-func (o *opener) followPlaylist(ctx context.Context, r io.Reader, kind, base, name string, depth int) (*source, error) {
+// readPlaylist reads the playlist r, up to maxPlaylist bytes.
+func readPlaylist(r io.Reader, name string) ([]byte, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxPlaylist+1))
 	if err != nil {
 		return nil, fmt.Errorf("reading the playlist %s: %v", name, err)
@@ -234,6 +247,12 @@ func (o *opener) followPlaylist(ctx context.Context, r io.Reader, kind, base, na
 	if len(data) > maxPlaylist {
 		return nil, fmt.Errorf("the playlist %s is larger than %d bytes", name, maxPlaylist)
 	}
+	return data, nil
+}
+
+// followPlaylist plays the first entry of the playlist data that opens.
+// Entries of a playlist from the network must be http(s) URLs.
+func (o *opener) followPlaylist(ctx context.Context, data []byte, kind, base, name string, depth int) (*source, error) {
 	entries := parsePlaylist(data, kind)
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("the playlist %s names nothing to play", name)
