@@ -5,9 +5,11 @@ package main
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -70,5 +72,57 @@ func TestAPlaylistWhoseBodyNeverComesDoesNotHangPlayMedia(t *testing.T) {
 				<-closed
 			})
 		})
+	}
+}
+
+// TestAFailedFetchDoesNotNameTheURLsToken: the host logs play_media's
+// errors at INFO ("call failed"), so they name a URL by scheme, host and
+// path only: a token in its query (or its user info) is never in them, nor
+// in the name a source is known by (play_media's later errors use it).
+func TestAFailedFetchDoesNotNameTheURLsToken(t *testing.T) {
+	const secret = "SECRET123"
+	mux := http.NewServeMux()
+	mux.HandleFunc("/forbidden.mp3", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "no", http.StatusForbidden)
+	})
+	mux.HandleFunc("/moved.mp3", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/forbidden.mp3?listen_key="+secret, http.StatusFound)
+	})
+	mux.HandleFunc("/list.pls", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, "[playlist]\nFile1=http://%s/forbidden.mp3?listen_key=%s\nFile2=rtsp://%s/live?listen_key=%s\n",
+			r.Host, secret, r.Host, secret)
+	})
+	mux.HandleFunc("/live.mp3", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "audio/mpeg")
+		w.Write(make([]byte, 1000))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	o := newOpener(config{stall: time.Minute})
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, u := range []string{
+		srv.URL + "/forbidden.mp3?listen_key=" + secret,
+		"http://listener:" + secret + "@" + host + "/forbidden.mp3",
+		"http://" + secret + "@" + host + "/forbidden.mp3",
+		srv.URL + "/moved.mp3?listen_key=" + secret,
+		srv.URL + "/list.pls?listen_key=" + secret,
+		"http://127.0.0.1:1/live.mp3?listen_key=" + secret,
+		"gopher://radio.example/live?listen_key=" + secret,
+	} {
+		s, err := o.open(context.Background(), u)
+		if s != nil {
+			s.Close()
+		}
+		if err == nil || strings.Contains(err.Error(), secret) {
+			t.Errorf("open %s: %v, want an error without the token", u, err)
+		}
+	}
+	s, err := o.open(context.Background(), srv.URL+"/live.mp3?listen_key="+secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.url != srv.URL+"/live.mp3" {
+		t.Errorf("the source is named %q, want %q", s.url, srv.URL+"/live.mp3")
 	}
 }
