@@ -251,7 +251,7 @@ func displayName(src *source) string {
 	if name == "" {
 		name = filepath.Base(src.url)
 		if u, err := url.Parse(src.url); err == nil && u.Host != "" {
-			name = u.Scheme + "://" + u.Host + u.Path
+			name = safeURL(u)
 		}
 	}
 	for len(name) > 200 {

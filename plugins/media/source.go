@@ -30,7 +30,7 @@ const (
 // source is an opened sound: a local file ffmpeg reads itself, or a
 // network stream the plugin reads and pipes to ffmpeg.
 type source struct {
-	url     string        // what was asked for
+	url     string        // what was asked for (a URL as safeURL names it)
 	file    string        // a local file, or ""
 	body    io.ReadCloser // the network stream (ICY metadata stripped), or nil
 	station string        // icy-name, if any
@@ -78,7 +78,7 @@ func (o *opener) openDepth(ctx context.Context, u, base string, depth int) (*sou
 	}
 	parsed, err := url.Parse(u)
 	if err != nil {
-		return nil, fmt.Errorf("%q is not a URL or a file path", u)
+		return nil, fmt.Errorf("%q is not a URL or a file path", safeName(u))
 	}
 	switch parsed.Scheme {
 	case "http", "https":
@@ -91,7 +91,7 @@ func (o *opener) openDepth(ctx context.Context, u, base string, depth int) (*sou
 		}
 		return o.openFile(ctx, u, depth)
 	default:
-		return nil, fmt.Errorf("%q: only http, https and files are played", u)
+		return nil, fmt.Errorf("%q: only http, https and files are played", safeURL(parsed))
 	}
 }
 
@@ -151,7 +151,7 @@ func (o *opener) openHTTP(ctx context.Context, u *url.URL, depth int) (*source, 
 	req, err := http.NewRequestWithContext(reqCtx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		cancel()
-		return nil, fmt.Errorf("%s: %w", u.Redacted(), err)
+		return nil, fmt.Errorf("%s: %w", safeURL(u), err)
 	}
 	req.Header.Set("Icy-MetaData", "1")
 	req.Header.Set("User-Agent", "agenthost-media/1")
@@ -159,38 +159,38 @@ func (o *opener) openHTTP(ctx context.Context, u *url.URL, depth int) (*source, 
 	if err != nil {
 		opening()
 		cancel()
-		return nil, fmt.Errorf("cannot fetch %s: %v", u.Redacted(), unwrapURLError(err))
+		return nil, fmt.Errorf("cannot fetch %s: %v", safeURL(u), unwrapURLError(err))
 	}
 	resp.Body = &cancelCloser{ReadCloser: resp.Body, cancel: cancel}
 	if kind := playlistKind(u.Path, resp.Header.Get("Content-Type")); kind != "" && resp.StatusCode == http.StatusOK {
 		// A playlist is read while the call lasts, and no longer than
 		// stall_timeout without a byte.
-		data, err := readPlaylist(&stallReader{r: resp.Body, c: resp.Body, timeout: o.cfg.stall}, u.Redacted())
+		data, err := readPlaylist(&stallReader{r: resp.Body, c: resp.Body, timeout: o.cfg.stall}, safeURL(u))
 		opening()
 		resp.Body.Close()
 		if err != nil && ctx.Err() != nil {
-			err = fmt.Errorf("reading the playlist %s: %w", u.Redacted(), context.Cause(ctx))
+			err = fmt.Errorf("reading the playlist %s: %w", safeURL(u), context.Cause(ctx))
 		}
 		if err != nil {
 			return nil, err
 		}
-		return o.followPlaylist(ctx, data, kind, "", u.Redacted(), depth)
+		return o.followPlaylist(ctx, data, kind, "", safeURL(u), depth)
 	}
 	if !opening() {
 		resp.Body.Close()
-		return nil, fmt.Errorf("cannot fetch %s: %w", u.Redacted(), context.Cause(ctx))
+		return nil, fmt.Errorf("cannot fetch %s: %w", safeURL(u), context.Cause(ctx))
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		return nil, fmt.Errorf("%s answered %s", u.Redacted(), resp.Status)
+		return nil, fmt.Errorf("%s answered %s", safeURL(u), resp.Status)
 	}
 	body := &stallReader{r: resp.Body, c: resp.Body, timeout: o.cfg.stall}
-	s := &source{url: u.Redacted(), station: resp.Header.Get("icy-name"), body: body}
+	s := &source{url: safeURL(u), station: resp.Header.Get("icy-name"), body: body}
 	if mi := resp.Header.Get("icy-metaint"); mi != "" {
 		n, err := strconv.Atoi(mi)
 		if err != nil || n <= 0 || n > 1<<20 {
 			body.Close()
-			return nil, fmt.Errorf("%s: icy-metaint %q is not a sane interval", u.Redacted(), mi)
+			return nil, fmt.Errorf("%s: icy-metaint %q is not a sane interval", safeURL(u), mi)
 		}
 		s.meta = &icyMeta{}
 		s.body = &icyReader{r: body, c: body, interval: n, left: n, meta: s.meta}
@@ -208,6 +208,28 @@ func (c *cancelCloser) Close() error {
 	err := c.ReadCloser.Close()
 	c.cancel()
 	return err
+}
+
+// safeURL names u in errors, logs and status: scheme, host and path,
+// without the user info and query that may hold a secret (?listen_key=).
+func safeURL(u *url.URL) string {
+	return u.Scheme + "://" + u.Host + u.Path
+}
+
+// safeName is safeURL for a string that may not parse as a URL.
+func safeName(s string) string {
+	if u, err := url.Parse(s); err == nil && u.Host != "" {
+		return safeURL(u)
+	}
+	s, _, _ = strings.Cut(s, "?")
+	s, _, _ = strings.Cut(s, "#")
+	if scheme, rest, ok := strings.Cut(s, "://"); ok {
+		authority, path, _ := strings.Cut(rest, "/")
+		if i := strings.LastIndex(authority, "@"); i >= 0 {
+			s = scheme + "://" + authority[i+1:] + "/" + path
+		}
+	}
+	return s
 }
 
 // unwrapURLError drops net/http's "Get <url>:" prefix, which repeats the URL.
@@ -260,7 +282,7 @@ func (o *opener) followPlaylist(ctx context.Context, data []byte, kind, base, na
 	var errs []string
 	for _, e := range entries[:min(len(entries), 5)] {
 		if base == "" && !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
-			errs = append(errs, fmt.Sprintf("%q is not an http(s) URL", e))
+			errs = append(errs, fmt.Sprintf("%q is not an http(s) URL", safeName(e)))
 			continue
 		}
 		s, err := o.openDepth(ctx, e, base, depth+1)
