@@ -214,5 +214,7 @@ func (p *Playback) Paused() bool {
 func (p *Playback) Sent() time.Duration {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return time.Duration(p.sent/int64(p.frame)) * time.Second / time.Duration(p.rate)
+	frames, rate := p.sent/int64(p.frame), int64(p.rate)
+	// Whole seconds first: frames×time.Second overflows after 53 h at 48 kHz.
+	return time.Duration(frames/rate)*time.Second + time.Duration(frames%rate)*time.Second/time.Duration(rate)
 }
