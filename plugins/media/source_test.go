@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -124,5 +126,35 @@ func TestAFailedFetchDoesNotNameTheURLsToken(t *testing.T) {
 	defer s.Close()
 	if s.url != srv.URL+"/live.mp3" {
 		t.Errorf("the source is named %q, want %q", s.url, srv.URL+"/live.mp3")
+	}
+}
+
+// TestAFileWithAPercentSignInItsNamePlays: a path is not parsed as a URL
+// (where "% H" is a bad escape), whether given or named by a local
+// playlist.
+func TestAFileWithAPercentSignInItsNamePlays(t *testing.T) {
+	dir := t.TempDir()
+	song := filepath.Join(dir, "100% Hits.mp3")
+	list := filepath.Join(dir, "best of 50%.m3u")
+	for p, data := range map[string]string{song: "sound", list: "#EXTM3U\n100% Hits.mp3\n"} {
+		if err := os.WriteFile(p, []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := filepath.EvalSymlinks(song)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := newOpener(config{Dirs: []string{dir}, stall: time.Minute})
+	for _, p := range []string{song, list} {
+		s, err := o.open(context.Background(), p)
+		if err != nil {
+			t.Errorf("open %q: %v", p, err)
+			continue
+		}
+		if s.file != want {
+			t.Errorf("open %q gave the file %q, want %q", p, s.file, want)
+		}
+		s.Close()
 	}
 }
