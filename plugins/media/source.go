@@ -76,7 +76,14 @@ func (o *opener) openDepth(ctx context.Context, u, base string, depth int) (*sou
 	if depth > maxPlaylistDepth {
 		return nil, fmt.Errorf("playlists nested deeper than %d", maxPlaylistDepth)
 	}
+	// A path is not a URL: "100% Hits.mp3" holds a bad escape.
+	if filepath.IsAbs(u) {
+		return o.openFile(ctx, u, depth)
+	}
 	parsed, err := url.Parse(u)
+	if err != nil && base != "" && !strings.Contains(u, "://") {
+		return o.openFile(ctx, filepath.Join(base, u), depth)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%q is not a URL or a file path", safeName(u))
 	}
