@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -156,5 +157,36 @@ func TestAFileWithAPercentSignInItsNamePlays(t *testing.T) {
 			t.Errorf("open %q gave the file %q, want %q", p, s.file, want)
 		}
 		s.Close()
+	}
+}
+
+// TestOnePlayMediaFetchesAtMostTwentyTimes: playlists naming playlists
+// (each entry behind a redirect) could make one play_media fetch hundreds
+// of times; it stops at maxFetches requests, redirects included.
+func TestOnePlayMediaFetchesAtMostTwentyTimes(t *testing.T) {
+	var mu sync.Mutex
+	requests := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests++
+		mu.Unlock()
+		if to, ok := strings.CutPrefix(r.URL.Path, "/hop/"); ok {
+			http.Redirect(w, r, "/list/"+to, http.StatusFound)
+			return
+		}
+		w.Header().Set("Content-Type", "audio/x-mpegurl")
+		for i := range 5 {
+			fmt.Fprintf(w, "http://%s/hop%s/%d\n", r.Host, strings.TrimPrefix(r.URL.Path, "/list"), i)
+		}
+	}))
+	defer srv.Close()
+	_, err := newOpener(config{stall: time.Minute}).open(context.Background(), srv.URL+"/list/top")
+	mu.Lock()
+	defer mu.Unlock()
+	if requests > 20 {
+		t.Errorf("one open made %d requests, want at most 20", requests)
+	}
+	if err == nil || !strings.Contains(err.Error(), "more than 20 fetches") {
+		t.Errorf("open: %v, want an error saying it stopped after 20 fetches", err)
 	}
 }
