@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -25,7 +26,11 @@ const (
 	maxPlaylist      = 64 << 10 // bytes of a playlist read
 	maxPlaylistDepth = 3        // a playlist naming a playlist ...
 	maxICYMeta       = 16 * 255 // the format's own bound
+	maxFetches       = 20       // HTTP requests for one sound, redirects included
 )
+
+// errTooManyFetches ends an opening that reached maxFetches.
+var errTooManyFetches = fmt.Errorf("more than %d fetches for one sound (playlists and redirects)", maxFetches)
 
 // source is an opened sound: a local file ffmpeg reads itself, or a
 // network stream the plugin reads and pipes to ffmpeg.
@@ -43,10 +48,12 @@ func (s *source) Close() {
 	}
 }
 
-// opener opens sources under the plugin's settings.
+// opener opens sources under the plugin's settings; one serves one
+// play_media call, whose requests it counts.
 type opener struct {
-	cfg    config
-	client *http.Client
+	cfg     config
+	client  *http.Client
+	fetches atomic.Int32
 }
 
 func newOpener(cfg config) *opener {
@@ -54,7 +61,8 @@ func newOpener(cfg config) *opener {
 	tr.ResponseHeaderTimeout = cfg.stall
 	tr.DisableCompression = true // sound is compressed; a gzip layer would hide ICY framing
 	icyDial(tr)
-	return &opener{cfg: cfg, client: &http.Client{Transport: tr,
+	o := &opener{cfg: cfg}
+	o.client = &http.Client{Transport: tr,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= 5 {
 				return errors.New("more than 5 redirects")
@@ -62,8 +70,12 @@ func newOpener(cfg config) *opener {
 			if req.URL.Scheme != "http" && req.URL.Scheme != "https" {
 				return fmt.Errorf("a redirect to %s: is not followed", req.URL.Scheme)
 			}
+			if o.fetches.Add(1) > maxFetches {
+				return errTooManyFetches
+			}
 			return nil
-		}}}
+		}}
+	return o
 }
 
 // open opens what u names (a path, file:// or http(s)://), following
@@ -160,13 +172,18 @@ func (o *opener) openHTTP(ctx context.Context, u *url.URL, depth int) (*source, 
 		cancel()
 		return nil, fmt.Errorf("%s: %w", safeURL(u), err)
 	}
+	if o.fetches.Add(1) > maxFetches {
+		cancel()
+		opening()
+		return nil, errTooManyFetches
+	}
 	req.Header.Set("Icy-MetaData", "1")
 	req.Header.Set("User-Agent", "agenthost-media/1")
 	resp, err := o.client.Do(req)
 	if err != nil {
 		opening()
 		cancel()
-		return nil, fmt.Errorf("cannot fetch %s: %v", safeURL(u), unwrapURLError(err))
+		return nil, fmt.Errorf("cannot fetch %s: %w", safeURL(u), unwrapURLError(err))
 	}
 	resp.Body = &cancelCloser{ReadCloser: resp.Body, cancel: cancel}
 	if kind := playlistKind(u.Path, resp.Header.Get("Content-Type")); kind != "" && resp.StatusCode == http.StatusOK {
@@ -295,6 +312,9 @@ func (o *opener) followPlaylist(ctx context.Context, data []byte, kind, base, na
 		s, err := o.openDepth(ctx, e, base, depth+1)
 		if err == nil {
 			return s, nil
+		}
+		if errors.Is(err, errTooManyFetches) {
+			return nil, err
 		}
 		errs = append(errs, err.Error())
 	}
