@@ -427,3 +427,56 @@ func TestTheSlotDropsInRealTimeWithoutADevice(t *testing.T) {
 		}
 	})
 }
+
+// TestARingOrAnAnnouncementThatIsPausedOrSilentDucksNothing: a ring or an
+// announcement stream ducks only while it plays: one that is paused, that
+// was opened and given no sound (a plugin that sent only the header), or
+// whose writer stopped, leaves the reply and the media whole; while it has
+// sound it ducks them.
+func TestARingOrAnAnnouncementThatIsPausedOrSilentDucksNothing(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		class mixer.Class
+		sound bool // 60 ms of 10000, then nothing
+		pause bool
+		over  int16 // the mix while it sounds: reply + media + it
+	}{
+		{"ring header only", mixer.Ring, false, false, 0},
+		{"ring paused", mixer.Ring, true, true, 0},
+		{"ring stalled", mixer.Ring, true, false, 100 + 10 + 10000},
+		{"announcement header only", mixer.Announcement, false, false, 0},
+		{"announcement paused", mixer.Announcement, true, true, 0},
+		{"announcement stalled", mixer.Announcement, true, false, 1000 + 10 + 10000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				out := &speaker{}
+				m := mixer.New(out, mixer.Options{Rate: rate})
+				s, err := m.Open("plugin:x/alarm", c.class, mono)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.sound {
+					s.Write(constant(10000, 60*time.Millisecond)) // fits in the buffer
+				}
+				s.Pause(c.pause)
+				play(t, m, "reply", mixer.Voice, mono, constant(1000, time.Second))
+				play(t, m, "radio", mixer.Media, mono, constant(100, time.Second))
+				synctest.Wait()
+				run(t, m)
+				time.Sleep(2 * time.Second)
+				synctest.Wait()
+				got := out.played()
+				if c.over != 0 {
+					if v := got[30*rate/1000]; v != c.over {
+						t.Fatalf("while it sounds: %d, want %d", v, c.over)
+					}
+				}
+				if v := got[500*rate/1000]; v != 1100 {
+					t.Fatalf("%s: the mix is %d, want the reply (1000) and the media (100) whole; status %+v", c.name, v, m.Status())
+				}
+				s.Stop()
+			})
+		})
+	}
+}
