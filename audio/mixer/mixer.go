@@ -4,8 +4,11 @@
 // summed, each with a class that sets how it yields to the others.
 //
 // The policy:
-//   - Ring (a timer, an alarm) is above everything: while a ring stream is
-//     open, every other stream is ducked by DuckDB.
+//   - Ring (a timer, an alarm) is above everything: while a ring stream
+//     sounds, every other stream is ducked by DuckDB. A ring or an
+//     announcement sounds while it is not paused and has had sound within
+//     the last two frames (or the ramp, if longer): one that holds none (a
+//     writer that sent nothing, or stalled) ducks nothing.
 //   - While the assistant is active (SetActive: it listens or speaks), or
 //     an announcement or a ring plays, media is ducked by DuckDB, or paused
 //     when MediaWhileActive is "pause".
@@ -143,6 +146,7 @@ type Mixer struct {
 	log   *slog.Logger
 	frame int     // samples per write
 	step  float64 // gain change per sample (the ramp)
+	hold  int64   // samples after its last that a stream still sounds
 	duck  float64 // a ducked stream's gain
 
 	mu      sync.Mutex
@@ -154,6 +158,7 @@ type Mixer struct {
 	ducks   int64
 	opened  int64
 	played  [Media + 1]int64 // samples mixed, by class
+	clock   int64            // samples mixed out in all
 	acc     []int32
 	mixed   []int16
 	keepFed time.Duration
@@ -171,6 +176,7 @@ func New(out audio.Sink, o Options) *Mixer {
 		frame: max(1, int(o.Frame.Seconds()*float64(o.Rate))),
 		step:  1 / max(1, o.Ramp.Seconds()*float64(o.Rate)),
 		duck:  math.Pow(10, o.DuckDB/20),
+		hold:  int64(max(2*o.Frame, o.Ramp).Seconds() * float64(o.Rate)),
 		wake:  make(chan struct{}, 1)}
 	m.acc = make([]int32, m.frame)
 	m.mixed = make([]int16, m.frame)
@@ -264,17 +270,23 @@ func (m *Mixer) Stats() Stats {
 	return st
 }
 
-// conditionsLocked: whether a ring or an announcement plays; m.mu held.
+// conditionsLocked: whether a ring or an announcement sounds; m.mu held.
 func (m *Mixer) conditionsLocked() (ringing, announcing bool) {
 	for _, s := range m.streams {
 		switch {
-		case s.class == Ring:
+		case s.class == Ring && m.soundsLocked(s):
 			ringing = true
-		case s.class == Announcement && !s.paused:
+		case s.class == Announcement && m.soundsLocked(s):
 			announcing = true
 		}
 	}
 	return
+}
+
+// soundsLocked: s is not paused and has sound, or had some within m.hold;
+// m.mu held.
+func (m *Mixer) soundsLocked(s *Stream) bool {
+	return !s.paused && (s.n > 0 || s.sounded && m.clock-s.heard <= m.hold)
 }
 
 // targetLocked is the gain s moves to, and whether it is held (paused);
@@ -397,6 +409,9 @@ func (m *Mixer) mix() (int, []*Stream) {
 		}
 		k := s.mixInto(m.acc, target, m.step, paused)
 		m.played[s.class] += int64(k)
+		if k > 0 {
+			s.sounded, s.heard = true, m.clock+int64(k)
+		}
 		n = max(n, k)
 		if s.closing && s.n == 0 {
 			left = append(left, s)
@@ -406,6 +421,7 @@ func (m *Mixer) mix() (int, []*Stream) {
 	}
 	clear(m.streams[len(keep):])
 	m.streams = keep
+	m.clock += int64(n)
 	if ducked && !m.ducked {
 		m.ducks++
 	}

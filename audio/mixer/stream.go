@@ -28,6 +28,8 @@ type Stream struct {
 	r, n    int     // read position and samples held
 	gain    float64 // the gain of the last sample mixed
 	pos     int64   // samples mixed
+	heard   int64   // m.clock after the last sample mixed
+	sounded bool    // some sample was mixed
 	paused  bool
 	closing bool // Close: leave once empty
 	stopped bool
