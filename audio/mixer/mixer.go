@@ -241,7 +241,7 @@ func (m *Mixer) Status() []StreamStatus {
 	out := make([]StreamStatus, 0, len(m.streams))
 	for _, s := range m.streams {
 		target, paused := m.targetLocked(s, ringing, announcing)
-		pos := time.Duration(s.pos) * time.Second / time.Duration(m.o.Rate)
+		pos := m.duration(s.pos)
 		out = append(out, StreamStatus{Name: s.name, Class: s.class.String(), Format: s.f.String(),
 			Position: pos, Seconds: pos.Round(10 * time.Millisecond).Seconds(),
 			Ducked: target < 1 && !paused, Paused: paused})
@@ -265,9 +265,16 @@ func (m *Mixer) Stats() Stats {
 	defer m.mu.Unlock()
 	st := Stats{Streams: len(m.streams), Opened: m.opened, Ducks: m.ducks, Active: m.active, Played: map[string]time.Duration{}}
 	for c, n := range m.played {
-		st.Played[Class(c).String()] = time.Duration(n) * time.Second / time.Duration(m.o.Rate)
+		st.Played[Class(c).String()] = m.duration(n)
 	}
 	return st
+}
+
+// duration is how long n samples at the output's rate play: whole seconds
+// first, so that a week of samples does not overflow.
+func (m *Mixer) duration(n int64) time.Duration {
+	r := int64(m.o.Rate)
+	return time.Duration(n/r)*time.Second + time.Duration(n%r)*time.Second/time.Duration(r)
 }
 
 // conditionsLocked: whether a ring or an announcement sounds; m.mu held.
