@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -478,5 +479,37 @@ func TestARingOrAnAnnouncementThatIsPausedOrSilentDucksNothing(t *testing.T) {
 				s.Stop()
 			})
 		})
+	}
+}
+
+// TestMediaAndAnnouncementsLeaveRoomForTheSpeakersOwnStreams: plugins'
+// media and announcements may fill the mixer only up to MaxStreams less
+// four, so that a reply (and the one playing out), an earcon and a ring
+// still open; the refusal says why.
+func TestMediaAndAnnouncementsLeaveRoomForTheSpeakersOwnStreams(t *testing.T) {
+	m := mixer.New(&speaker{}, mixer.Options{Rate: rate}) // 16 streams
+	var refused error
+	opened := 0
+	for i := range 16 {
+		c := mixer.Media
+		if i%2 == 1 {
+			c = mixer.Announcement
+		}
+		if _, err := m.Open("plugin:x/radio", c, mono); err != nil {
+			refused = err
+			break
+		}
+		opened++
+	}
+	if opened != 12 || refused == nil || !strings.Contains(refused.Error(), "kept for") {
+		t.Fatalf("%d media and announcement streams opened of 16, then %v; want 12, then a refusal saying what is kept for what", opened, refused)
+	}
+	for _, c := range []mixer.Class{mixer.Voice, mixer.Voice, mixer.Earcon, mixer.Ring} {
+		if _, err := m.Open("own", c, mono); err != nil {
+			t.Fatalf("a %v stream with 12 plugin streams open: %v", c, err)
+		}
+	}
+	if _, err := m.Open("one more", mixer.Voice, mono); err == nil {
+		t.Fatal("a 17th stream opened")
 	}
 }
