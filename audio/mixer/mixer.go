@@ -17,6 +17,8 @@
 //   - Every change of a stream's gain (ducking, pausing, resuming) moves
 //     over the ramp, linearly, so that it never clicks.
 //   - The sum saturates at the 16-bit limits instead of wrapping.
+//   - Media and announcements (the plugins' sound) never take the last
+//     Reserved streams: a reply, an earcon and a ring always open.
 //
 // The output is mono at Options.Rate, the speaker's rate (today the wire
 // rate); a stereo output at the device's own rate is to come. The mixer
@@ -83,7 +85,8 @@ type Options struct {
 	Ramp time.Duration
 	// MediaWhileActive is "duck" (default) or "pause".
 	MediaWhileActive string
-	// MaxStreams bounds the streams open at once (default 16).
+	// MaxStreams bounds the streams open at once (default 16). Media and
+	// announcements (the plugins' sound) may take all but Reserved of them.
 	MaxStreams int
 	// Buffer is what a stream holds ahead of the mix (default 4 frames).
 	Buffer time.Duration
@@ -93,6 +96,11 @@ type Options struct {
 	KeepFed time.Duration
 	Logger  *slog.Logger
 }
+
+// Reserved is how many of MaxStreams (at most half) are kept for the
+// speaker's own classes: a reply and the one playing out, an earcon and a
+// ring.
+const Reserved = 4
 
 // Modes of MediaWhileActive.
 const (

@@ -318,11 +318,11 @@ func TestStopCloseAndTheMixersEndLeaveNoGoroutine(t *testing.T) {
 func TestOpenIsRefusedPastMaxStreamsAndForBadFormats(t *testing.T) {
 	m := mixer.New(&speaker{}, mixer.Options{Rate: rate, MaxStreams: 2})
 	for i := range 2 {
-		if _, err := m.Open("s", mixer.Media, mono); err != nil {
+		if _, err := m.Open("s", mixer.Voice, mono); err != nil {
 			t.Fatalf("stream %d: %v", i, err)
 		}
 	}
-	if _, err := m.Open("third", mixer.Media, mono); err == nil {
+	if _, err := m.Open("third", mixer.Voice, mono); err == nil {
 		t.Fatal("a third stream opened with MaxStreams 2")
 	}
 	for _, f := range []audio.Format{{Rate: 0, Channels: 1}, {Rate: 16000, Channels: 0}, {Rate: 16000, Channels: 99}} {
