@@ -471,7 +471,7 @@ func Default() *Config {
 			LazyOverrides:  map[string]bool{},
 			IdleStop:       Duration(10 * 60e9),
 			HealthInterval: Duration(60e9),
-			Audio:          PluginAudio{Deny: []string{}, Classes: []string{"ring", "earcon", "announcement", "media"}, MaxStreams: 2},
+			Audio:          PluginAudio{Deny: []string{}, Classes: []string{"earcon", "announcement", "media"}, MaxStreams: 2},
 		},
 		Audio: Audio{
 			Backend: "portaudio", Input: "default", Output: "default",

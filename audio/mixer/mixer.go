@@ -4,8 +4,11 @@
 // summed, each with a class that sets how it yields to the others.
 //
 // The policy:
-//   - Ring (a timer, an alarm) is above everything: while a ring stream is
-//     open, every other stream is ducked by DuckDB.
+//   - Ring (a timer, an alarm) is above everything: while a ring stream
+//     sounds, every other stream is ducked by DuckDB. A ring or an
+//     announcement sounds while it is not paused and has had sound within
+//     the last two frames (or the ramp, if longer): one that holds none (a
+//     writer that sent nothing, or stalled) ducks nothing.
 //   - While the assistant is active (SetActive: it listens or speaks), or
 //     an announcement or a ring plays, media is ducked by DuckDB, or paused
 //     when MediaWhileActive is "pause".
@@ -14,6 +17,8 @@
 //   - Every change of a stream's gain (ducking, pausing, resuming) moves
 //     over the ramp, linearly, so that it never clicks.
 //   - The sum saturates at the 16-bit limits instead of wrapping.
+//   - Media and announcements (the plugins' sound) never take the last
+//     Reserved streams: a reply, an earcon and a ring always open.
 //
 // The output is mono at Options.Rate, the speaker's rate (today the wire
 // rate); a stereo output at the device's own rate is to come. The mixer
@@ -80,7 +85,8 @@ type Options struct {
 	Ramp time.Duration
 	// MediaWhileActive is "duck" (default) or "pause".
 	MediaWhileActive string
-	// MaxStreams bounds the streams open at once (default 16).
+	// MaxStreams bounds the streams open at once (default 16). Media and
+	// announcements (the plugins' sound) may take all but Reserved of them.
 	MaxStreams int
 	// Buffer is what a stream holds ahead of the mix (default 4 frames).
 	Buffer time.Duration
@@ -90,6 +96,11 @@ type Options struct {
 	KeepFed time.Duration
 	Logger  *slog.Logger
 }
+
+// Reserved is how many of MaxStreams (at most half) are kept for the
+// speaker's own classes: a reply and the one playing out, an earcon and a
+// ring.
+const Reserved = 4
 
 // Modes of MediaWhileActive.
 const (
@@ -143,6 +154,7 @@ type Mixer struct {
 	log   *slog.Logger
 	frame int     // samples per write
 	step  float64 // gain change per sample (the ramp)
+	hold  int64   // samples after its last that a stream still sounds
 	duck  float64 // a ducked stream's gain
 
 	mu      sync.Mutex
@@ -154,6 +166,7 @@ type Mixer struct {
 	ducks   int64
 	opened  int64
 	played  [Media + 1]int64 // samples mixed, by class
+	clock   int64            // samples mixed out in all
 	acc     []int32
 	mixed   []int16
 	keepFed time.Duration
@@ -171,6 +184,7 @@ func New(out audio.Sink, o Options) *Mixer {
 		frame: max(1, int(o.Frame.Seconds()*float64(o.Rate))),
 		step:  1 / max(1, o.Ramp.Seconds()*float64(o.Rate)),
 		duck:  math.Pow(10, o.DuckDB/20),
+		hold:  int64(max(2*o.Frame, o.Ramp).Seconds() * float64(o.Rate)),
 		wake:  make(chan struct{}, 1)}
 	m.acc = make([]int32, m.frame)
 	m.mixed = make([]int16, m.frame)
@@ -235,7 +249,7 @@ func (m *Mixer) Status() []StreamStatus {
 	out := make([]StreamStatus, 0, len(m.streams))
 	for _, s := range m.streams {
 		target, paused := m.targetLocked(s, ringing, announcing)
-		pos := time.Duration(s.pos) * time.Second / time.Duration(m.o.Rate)
+		pos := m.duration(s.pos)
 		out = append(out, StreamStatus{Name: s.name, Class: s.class.String(), Format: s.f.String(),
 			Position: pos, Seconds: pos.Round(10 * time.Millisecond).Seconds(),
 			Ducked: target < 1 && !paused, Paused: paused})
@@ -259,22 +273,35 @@ func (m *Mixer) Stats() Stats {
 	defer m.mu.Unlock()
 	st := Stats{Streams: len(m.streams), Opened: m.opened, Ducks: m.ducks, Active: m.active, Played: map[string]time.Duration{}}
 	for c, n := range m.played {
-		st.Played[Class(c).String()] = time.Duration(n) * time.Second / time.Duration(m.o.Rate)
+		st.Played[Class(c).String()] = m.duration(n)
 	}
 	return st
 }
 
-// conditionsLocked: whether a ring or an announcement plays; m.mu held.
+// duration is how long n samples at the output's rate play: whole seconds
+// first, so that a week of samples does not overflow.
+func (m *Mixer) duration(n int64) time.Duration {
+	r := int64(m.o.Rate)
+	return time.Duration(n/r)*time.Second + time.Duration(n%r)*time.Second/time.Duration(r)
+}
+
+// conditionsLocked: whether a ring or an announcement sounds; m.mu held.
 func (m *Mixer) conditionsLocked() (ringing, announcing bool) {
 	for _, s := range m.streams {
 		switch {
-		case s.class == Ring:
+		case s.class == Ring && m.soundsLocked(s):
 			ringing = true
-		case s.class == Announcement && !s.paused:
+		case s.class == Announcement && m.soundsLocked(s):
 			announcing = true
 		}
 	}
 	return
+}
+
+// soundsLocked: s is not paused and has sound, or had some within m.hold;
+// m.mu held.
+func (m *Mixer) soundsLocked(s *Stream) bool {
+	return !s.paused && (s.n > 0 || s.sounded && m.clock-s.heard <= m.hold)
 }
 
 // targetLocked is the gain s moves to, and whether it is held (paused);
@@ -397,6 +424,9 @@ func (m *Mixer) mix() (int, []*Stream) {
 		}
 		k := s.mixInto(m.acc, target, m.step, paused)
 		m.played[s.class] += int64(k)
+		if k > 0 {
+			s.sounded, s.heard = true, m.clock+int64(k)
+		}
 		n = max(n, k)
 		if s.closing && s.n == 0 {
 			left = append(left, s)
@@ -406,6 +436,7 @@ func (m *Mixer) mix() (int, []*Stream) {
 	}
 	clear(m.streams[len(keep):])
 	m.streams = keep
+	m.clock += int64(n)
 	if ducked && !m.ducked {
 		m.ducks++
 	}

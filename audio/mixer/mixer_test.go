@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -317,11 +318,11 @@ func TestStopCloseAndTheMixersEndLeaveNoGoroutine(t *testing.T) {
 func TestOpenIsRefusedPastMaxStreamsAndForBadFormats(t *testing.T) {
 	m := mixer.New(&speaker{}, mixer.Options{Rate: rate, MaxStreams: 2})
 	for i := range 2 {
-		if _, err := m.Open("s", mixer.Media, mono); err != nil {
+		if _, err := m.Open("s", mixer.Voice, mono); err != nil {
 			t.Fatalf("stream %d: %v", i, err)
 		}
 	}
-	if _, err := m.Open("third", mixer.Media, mono); err == nil {
+	if _, err := m.Open("third", mixer.Voice, mono); err == nil {
 		t.Fatal("a third stream opened with MaxStreams 2")
 	}
 	for _, f := range []audio.Format{{Rate: 0, Channels: 1}, {Rate: 16000, Channels: 0}, {Rate: 16000, Channels: 99}} {
@@ -426,4 +427,89 @@ func TestTheSlotDropsInRealTimeWithoutADevice(t *testing.T) {
 			t.Fatal("Set(nil) did not unplug the device")
 		}
 	})
+}
+
+// TestARingOrAnAnnouncementThatIsPausedOrSilentDucksNothing: a ring or an
+// announcement stream ducks only while it plays: one that is paused, that
+// was opened and given no sound (a plugin that sent only the header), or
+// whose writer stopped, leaves the reply and the media whole; while it has
+// sound it ducks them.
+func TestARingOrAnAnnouncementThatIsPausedOrSilentDucksNothing(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		class mixer.Class
+		sound bool // 60 ms of 10000, then nothing
+		pause bool
+		over  int16 // the mix while it sounds: reply + media + it
+	}{
+		{"ring header only", mixer.Ring, false, false, 0},
+		{"ring paused", mixer.Ring, true, true, 0},
+		{"ring stalled", mixer.Ring, true, false, 100 + 10 + 10000},
+		{"announcement header only", mixer.Announcement, false, false, 0},
+		{"announcement paused", mixer.Announcement, true, true, 0},
+		{"announcement stalled", mixer.Announcement, true, false, 1000 + 10 + 10000},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				out := &speaker{}
+				m := mixer.New(out, mixer.Options{Rate: rate})
+				s, err := m.Open("plugin:x/alarm", c.class, mono)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if c.sound {
+					s.Write(constant(10000, 60*time.Millisecond)) // fits in the buffer
+				}
+				s.Pause(c.pause)
+				play(t, m, "reply", mixer.Voice, mono, constant(1000, time.Second))
+				play(t, m, "radio", mixer.Media, mono, constant(100, time.Second))
+				synctest.Wait()
+				run(t, m)
+				time.Sleep(2 * time.Second)
+				synctest.Wait()
+				got := out.played()
+				if c.over != 0 {
+					if v := got[30*rate/1000]; v != c.over {
+						t.Fatalf("while it sounds: %d, want %d", v, c.over)
+					}
+				}
+				if v := got[500*rate/1000]; v != 1100 {
+					t.Fatalf("%s: the mix is %d, want the reply (1000) and the media (100) whole; status %+v", c.name, v, m.Status())
+				}
+				s.Stop()
+			})
+		})
+	}
+}
+
+// TestMediaAndAnnouncementsLeaveRoomForTheSpeakersOwnStreams: plugins'
+// media and announcements may fill the mixer only up to MaxStreams less
+// four, so that a reply (and the one playing out), an earcon and a ring
+// still open; the refusal says why.
+func TestMediaAndAnnouncementsLeaveRoomForTheSpeakersOwnStreams(t *testing.T) {
+	m := mixer.New(&speaker{}, mixer.Options{Rate: rate}) // 16 streams
+	var refused error
+	opened := 0
+	for i := range 16 {
+		c := mixer.Media
+		if i%2 == 1 {
+			c = mixer.Announcement
+		}
+		if _, err := m.Open("plugin:x/radio", c, mono); err != nil {
+			refused = err
+			break
+		}
+		opened++
+	}
+	if opened != 12 || refused == nil || !strings.Contains(refused.Error(), "kept for") {
+		t.Fatalf("%d media and announcement streams opened of 16, then %v; want 12, then a refusal saying what is kept for what", opened, refused)
+	}
+	for _, c := range []mixer.Class{mixer.Voice, mixer.Voice, mixer.Earcon, mixer.Ring} {
+		if _, err := m.Open("own", c, mono); err != nil {
+			t.Fatalf("a %v stream with 12 plugin streams open: %v", c, err)
+		}
+	}
+	if _, err := m.Open("one more", mixer.Voice, mono); err == nil {
+		t.Fatal("a 17th stream opened")
+	}
 }

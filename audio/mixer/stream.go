@@ -28,6 +28,8 @@ type Stream struct {
 	r, n    int     // read position and samples held
 	gain    float64 // the gain of the last sample mixed
 	pos     int64   // samples mixed
+	heard   int64   // m.clock after the last sample mixed
+	sounded bool    // some sample was mixed
 	paused  bool
 	closing bool // Close: leave once empty
 	stopped bool
@@ -38,7 +40,8 @@ type Stream struct {
 }
 
 // Open adds a stream of format f (interleaved, any rate and channel count)
-// to the mix. It fails once MaxStreams are open or the mixer has ended.
+// to the mix. It fails once MaxStreams are open (media and announcements:
+// all but Reserved of them) or the mixer has ended.
 func (m *Mixer) Open(name string, c Class, f audio.Format) (*Stream, error) {
 	if c < Ring || c > Media {
 		return nil, fmt.Errorf("mixer: stream %q: unknown class %d", name, int(c))
@@ -66,6 +69,14 @@ func (m *Mixer) Open(name string, c Class, f audio.Format) (*Stream, error) {
 		m.mu.Unlock()
 		s.free()
 		return nil, fmt.Errorf("mixer: stream %q refused: %d streams play already (the most)", name, len(m.streams))
+	case c == Media || c == Announcement:
+		most := m.o.MaxStreams - min(Reserved, m.o.MaxStreams/2)
+		if n := m.countLocked(Media) + m.countLocked(Announcement); n >= most {
+			m.mu.Unlock()
+			s.free()
+			return nil, fmt.Errorf("mixer: stream %q refused: %d media and announcement streams play already, the most (the other %d are kept for the speaker's replies, earcons and ring)",
+				name, n, m.o.MaxStreams-most)
+		}
 	}
 	ringing, announcing := m.conditionsLocked()
 	if target, _ := m.targetLocked(s, ringing, announcing); target < 1 {
@@ -77,6 +88,17 @@ func (m *Mixer) Open(name string, c Class, f audio.Format) (*Stream, error) {
 	m.log.Debug("stream opened", "name", name, "class", c.String(), "format", f.String())
 	m.signal()
 	return s, nil
+}
+
+// countLocked is how many streams of class c are open; m.mu held.
+func (m *Mixer) countLocked(c Class) int {
+	n := 0
+	for _, s := range m.streams {
+		if s.class == c {
+			n++
+		}
+	}
+	return n
 }
 
 // Name is the stream's name.

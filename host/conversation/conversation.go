@@ -504,14 +504,14 @@ func (c *Conversation) listenEvent(f voice.Frame) {
 	}
 }
 
-// syncActive tells the mixer whether the assistant is active (a turn
-// listens, its answer is awaited, or a reply plays): media is ducked, or
-// paused, while it is.
+// syncActive tells the mixer whether the assistant is active (a wake
+// word starts a turn, a turn listens, its answer is awaited, or a reply
+// plays): media is ducked, or paused, while it is.
 func (c *Conversation) syncActive() {
 	c.mu.Lock()
 	on := c.talking || c.watch != nil
 	c.mu.Unlock()
-	c.o.Output.SetActive(on || c.play.busy())
+	c.o.Output.SetActive(on || c.wakePending() || c.play.busy())
 }
 
 // stopWaitLocked ends the microphone's pause for a reply; c.mu held.

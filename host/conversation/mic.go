@@ -27,6 +27,7 @@ func (c *Conversation) capture(ctx context.Context) {
 	buf := make([]int16, n)
 	if c.wk != nil {
 		c.wakeReset()
+		defer c.dropWake(true)
 	}
 	muted := false
 	for ctx.Err() == nil {
@@ -42,6 +43,9 @@ func (c *Conversation) capture(ctx context.Context) {
 			}
 			if !muted {
 				c.muteEndsTurn()
+			}
+			if c.wk != nil {
+				c.dropWake(false) // privacy: no detection from before the mute starts a turn
 			}
 			muted = true
 			continue // privacy: nothing from the microphone leaves

@@ -41,6 +41,8 @@ type player struct {
 	ended    bool
 	cues     []cue
 	overflow bool // warned about a full buffer for this reply
+	cut      int  // replies cut short (flush, drop)
+	handed   int  // cut when next handed out the last chunk of a reply
 
 	underruns, bargeIns int64 // counted for metrics
 }
@@ -125,6 +127,7 @@ func (p *player) flush(task string) {
 		}
 	}
 	p.task, p.buf, p.off, p.started, p.ended, p.overflow = task, p.buf[:0], 0, false, false, false
+	p.cut++
 	stop := p.stopLocked()
 	p.mu.Unlock()
 	stopAll(stop)
@@ -193,7 +196,7 @@ func (p *player) next(chunk, silence []int16) (kind int, out []int16, task strin
 		p.isCue = true
 		return play, out, ""
 	case queued >= p.lead || (queued > 0 && (p.started || p.ended)):
-		p.started = true
+		p.started, p.handed = true, p.cut
 		n := copy(chunk, p.buf[p.off:])
 		p.off += n
 		return play, chunk[:n], ""
@@ -249,7 +252,9 @@ func (p *player) run(ctx context.Context) {
 		}
 		if st == nil {
 			var err error
-			if st, err = p.open(); err != nil {
+			if st, err = p.open(); errors.Is(err, errCutShort) {
+				continue // the chunk's reply is over: it goes
+			} else if err != nil {
 				p.log.Warn("the reply cannot play", "err", err)
 				p.pause(ctx)
 				continue
@@ -273,10 +278,18 @@ func (p *player) run(ctx context.Context) {
 	stopAll(stop)
 }
 
-// open opens the current reply's stream on the mixer.
+// errCutShort: the reply of the chunk to play was cut short since next
+// handed it out.
+var errCutShort = errors.New("the reply was cut short")
+
+// open opens the current reply's stream on the mixer, unless the reply of
+// the chunk next handed out last has been cut short since.
 func (p *player) open() (*mixer.Stream, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.handed != p.cut {
+		return nil, errCutShort
+	}
 	if p.st != nil {
 		return p.st, nil
 	}
@@ -333,6 +346,7 @@ func (p *player) drop(task string) bool {
 	var stop []*mixer.Stream
 	if mine {
 		p.task, p.buf, p.off, p.started, p.ended, p.overflow = "", p.buf[:0], 0, false, false, false
+		p.cut++
 		stop = p.stopLocked()
 	}
 	p.mu.Unlock()

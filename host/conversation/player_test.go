@@ -113,3 +113,39 @@ func TestPlayerAfterABargeInWithoutAnAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestAReplyCutShortAtItsStartLeavesNoStreamOpen: run's steps in the order
+// a link drop, a dropped reply or a barge-in can interleave them: next
+// hands out the reply's first chunk, the reply is cut short, then run,
+// which holds no stream yet, opens one for that chunk. No stream may be
+// left open for a reply that is over (it would never be closed: busy()
+// stays true and the media stays ducked).
+func TestAReplyCutShortAtItsStartLeavesNoStreamOpen(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		cut  func(p *player)
+	}{
+		{"link down", func(p *player) { p.flush("") }},
+		{"dropped", func(p *player) { p.drop("t1") }},
+		{"barge-in", func(p *player) { p.flush("t2") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := mixer.New(mixer.NewSlot(16000), mixer.Options{Rate: 16000})
+			p := newPlayer(m, 16000, 60*time.Millisecond, 120*time.Millisecond, slog.New(slog.DiscardHandler), func(string) {})
+			chunk, silence := make([]int16, p.frame), make([]int16, p.frame)
+			p.push("t1", frameOf(1))
+			p.push("t1", frameOf(2))
+			if k, _, _ := p.next(chunk, silence); k != play {
+				t.Fatalf("kind %d, want the first chunk", k)
+			}
+			c.cut(p)
+			p.open() // run: no stream yet, so it opens one for the chunk
+			if k, _, _ := p.next(chunk, silence); k != idle {
+				t.Fatalf("kind %d after the reply was cut short, want idle", k)
+			}
+			if p.busy() || len(m.Status()) != 0 {
+				t.Fatalf("nothing to play, yet busy() %v (the media stays ducked) and the mixer holds %+v", p.busy(), m.Status())
+			}
+		})
+	}
+}

@@ -63,6 +63,7 @@ type waker struct {
 	mu      sync.Mutex
 	pending *Detection
 	follow  bool // a reply is over: open the follow-up window
+	off     bool // no microphone is read: a detection is stale
 
 	pos       int64   // stream position after the last frame read
 	ring      []int16 // the last samples read; ring[0] is at ringStart
@@ -90,7 +91,7 @@ func newWaker(o WakeOptions, rate int) (*waker, error) {
 	if o.MaxTurn <= 0 {
 		o.MaxTurn = 30 * time.Second
 	}
-	w := &waker{o: o, rate: rate}
+	w := &waker{o: o, rate: rate, off: true}
 	var err error
 	if w.earcon, err = loadEarcon(o.Earcon, rate); err != nil {
 		return nil, fmt.Errorf("conversation.earcons.wake: %w", err)
@@ -104,15 +105,53 @@ func newWaker(o WakeOptions, rate int) (*waker, error) {
 func (w *waker) samples(d time.Duration) int64 { return int64(d.Seconds() * float64(w.rate)) }
 
 // Wake takes a detection from the detector (from any goroutine); the
-// microphone's next frame starts the turn.
+// microphone's next frame starts the turn. One that comes while the
+// microphone is muted or not read is stale.
 func (c *Conversation) Wake(d Detection) {
 	if c.wk == nil {
 		return
 	}
+	if c.o.MicMuted != nil && c.o.MicMuted() {
+		c.log.Debug("wake word heard while the microphone is muted; ignored", "model", d.Model)
+		return
+	}
 	c.wk.mu.Lock()
-	c.wk.pending = &d
+	off := c.wk.off
+	if !off {
+		c.wk.pending = &d
+	}
 	c.wk.mu.Unlock()
+	if off {
+		c.log.Debug("wake word heard while no microphone is read; ignored", "model", d.Model)
+		return
+	}
 	c.o.Output.SetActive(true) // at once: the media goes down while the turn starts
+}
+
+// wakePending reports whether a detection waits for the microphone's next
+// frame.
+func (c *Conversation) wakePending() bool {
+	if c.wk == nil {
+		return false
+	}
+	c.wk.mu.Lock()
+	defer c.wk.mu.Unlock()
+	return c.wk.pending != nil
+}
+
+// dropWake drops a detection not yet taken (the microphone is muted, or
+// stops being read: off), and gives the media back if it was all that
+// ducked it.
+func (c *Conversation) dropWake(off bool) {
+	w := c.wk
+	w.mu.Lock()
+	had := w.pending != nil
+	w.pending = nil
+	w.off = w.off || off
+	w.mu.Unlock()
+	if had || off {
+		c.syncActive()
+	}
 }
 
 // wakeReplyOver is called when a reply is over: the follow-up window
@@ -138,8 +177,9 @@ func (c *Conversation) wakeReset() {
 	w.ring, w.ringStart, w.streamStart = w.ring[:0], w.pos, w.pos
 	w.followTill = 0
 	w.mu.Lock()
-	w.pending, w.follow = nil, false
+	w.pending, w.follow, w.off = nil, false, false
 	w.mu.Unlock()
+	c.syncActive()
 }
 
 // wakeFrame takes one microphone frame: it feeds the detector, keeps the

@@ -261,3 +261,45 @@ func TestMutedMicrophoneStartsNoWakeTurn(t *testing.T) {
 		t.Fatalf("%d frames sent after a detection taken while muted (first %v), want none", len(fs), fs[0].Type)
 	}
 }
+
+// TestAWakeThatStartsNoTurnLeavesTheMediaAlone: a detection ducks the media
+// at once (Wake), so one that the microphone never takes must not leave
+// it ducked: one dropped because a new stream began (a reopened
+// microphone, an unmute), one that comes while the microphone is muted,
+// and one that comes after the microphone failed.
+func TestAWakeThatStartsNoTurnLeavesTheMediaAlone(t *testing.T) {
+	t.Run("new stream", func(t *testing.T) {
+		c, err := New(Options{Mode: "manual", Rate: 16000, Frame: 20 * time.Millisecond, Wake: &WakeOptions{}}, &sent{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.wakeReset() // the microphone opens
+		c.Wake(Detection{Model: "hey_jarvis", Score: 0.9, End: 1})
+		c.wakeReset() // the microphone is on again after a mute, before its next frame
+		if c.o.Output.Active() {
+			t.Fatal("no turn started and none will, yet the mixer still ducks the media (active)")
+		}
+	})
+	t.Run("muted", func(t *testing.T) {
+		var fed atomic.Int64
+		var muted atomic.Bool
+		muted.Store(true)
+		r := newWakeRig(t, Options{Mode: "manual", Wake: &WakeOptions{}, MicMuted: muted.Load}, func(int64) bool { return true }, &fed)
+		r.c.LinkUp()
+		r.c.Wake(Detection{Model: "hey_jarvis", Score: 0.9, End: 0}) // the detector's late word on audio from before the mute
+		if r.c.o.Output.Active() {
+			t.Fatal("a detection while the microphone is muted ducks the media until the unmute")
+		}
+	})
+	t.Run("failed microphone", func(t *testing.T) {
+		var fed atomic.Int64
+		r := newWakeRig(t, Options{Mode: "manual", Wake: &WakeOptions{}}, func(int64) bool { return true }, &fed)
+		r.c.LinkUp()
+		r.mic.Close() // the microphone fails: capture ends
+		eventually(t, "the capture to end", func() bool { return !r.c.hasMic() })
+		r.c.Wake(Detection{Model: "hey_jarvis", Score: 0.9, End: fed.Load()}) // on its last audio
+		if r.c.o.Output.Active() {
+			t.Fatal("a detection after the microphone failed ducks the media until it is opened again")
+		}
+	})
+}
