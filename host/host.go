@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"sync/atomic"
 
-	"github.com/agenthost/agenthost/audio/mixer"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/calls"
@@ -181,11 +180,6 @@ func (h *Host) Conversation() *conversation.Conversation {
 	}
 	return h.talk.Conversation()
 }
-
-// Output is the speaker's mixer, the one way to the loudspeaker: a sound
-// source (media, an announcement) opens a stream on it. Nil when
-// standalone.
-func (h *Host) Output() *mixer.Mixer { return h.speaker.Output() }
 
 // Registry is the merged set of services; providers are added to it.
 func (h *Host) Registry() *services.Registry { return h.calls.Registry() }

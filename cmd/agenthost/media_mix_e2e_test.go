@@ -121,3 +121,16 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 		t.Fatalf("want the music loud, and ducked under the turn, the announcement and the ring; music/announcement/chime dB per window:%s", b.String())
 	}
 }
+
+// level is the amplitude of the hz component of p (16 kHz), Hann-windowed.
+func level(p []int16, hz float64) float64 {
+	var re, im, wsum float64
+	for i, v := range p {
+		w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(i)/float64(len(p)))
+		a := 2 * math.Pi * hz * float64(i) / 16000
+		re += w * float64(v) * math.Cos(a)
+		im -= w * float64(v) * math.Sin(a)
+		wsum += w
+	}
+	return 2 * math.Hypot(re, im) / wsum
+}

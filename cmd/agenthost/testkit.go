@@ -3,16 +3,12 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
-	"math"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/agenthost/agenthost/audio"
-	"github.com/agenthost/agenthost/audio/mixer"
 	"github.com/agenthost/agenthost/host"
 	"github.com/agenthost/agenthost/host/services"
 )
@@ -23,7 +19,7 @@ import (
 func init() {
 	addTestProviders = func(h *host.Host) error {
 		h.OnCall(callTimes.record)
-		return h.Registry().Put(testkit{h})
+		return h.Registry().Put(testkit{})
 	}
 }
 
@@ -54,7 +50,7 @@ func (l *callLog) take(method string) []int64 {
 	return out
 }
 
-type testkit struct{ h *host.Host }
+type testkit struct{}
 
 func (testkit) ID() string { return "testkit" }
 
@@ -67,27 +63,20 @@ func (testkit) Services() []services.Service {
 		{Name: "testkit_hang", Description: "never answers", Timeout: 300 * time.Millisecond},
 		{Name: "testkit_big", Description: "answers 100 KiB"},
 		{Name: "testkit_slow", Description: "answers after ms milliseconds", Parameters: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer"}}}`)},
-		{Name: "testkit_play", Description: "plays a tone on the speaker's mixer as a stream of a class (a fake sound source until plugins can play)",
-			Parameters: json.RawMessage(`{"type":"object","properties":{"hz":{"type":"number"},"seconds":{"type":"number","maximum":60},"class":{"type":"string"},"rate":{"type":"integer"},"channels":{"type":"integer"}},"required":["hz","seconds","class"]}`)},
 		{Name: "testkit_calls", Description: "hands over (and forgets) the host's own time of each call of a method, in ns",
 			Parameters: json.RawMessage(`{"type":"object","properties":{"method":{"type":"string"}},"required":["method"]}`)},
 	}
 }
 
-func (k testkit) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+func (testkit) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	var p struct {
-		Text           string
-		Count          int
-		MS             int
-		Method         string
-		Hz, Seconds    float64
-		Class          string
-		Rate, Channels int
+		Text   string
+		Count  int
+		MS     int
+		Method string
 	}
 	json.Unmarshal(params, &p)
 	switch method {
-	case "testkit_play":
-		return k.play(p.Hz, p.Seconds, p.Class, audio.Format{Rate: cmp.Or(p.Rate, 44100), Channels: cmp.Or(p.Channels, 2)})
 	case "testkit_calls":
 		return json.Marshal(callTimes.take(p.Method))
 	case "testkit_echo":
@@ -108,34 +97,4 @@ func (k testkit) Call(ctx context.Context, method string, params json.RawMessage
 		}
 	}
 	return nil, nil
-}
-
-// play plays a tone at a quarter of full scale, in 100 ms writes, in the
-// background.
-func (k testkit) play(hz, secs float64, class string, f audio.Format) (json.RawMessage, error) {
-	c, err := mixer.ParseClass(class)
-	if err != nil {
-		return nil, err
-	}
-	st, err := k.h.Output().Open("testkit tone", c, f)
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		n := int(secs * float64(f.Rate))
-		buf := make([]int16, f.Rate/10*f.Channels)
-		for i := 0; i < n; i += f.Rate / 10 {
-			for j := range f.Rate / 10 {
-				v := int16(0.25 * math.MaxInt16 * math.Sin(2*math.Pi*hz*float64(i+j)/float64(f.Rate)))
-				for ch := range f.Channels {
-					buf[j*f.Channels+ch] = v
-				}
-			}
-			if _, err := st.Write(buf); err != nil {
-				return
-			}
-		}
-		st.Close()
-	}()
-	return json.Marshal("playing")
 }
