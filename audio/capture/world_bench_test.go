@@ -20,7 +20,10 @@ import (
 //	go test ./audio/capture/ -run '^$' -bench WorldEcho -benchtime 1x
 //
 // AGENTHOST_AEC_SET=tuning (or fresh, a second held-out set) measures that
-// set instead of the held-out one; AGENTHOST_AEC_SCENES=1 adds a line per scene. Each cell is the
+// set instead of the held-out one; AGENTHOST_AEC_SCENES=1 adds a line per scene (echo removed;
+// near correlation, the lowest and the segment at 1 s's; and of that segment, the near speech's
+// gain through the canceller and the rest of the output re it, dB: a near speech held down in
+// part, or distorted, leaves a loud rest; an echo left, too). Each cell is the
 // smallest figure over the row's scenes (the median in brackets); the
 // correlation rows are the 10th percentile over the double-talk segments.
 func BenchmarkWorldEcho(b *testing.B) {
@@ -92,7 +95,7 @@ func BenchmarkWorldEcho(b *testing.B) {
 			fmt.Fprintf(w, "%-44s", sc.name())
 			for i := range cs {
 				r := res[i][k]
-				fmt.Fprintf(w, " %5.1f dB %4.2f/%4.2f", r.erle, percentile(r.corr, 0), r.first)
+				fmt.Fprintf(w, " %5.1f dB %4.2f/%4.2f %5.1f/%5.1f", r.erle, percentile(r.corr, 0), r.first, -r.loss[0], r.rest[0])
 			}
 			fmt.Fprintln(w)
 		}

@@ -169,6 +169,7 @@ type worldResult struct {
 	corr  []float64 // near-speech correlation per double-talk segment
 	first float64   // of the segment starting at 1 s
 	loss  []float64 // dB of the near speech lost per segment
+	rest  []float64 // dB of the output beside the near speech (its least-squares part), per segment, re that part
 }
 
 // measureWorld runs a canceller (mic, far → out) over a scene.
@@ -185,13 +186,16 @@ func measureWorld(sc worldScene, run func(mic, far []int16) []int16) worldResult
 	for i, s := range sc.segs {
 		c, lag := echoroom.Correlation(dt, sc.dt.Near, s[0], s[1], rate/50)
 		r.corr = append(r.corr, c)
-		var xy, xx float64
+		var xy, xx, yy float64
 		for i := s[0]; i < s[1] && i+lag < len(dt); i++ {
-			x := float64(sc.dt.Near[i])
-			xy += x * float64(dt[i+lag])
+			x, y := float64(sc.dt.Near[i]), float64(dt[i+lag])
+			xy += x * y
 			xx += x * x
+			yy += y * y
 		}
 		r.loss = append(r.loss, -20*math.Log10(max(xy/xx, 1e-3)))
+		kept := xy * xy / xx // the output's energy along the near speech
+		r.rest = append(r.rest, 10*math.Log10(max(yy-kept, 1e-9)/max(kept, 1e-9)))
 		if i == 0 {
 			r.first = c
 		}
