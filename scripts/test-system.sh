@@ -9,7 +9,9 @@
 # chrooted into a Debian root of that suite, and runs the checks of
 # test/system against it: TestSystem (install, upgrade, the sandbox, reload,
 # watchdog, stop, purge, install.sh, the user unit), TestAptRepository (a
-# signed repository of both suites: install, upgrade, tampering refused) and,
+# signed repository of both suites: install, upgrade, tampering refused),
+# TestMediaFromThePackage (the media plugin plays an MP3 from a local HTTP
+# server into the file sink, decoded by the ffmpeg the package Recommends) and,
 # on trixie, TestDesktop (the user unit playing into and recording from a
 # real PipeWire) and TestWakeWordFromThePackage (fetch-wakeword, check and
 # a wake-word turn from the hardened service). The simulated voice server runs on 127.0.0.1 outside (the
@@ -239,6 +241,8 @@ for suite in "${SUITES[@]}"; do
   run_tests "$suite-TestAptRepository" '^TestAptRepository$' "$@" || fail=1
   section "$suite: TestWakeWordFromThePackage"
   run_tests "$suite-TestWakeWordFromThePackage" '^TestWakeWordFromThePackage$' "$@" || fail=1
+  section "$suite: TestMediaFromThePackage"
+  run_tests "$suite-TestMediaFromThePackage" '^TestMediaFromThePackage$' "$@" || fail=1
   if [ "$suite" = trixie ]; then
     section "$suite: TestDesktop (PipeWire)"
     run_tests "$suite-TestDesktop" '^TestDesktop$' "$@" || fail=1
