@@ -205,7 +205,8 @@ for suite in "${SUITES[@]}"; do
   section "the $suite root with systemd"
   include="systemd,systemd-sysv,dbus,procps,libpam-systemd"   # libpam-systemd: user managers (the user unit)
   [ "$suite" = trixie ] && include+=",pipewire,pipewire-bin,pipewire-alsa,wireplumber,dbus-user-session,alsa-utils,libonnxruntime1.21"
-  for dep in $(dpkg-deb -f "$d" Depends | sed 's/([^)]*)//g; s/|[^,]*//g; s/[[:space:]]//g; s/,/ /g'); do include+=",$dep"; done
+  # The package's Depends and Recommends, as `apt install` brings them (ffmpeg: the media plugin's decoder).
+  for dep in $({ dpkg-deb -f "$d" Depends; dpkg-deb -f "$d" Recommends; } | sed 's/([^)]*)//g; s/|[^,]*//g; s/[[:space:]]//g; s/,/ /g'); do include+=",$dep"; done
   root=$(root_make "system-$suite" "$suite" amd64 minbase "$include")
 
   section "booting systemd as PID 1 in the $suite root (overlay on the cached root)"
