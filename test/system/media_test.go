@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -39,18 +40,7 @@ func TestMediaFromThePackage(t *testing.T) {
 
 	dir := t.TempDir()
 	const secs, hz, amp = 6, 300, 0.25
-	music := filepath.Join(dir, "tone.wav")
-	for _, c := range [][]string{
-		{"sox", "-n", "-r", "44100", "-c", "2", music, "synth", "6", "sine", "300", "vol", "0.25"},
-		{"lame", "--quiet", "-b", "192", music, filepath.Join(dir, "tone.mp3")},
-	} {
-		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
-			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
-		}
-	}
-	// The root shares this network namespace: 127.0.0.1 is the same inside.
-	web := httptest.NewServer(http.FileServer(http.Dir(dir)))
-	defer web.Close()
+	url := serveToneMP3(t, dir, secs, hz, amp)
 
 	tok := make([]byte, 16)
 	rand.Read(tok)
@@ -92,7 +82,6 @@ func TestMediaFromThePackage(t *testing.T) {
 	cur := b.cursor()
 	b.must("systemctl", "restart", unit)
 	waitFor(t, srv, time.Minute, "a register with the media plugin's play_media", func() bool { return lastRegisterHas(srv, "play_media") })
-	url := web.URL + "/tone.mp3"
 	out := b.must("agenthost", "play", "--config", config, url)
 	t.Logf("agenthost play %s: %s", url, strings.TrimSpace(out))
 
@@ -145,6 +134,26 @@ func TestMediaFromThePackage(t *testing.T) {
 	if toneWin < (secs-0.5)*50 || toneWin > (secs+0.5)*50 || otherWin > 10 {
 		t.Errorf("want about %d s of the %d Hz tone at %.2f of full scale in the speaker's file, and nothing else", secs, hz, amp)
 	}
+}
+
+// serveToneMP3 makes secs of a sine at hz (amp of full scale, 44.1 kHz
+// stereo) with sox, encodes it with lame, and serves it over HTTP on
+// 127.0.0.1, which is the same inside the booted root (it shares this
+// network namespace); it returns the MP3's URL.
+func serveToneMP3(t *testing.T, dir string, secs, hz int, amp float64) string {
+	t.Helper()
+	wav := filepath.Join(dir, "tone.wav")
+	for _, c := range [][]string{
+		{"sox", "-n", "-r", "44100", "-c", "2", wav, "synth", strconv.Itoa(secs), "sine", strconv.Itoa(hz), "vol", strconv.FormatFloat(amp, 'f', -1, 64)},
+		{"lame", "--quiet", "-b", "192", wav, filepath.Join(dir, "tone.mp3")},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
+		}
+	}
+	web := httptest.NewServer(http.FileServer(http.Dir(dir)))
+	t.Cleanup(web.Close)
+	return web.URL + "/tone.mp3"
 }
 
 // firstChannel returns channel 0 of interleaved samples.
