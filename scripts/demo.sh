@@ -9,8 +9,10 @@
 # come back into the microphone, a person asks a question every 15 s, and the echo
 # canceller and noise suppressor keep the host from interrupting itself (add
 # --set audio.echo_room.interrupt=run/stop.wav to hear a barge-in in every reply).
+# --music: music plays through the speaker's mixer (the media plugin, from a
+# loopback HTTP server) and each wake-word turn ducks it (--wake is implied).
 # Runs until Ctrl-C (or for DEMO_SECONDS seconds).
-# Usage: scripts/demo.sh [--audio file|portaudio|echo-room|none] [--echo-room] [extra `agenthost run` flags]
+# Usage: scripts/demo.sh [--audio file|portaudio|echo-room|none] [--echo-room] [--wake] [--music] [extra `agenthost run` flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/env.sh
@@ -58,9 +60,16 @@ esac
 # reply the speaker waits for the phrase again. The models (openWakeWord's,
 # CC BY-NC-SA 4.0: non-commercial use) and, on bookworm, ONNX Runtime are
 # fetched once into ~/.cache/agenthost/wakeword by scripts/fetch-wakeword.sh.
-wake=0 rest=()
-for a in "$@"; do if [ "$a" = --wake ]; then wake=1; else rest+=("$a"); fi; done
+# --music (anywhere among the arguments): music made here (sox chords, lame
+# MP3), served on 127.0.0.1:${DEMO_MUSIC_PORT:-8010} and played with `agenthost
+# play`; the wake word is on, since a speaker that listens all the time (VAD
+# without it) would keep the music ducked all the time.
+wake=0 music=0 rest=()
+for a in "$@"; do
+  case $a in --wake) wake=1 ;; --music) music=1 wake=1 ;; *) rest+=("$a") ;; esac
+done
 set -- "${rest[@]+"${rest[@]}"}"
+if [ "$music" = 1 ] && [ "$audio" = none ]; then echo "demo: --music needs a speaker (--audio file, portaudio or echo-room)" >&2; exit 2; fi
 if [ "$wake" = 1 ]; then
   wakedir=$(scripts/fetch-wakeword.sh --dest "${XDG_CACHE_HOME:-$HOME/.cache}/agenthost/wakeword")
   go build -o bin/agenthost-wakeword ./cmd/agenthost-wakeword   # beside bin/agenthost, where the host looks
@@ -74,12 +83,34 @@ if [ "$wake" = 1 ]; then
   echo "== wake word on: say (or the demo's microphone says) \"hey jarvis\", then the question" >&2
 fi
 
+if [ "$music" = 1 ]; then
+  # Four plucked chords, half a second each, then the bar again: two minutes, -15 dBFS at the peaks.
+  mkdir -p run/music
+  bar=()
+  for chord in "C3 E3 G3" "A2 C3 E3" "F2 A2 C3" "G2 B2 D3"; do
+    set -f; notes=($chord); set +f
+    for beat in 1 2; do
+      f=run/music/bar-${#bar[@]}.wav
+      sox -r 44100 -c 3 -n -b 16 -c 2 "$f" synth 0.5 pluck "${notes[0]}" pluck "${notes[1]}" pluck "${notes[2]}" remix -
+      bar+=("$f")
+    done
+  done
+  sox "${bar[@]}" run/music/music.wav gain -n -15 repeat 29
+  lame --quiet -b 128 run/music/music.wav run/music/music.mp3
+  rm -f "${bar[@]}" run/music/music.wav
+fi
+
 pids=()
 cleanup() {
+  if [ -n "${monitor_pid:-}" ]; then kill "$monitor_pid" 2>/dev/null || true; fi
+  if [ "$music" = 1 ]; then
+    echo "== the speaker's output at the end (played_s: seconds of each class of sound; ducks: times the music went down):"
+    output_status || true
+  fi
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   if [ "$audio" = file ] && [ -f run/reply.wav ]; then
-    echo "== the spoken replies: $(soxi -D run/reply.wav 2>/dev/null || echo '?') s of audio in run/reply.wav"
+    echo "== the speaker's sound: $(soxi -D run/reply.wav 2>/dev/null || echo '?') s of audio in run/reply.wav"
   fi
 }
 at_exit cleanup
@@ -91,6 +122,7 @@ bin/agenthost run --config examples/demo.yaml --set "plugins.config.files.root=$
 pids+=($!)
 
 ah() { bin/agenthost "$1" --config examples/demo.yaml "${@:2}"; }
+output_status() { ah status | sed -n '/^  "output": {/,/^  }/p'; }
 for _ in $(seq 50); do ah status >/dev/null 2>&1 && break; sleep 0.2; done
 echo "== the host is up; services it lends the server:"
 ah status
@@ -101,12 +133,42 @@ echo "== a call through the same dispatch as the server's:"
 ah call get_current_time '{"format":"detailed"}' || true
 echo "== running; Ctrl-C stops both (try: bin/agenthost say --config examples/demo.yaml 'hello')"
 if [ "$audio" = file ]; then
-  echo "== voice turns: run/question.wav is the microphone (the simulator's VAD ends each turn); replies go to run/reply.wav"
+  if [ "$wake" = 1 ]; then mic=run/wake.wav; else mic=run/question.wav; fi
+  echo "== voice turns: $mic is the microphone (the simulator's VAD ends each turn); the speaker's sound goes to run/reply.wav"
 fi
 if [ "$audio" = echo-room ]; then
   echo "== the echo room: a question every 15 s; each reply echoes back into the microphone 10 dB down, and the"
   echo "   canceller removes it (the first ~2 s of sound are held down while it learns the room). A barge-in would"
   echo "   show as 'playback flushed (barge-in)' in the host's log."
+fi
+if [ "$music" = 1 ]; then
+  port=${DEMO_MUSIC_PORT:-8010}
+  python3 -m http.server --bind 127.0.0.1 --directory run/music "$port" >/dev/null 2>&1 &
+  pids+=($!)
+  served=0
+  for _ in $(seq 50); do curl -sfI "http://127.0.0.1:$port/music.mp3" >/dev/null 2>&1 && { served=1; break; }; sleep 0.1; done
+  [ "$served" = 1 ] || { echo "demo: nothing serves run/music on 127.0.0.1:$port (port taken? set DEMO_MUSIC_PORT)" >&2; exit 1; }
+  echo "== music: agenthost play http://127.0.0.1:$port/music.mp3 (the media plugin decodes it with ffmpeg)"
+  ah play "http://127.0.0.1:$port/music.mp3"
+  echo "== each wake-word turn ducks the music (audio.mix.duck_db) while the host listens and the reply plays over it"
+  # What the mixer does, as it happens: the assistant's turns duck the music, and it comes back after the reply.
+  (
+    was=false
+    while sleep 0.2; do
+      st=$(ah status 2>/dev/null) || continue
+      now=$(sed -n 's/^    "assistant_active": \(true\|false\).*/\1/p' <<<"$st")
+      [ -n "$now" ] && [ "$now" != "$was" ] || continue
+      ducks=$(sed -n 's/^    "ducks": \([0-9]*\).*/\1/p' <<<"$st")
+      if [ "$now" = true ]; then
+        echo "== $(date +%T) the assistant is listening: music ducked (ducks so far: $ducks)"
+      else
+        echo "== $(date +%T) the turn and its reply are over: music loud again; the output:"
+        sed -n '/^  "output": {/,/^  }/p' <<<"$st"
+      fi
+      was=$now
+    done
+  ) &
+  monitor_pid=$!
 fi
 if [ -n "${DEMO_SECONDS:-}" ]; then sleep "$DEMO_SECONDS"; else wait "${pids[1]}"; fi
 

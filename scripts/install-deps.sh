@@ -13,6 +13,7 @@ PACKAGES=(
   sox espeak-ng                                                                # test speech and measurement
   ffmpeg                                                                       # the media plugin's decoder
   lame vorbis-tools flac opus-tools                                            # encoders for the media plugin's test sound
+  python3                                                                      # scripts/demo.sh --music serves its music (http.server)
 )
 # The MCP tests run third-party MCP programs from npm; a machine without Node
 # gets Debian's, and where that is older than 20 (bookworm's 18)

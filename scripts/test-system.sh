@@ -9,7 +9,9 @@
 # chrooted into a Debian root of that suite, and runs the checks of
 # test/system against it: TestSystem (install, upgrade, the sandbox, reload,
 # watchdog, stop, purge, install.sh, the user unit), TestAptRepository (a
-# signed repository of both suites: install, upgrade, tampering refused) and,
+# signed repository of both suites: install, upgrade, tampering refused),
+# TestMediaFromThePackage (the media plugin plays an MP3 from a local HTTP
+# server into the file sink, decoded by the ffmpeg the package Recommends) and,
 # on trixie, TestDesktop (the user unit playing into and recording from a
 # real PipeWire) and TestWakeWordFromThePackage (fetch-wakeword, check and
 # a wake-word turn from the hardened service). The simulated voice server runs on 127.0.0.1 outside (the
@@ -203,7 +205,8 @@ for suite in "${SUITES[@]}"; do
   section "the $suite root with systemd"
   include="systemd,systemd-sysv,dbus,procps,libpam-systemd"   # libpam-systemd: user managers (the user unit)
   [ "$suite" = trixie ] && include+=",pipewire,pipewire-bin,pipewire-alsa,wireplumber,dbus-user-session,alsa-utils,libonnxruntime1.21"
-  for dep in $(dpkg-deb -f "$d" Depends | sed 's/([^)]*)//g; s/|[^,]*//g; s/[[:space:]]//g; s/,/ /g'); do include+=",$dep"; done
+  # The package's Depends and Recommends, as `apt install` brings them (ffmpeg: the media plugin's decoder).
+  for dep in $({ dpkg-deb -f "$d" Depends; dpkg-deb -f "$d" Recommends; } | sed 's/([^)]*)//g; s/|[^,]*//g; s/[[:space:]]//g; s/,/ /g'); do include+=",$dep"; done
   root=$(root_make "system-$suite" "$suite" amd64 minbase "$include")
 
   section "booting systemd as PID 1 in the $suite root (overlay on the cached root)"
@@ -239,6 +242,8 @@ for suite in "${SUITES[@]}"; do
   run_tests "$suite-TestAptRepository" '^TestAptRepository$' "$@" || fail=1
   section "$suite: TestWakeWordFromThePackage"
   run_tests "$suite-TestWakeWordFromThePackage" '^TestWakeWordFromThePackage$' "$@" || fail=1
+  section "$suite: TestMediaFromThePackage"
+  run_tests "$suite-TestMediaFromThePackage" '^TestMediaFromThePackage$' "$@" || fail=1
   if [ "$suite" = trixie ]; then
     section "$suite: TestDesktop (PipeWire)"
     run_tests "$suite-TestDesktop" '^TestDesktop$' "$@" || fail=1

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -48,7 +49,8 @@ const wireplumberDefaults = "[default-nodes]\ndefault.configured.audio.sink=test
 // lingering), the package is installed, the system service is switched off
 // and the user unit on, as README.Debian says; a reply from the server is
 // played into PipeWire and recorded back from the speaker's monitor with
-// pw-record (its level, length and pitch checked), and a tone played into
+// pw-record (its level, length and pitch checked), so is music that the
+// media plugin plays from a local HTTP server (through the mixer), and a tone played into
 // the microphone with pw-cat reaches the server during a push-to-talk turn.
 func TestDesktop(t *testing.T) {
 	pid, root, deb := os.Getenv("SYSTEM_TEST_PID"), os.Getenv("SYSTEM_TEST_ROOT"), os.Getenv("SYSTEM_TEST_DEB")
@@ -193,6 +195,59 @@ func TestDesktop(t *testing.T) {
 		}
 		if math.Abs(st.hz-880) > 60 {
 			t.Errorf("the reply's pitch is %.0f Hz, want 880", st.hz)
+		}
+	})
+
+	t.Run("music from the media plugin is played into PipeWire", func(t *testing.T) {
+		// 2 s of 300 Hz at a quarter of full scale (8192), over HTTP on
+		// 127.0.0.1, decoded by the package's media plugin (ffmpeg), mixed
+		// and played into PipeWire at volume 100 (set above).
+		url := serveToneMP3(t, t.TempDir(), 2, 300, 0.25)
+		const rec = "/home/pi/music.wav"
+		startRecorder := `echo $$ > /home/pi/pw-record.pid; exec pw-record --target test-speaker -P '{ stream.capture.sink = true }' --rate 16000 --channels 1 --format s16 "$1"`
+		recCmd := b.background(asPi("sh", "-c", startRecorder, "sh", rec)...)
+		if !eventually(20*time.Second, func() bool {
+			links, _ := pi("pw-link", "-l")
+			return strings.Contains(links, "pw-record")
+		}) {
+			t.Fatalf("pw-record did not link to the speaker's monitor")
+		}
+		out := mustPi(t, "agenthost", "play", url)
+		t.Logf("agenthost play %s: %s", url, strings.TrimSpace(out))
+		var st toneStats
+		if !eventually(time.Minute, func() bool {
+			pcm, err := wavData([]byte(b.read(rec)))
+			st = analyse(pcm, 16000)
+			return err == nil && st.loud >= 1500*time.Millisecond && st.quietAfter >= 500*time.Millisecond
+		}) {
+			status, _ := pi("agenthost", "status")
+			t.Errorf("the music was not heard on the speaker's monitor (%s); agenthost status:\n%s", st, status)
+		}
+		mustPi(t, "sh", "-c", "kill -INT $(cat /home/pi/pw-record.pid)")
+		recCmd.wait(t, 10*time.Second)
+		pcm, err := wavData([]byte(b.read(rec)))
+		if err != nil {
+			t.Fatalf("the recording: %v", err)
+		}
+		st = analyse(pcm, 16000)
+		t.Logf("recorded from the speaker's monitor: %s", st)
+		if st.loud < 1700*time.Millisecond || st.loud > 2400*time.Millisecond {
+			t.Errorf("the music sounded for %s, want about 2 s", st.loud)
+		}
+		if st.peak < 6500 || st.peak > 10000 {
+			t.Errorf("the music's peak is %d, want about 8192 (a quarter of full scale)", st.peak)
+		}
+		if math.Abs(st.hz-300) > 25 {
+			t.Errorf("the music's pitch is %.0f Hz, want 300", st.hz)
+		}
+		status := mustPi(t, "agenthost", "status")
+		var s struct {
+			Output struct {
+				Played map[string]float64 `json:"played_s"`
+			} `json:"output"`
+		}
+		if err := json.Unmarshal([]byte(status), &s); err != nil || s.Output.Played["media"] < 1.9 {
+			t.Errorf("agenthost status does not count 2 s of media played: %v\n%s", err, status)
 		}
 	})
 
