@@ -150,43 +150,50 @@ func TestDesktop(t *testing.T) {
 	})
 	waitFor(t, srv, time.Minute, "a register from the user unit", func() bool { return lastRegisterHas(srv, "get_current_time") })
 
-	t.Run("a reply is played into PipeWire", func(t *testing.T) {
-		const rec = "/home/pi/reply.wav"
+	// monitor records what the speaker plays (PipeWire's monitor of
+	// test-speaker) into file while play runs, until minLoud has sounded and
+	// half a second of quiet followed (the tail is still in PipeWire's and
+	// pw-record's buffers) or wait passed, and says what it heard.
+	monitor := func(t *testing.T, file string, minLoud, wait time.Duration, play func()) (st toneStats, heard bool) {
 		startRecorder := `echo $$ > /home/pi/pw-record.pid; exec pw-record --target test-speaker -P '{ stream.capture.sink = true }' --rate 16000 --channels 1 --format s16 "$1"`
-		recCmd := b.background(asPi("sh", "-c", startRecorder, "sh", rec)...)
+		recCmd := b.background(asPi("sh", "-c", startRecorder, "sh", file)...)
 		if !eventually(20*time.Second, func() bool {
 			links, _ := pi("pw-link", "-l")
 			return strings.Contains(links, "pw-record") || strings.Contains(links, "pw-cat")
 		}) {
 			t.Fatalf("pw-record did not link to the speaker's monitor")
 		}
-		// At full volume the reply plays at the level the server sent (the
-		// default volume, 70, is 15 dB below it).
-		mustPi(t, "agenthost", "volume", "100")
-		out := mustPi(t, "agenthost", "say", "play something")
-		task := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "sent on task"))
-		if !eventually(30*time.Second, func() bool {
-			return strings.Contains(userJournal(), `msg="reply ended" component=conversation task=`+task)
-		}) {
-			t.Fatalf("the user unit did not finish playing the reply to task %s:\n%s", task, userJournal())
-		}
-		// The reply's tail is still in PipeWire's and pw-record's buffers: record
-		// until half a second of silence follows the loud part.
-		var st toneStats
-		eventually(30*time.Second, func() bool {
-			pcm, err := wavData([]byte(b.read(rec)))
+		play()
+		heard = eventually(wait, func() bool {
+			pcm, err := wavData([]byte(b.read(file)))
 			st = analyse(pcm, 16000)
-			return err == nil && st.loud > 0 && st.quietAfter >= 500*time.Millisecond
+			return err == nil && st.loud >= minLoud && st.quietAfter >= 500*time.Millisecond
 		})
 		mustPi(t, "sh", "-c", "kill -INT $(cat /home/pi/pw-record.pid)")
 		recCmd.wait(t, 10*time.Second)
-		pcm, err := wavData([]byte(b.read(rec)))
+		pcm, err := wavData([]byte(b.read(file)))
 		if err != nil {
 			t.Fatalf("the recording: %v", err)
 		}
-		// The simulator's reply: 1 s of 880 Hz at half scale (16000).
 		st = analyse(pcm, 16000)
 		t.Logf("recorded from the speaker's monitor: %s", st)
+		return st, heard
+	}
+
+	t.Run("a reply is played into PipeWire", func(t *testing.T) {
+		st, _ := monitor(t, "/home/pi/reply.wav", time.Millisecond, 30*time.Second, func() {
+			// At full volume the reply plays at the level the server sent (the
+			// default volume, 70, is 15 dB below it).
+			mustPi(t, "agenthost", "volume", "100")
+			out := mustPi(t, "agenthost", "say", "play something")
+			task := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "sent on task"))
+			if !eventually(30*time.Second, func() bool {
+				return strings.Contains(userJournal(), `msg="reply ended" component=conversation task=`+task)
+			}) {
+				t.Fatalf("the user unit did not finish playing the reply to task %s:\n%s", task, userJournal())
+			}
+		})
+		// The simulator's reply: 1 s of 880 Hz at half scale (16000).
 		if st.loud < 800*time.Millisecond || st.loud > 1300*time.Millisecond {
 			t.Errorf("the reply sounded for %s, want about 1 s", st.loud)
 		}
@@ -203,34 +210,14 @@ func TestDesktop(t *testing.T) {
 		// 127.0.0.1, decoded by the package's media plugin (ffmpeg), mixed
 		// and played into PipeWire at volume 100 (set above).
 		url := serveToneMP3(t, t.TempDir(), 2, 300, 0.25)
-		const rec = "/home/pi/music.wav"
-		startRecorder := `echo $$ > /home/pi/pw-record.pid; exec pw-record --target test-speaker -P '{ stream.capture.sink = true }' --rate 16000 --channels 1 --format s16 "$1"`
-		recCmd := b.background(asPi("sh", "-c", startRecorder, "sh", rec)...)
-		if !eventually(20*time.Second, func() bool {
-			links, _ := pi("pw-link", "-l")
-			return strings.Contains(links, "pw-record")
-		}) {
-			t.Fatalf("pw-record did not link to the speaker's monitor")
-		}
-		out := mustPi(t, "agenthost", "play", url)
-		t.Logf("agenthost play %s: %s", url, strings.TrimSpace(out))
-		var st toneStats
-		if !eventually(time.Minute, func() bool {
-			pcm, err := wavData([]byte(b.read(rec)))
-			st = analyse(pcm, 16000)
-			return err == nil && st.loud >= 1500*time.Millisecond && st.quietAfter >= 500*time.Millisecond
-		}) {
+		st, heard := monitor(t, "/home/pi/music.wav", 1500*time.Millisecond, time.Minute, func() {
+			out := mustPi(t, "agenthost", "play", url)
+			t.Logf("agenthost play %s: %s", url, strings.TrimSpace(out))
+		})
+		if !heard {
 			status, _ := pi("agenthost", "status")
 			t.Errorf("the music was not heard on the speaker's monitor (%s); agenthost status:\n%s", st, status)
 		}
-		mustPi(t, "sh", "-c", "kill -INT $(cat /home/pi/pw-record.pid)")
-		recCmd.wait(t, 10*time.Second)
-		pcm, err := wavData([]byte(b.read(rec)))
-		if err != nil {
-			t.Fatalf("the recording: %v", err)
-		}
-		st = analyse(pcm, 16000)
-		t.Logf("recorded from the speaker's monitor: %s", st)
 		if st.loud < 1700*time.Millisecond || st.loud > 2400*time.Millisecond {
 			t.Errorf("the music sounded for %s, want about 2 s", st.loud)
 		}
