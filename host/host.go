@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"sync/atomic"
 
-
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/calls"
 	"github.com/agenthost/agenthost/host/control"
