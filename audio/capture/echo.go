@@ -178,6 +178,9 @@ func (e *Echo) Process(f *Frame) {
 			// meanwhile, as at the start.
 			e.breaks = b
 			e.hold()
+			if e.o.Log != nil {
+				e.o.Log.Debug("the speaker ran dry or its clock moved; the canceller holds its output down while it adapts", "component", "capture", "breaks", b)
+			}
 		}
 	}
 	e.Cancel(f.PCM, e.far)
