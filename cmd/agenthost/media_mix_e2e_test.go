@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -41,10 +42,12 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "speaker.wav")
+	hooks := filepath.Join(dir, "hooks.log")
 	sim := newSim(t, voicetest.Options{ReplyDuration: time.Second}) // replies: 1 s of 880 Hz
 	d, _ := startPluginHost(t, sim, func(dir string) { copyExec(t, bundled(t, "media"), filepath.Join(dir, "media")) },
 		"audio.backend=file", "audio.input_file="+mic, "audio.output_file="+out, "device.volume=100", "server.params.mode=manual",
-		"plugins.state_dir="+filepath.Join(dir, "state"), "device.ring.timeout=1h", "services.builtins=true") // the timer
+		"plugins.state_dir="+filepath.Join(dir, "state"), "device.ring.timeout=1h", "services.builtins=true", // the timer
+		"conversation.hooks.media="+`printf '%s %s %s %s\n' "$AGENTHOST_STATE" "$AGENTHOST_CLASS" "$AGENTHOST_BY" "$AGENTHOST_SOURCE" >> `+hooks)
 	pluginsReady(t, sim)
 	cli := func(args ...string) string {
 		t.Helper()
@@ -54,7 +57,7 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 		}
 		return o
 	}
-	cli("play", srv.URL+"/music.mp3")
+	cli("play", srv.URL+"/music.mp3?token=s3cret")
 	d.waitPlayed("media", 1.5)
 	cli("talk", "start")
 	d.waitPlayed("media", 2.5)
@@ -76,6 +79,19 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 	d.waitPlayed("media", 14)
 	if err := d.stop(); err != nil {
 		t.Fatal(err)
+	}
+	// The media hook told each change, and never the URL's token.
+	told, err := os.ReadFile(hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"started media  ", "ducked media host ", "resumed media  ", "started announcement  ", "stopped announcement  "} {
+		if !strings.Contains(string(told), want) {
+			t.Errorf("the media hook did not tell %q:\n%s", want, told)
+		}
+	}
+	if strings.Contains(string(told), "s3cret") || strings.Contains(string(told), "?") {
+		t.Errorf("the media hook told the URL's query:\n%s", told)
 	}
 	s, _, _, err := audiotest.ReadWAV(out)
 	if err != nil {
