@@ -213,7 +213,7 @@ func TestTheLiveSettingsAreThoseThePartsName(t *testing.T) {
 		"plugins.config.clock", "plugins.sha256", "conversation.hooks.turn_start", "conversation.wake_word.models",
 		"conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
 		"mcp.servers.x.command", "mcp.servers_file", "audio.input", "audio.output", "audio.input_file", "audio.output_file",
-		"audio.retry.base", "audio.pace", "audio.capture.echo_cancel", "audio.echo_room.delay"} {
+		"audio.retry.base", "audio.pace", "audio.capture.echo_cancel", "audio.echo_room.delay", "audio.mix.duck_db", "audio.mix.keep_fed"} {
 		if !h.isLive(key) {
 			t.Errorf("%s is not live", key)
 		}
