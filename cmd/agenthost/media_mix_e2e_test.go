@@ -19,7 +19,7 @@ import (
 // TestMusicIsDuckedForATurnAnAnnouncementAndARing: the bundled media plugin
 // plays music (a 300 Hz tone, 44.1 kHz stereo MP3 over HTTP, `agenthost
 // play`) through the daemon's mixer into the speaker's file; a push-to-talk
-// turn ducks it and its reply plays over it; an announcement (660 Hz WAV,
+// turn ducks it (and the plugin is told) and its reply plays over it; an announcement (660 Hz WAV,
 // `agenthost announce`) plays over the ducked music; a timer's ring (1175 Hz)
 // is heard over it all; between them the music is loud again.
 func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
@@ -61,6 +61,10 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 	d.waitPlayed("media", 1.5)
 	cli("talk", "start")
 	d.waitPlayed("media", 2.5)
+	// The media plugin is told that the turn ducks it (AudioEvent.held).
+	waitFor(t, sim, "get_media_status saying held: ducked", func() bool {
+		return strings.Contains(string(call(t, sim, "get_media_status", `{}`).Data), `"held":"ducked"`)
+	})
 	task := sentOnTask.FindStringSubmatch(cli("talk", "stop"))
 	if task == nil {
 		t.Fatal("talk stop named no task")

@@ -148,9 +148,11 @@ type stream struct {
 	class  mixer.Class
 	quiet  bool // an earcon: too short and many for the hook
 
-	mu    sync.Mutex
-	self  bool   // the plugin paused it
-	state string // the last told: started (playing), ducked or paused
+	mu     sync.Mutex
+	self   bool   // the plugin paused it
+	state  string // the last told: started (playing), ducked or paused
+	held   string // "" or how the host holds it now: ducked or paused
+	onHeld func(state string)
 
 	poke chan struct{} // look at the state now
 	end  chan struct{} // closed by finish
@@ -169,6 +171,17 @@ func (s *stream) Close() error {
 func (s *stream) Stop() {
 	s.st.Stop()
 	s.finish()
+}
+
+// OnHeld implements pluginmgr.AudioHolder.
+func (s *stream) OnHeld(f func(state string)) {
+	s.mu.Lock()
+	s.onHeld = f
+	held := s.held
+	s.mu.Unlock()
+	if held != "" {
+		f(held)
+	}
 }
 
 func (s *stream) Pause(on bool) {
@@ -234,6 +247,11 @@ func (s *stream) look() {
 	if now == paused && self {
 		by = "plugin"
 	}
+	held := ""
+	if by == "host" && now != started {
+		held = now
+	}
+	s.hold(held)
 	switch now {
 	case started:
 		s.tell(resumed, "")
@@ -246,6 +264,22 @@ func (s *stream) look() {
 		}
 	}
 	s.tell(now, by)
+}
+
+// hold records how the host holds the stream ("" for not at all) and tells
+// the plugin a change.
+func (s *stream) hold(held string) {
+	s.mu.Lock()
+	prev, f := s.held, s.onHeld
+	s.held = held
+	s.mu.Unlock()
+	if held == prev || f == nil {
+		return
+	}
+	if held == "" {
+		held = "playing"
+	}
+	f(held)
 }
 
 // tell records state as the stream's and runs the media hook.
