@@ -141,3 +141,34 @@ func TestSafeSourceKeepsNoSecretOfAURL(t *testing.T) {
 		}
 	}
 }
+
+// TestPluginEarconsLeaveTheSpeakersRoom: plugins' streams of any class
+// (earcons too, which the mixer's own count leaves out) never take the
+// streams kept for the speaker's own reply, earcon and ring.
+func TestPluginEarconsLeaveTheSpeakersRoom(t *testing.T) {
+	m := mixer.New(speaker{}, mixer.Options{Rate: rate})
+	out := pluginsound.New(pluginsound.Options{Mixer: m})
+	f := audio.Format{Rate: rate, Channels: 1}
+	var opened []pluginmgr.AudioStream
+	for i := range m.Options().MaxStreams {
+		class := []string{"earcon", "media", "announcement"}[i%3]
+		if s, err := out.Open(fmt.Sprintf("plugin:p%d/ding", i), class, f); err == nil {
+			opened = append(opened, s)
+		}
+	}
+	defer func() {
+		for _, s := range opened {
+			s.Stop()
+		}
+	}()
+	if want := m.Options().MaxStreams - mixer.Reserved; len(opened) != want {
+		t.Errorf("plugins opened %d streams, want %d", len(opened), want)
+	}
+	for _, c := range []mixer.Class{mixer.Voice, mixer.Voice, mixer.Earcon, mixer.Ring} {
+		s, err := m.Open("the speaker's own "+c.String(), c, f)
+		if err != nil {
+			t.Fatalf("with the plugins' streams open: %v", err)
+		}
+		defer s.Stop()
+	}
+}
