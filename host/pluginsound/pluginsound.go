@@ -85,6 +85,13 @@ func (o *Out) Open(source, class string, f audio.Format) (pluginmgr.AudioStream,
 	source = Safe(source)
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	// The mixer keeps Reserved streams from media and announcements only;
+	// a plugin's earcon (or ring, or voice) must leave them too.
+	mo := o.o.Mixer.Options()
+	if most := mo.MaxStreams - min(mixer.Reserved, mo.MaxStreams/2); len(o.names) >= most {
+		return nil, fmt.Errorf("refused: plugins play %d streams already, the most (the other %d are kept for the speaker's replies, earcons and ring)",
+			len(o.names), mo.MaxStreams-most)
+	}
 	// A name of its own: the stream's state is read from the mixer's status.
 	name := source
 	for i := 2; o.names[name]; i++ {
