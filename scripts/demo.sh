@@ -10,7 +10,7 @@
 # canceller and noise suppressor keep the host from interrupting itself (add
 # --set audio.echo_room.interrupt=run/stop.wav to hear a barge-in in every reply).
 # --music: music plays through the speaker's mixer (the media plugin, from a
-# loopback HTTP server) and each wake-word turn ducks it (--wake is implied).
+# loopback HTTP server) and each wake-word turn ducks (or pauses) it (--wake is implied).
 # Runs until Ctrl-C (or for DEMO_SECONDS seconds).
 # Usage: scripts/demo.sh [--audio file|portaudio|echo-room|none] [--echo-room] [--wake] [--music] [extra `agenthost run` flags]
 set -euo pipefail

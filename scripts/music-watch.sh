@@ -14,7 +14,10 @@ def music(out):
     media = [s for s in out.get("streams") or [] if s.get("class") == "media"]
     if not media:
         return "none"
-    return "ducked"
+    for how in ("paused", "ducked"):
+        if any(s.get(how) for s in media):
+            return how
+    return "loud"
 
 dec, buf, was = json.JSONDecoder(), "", None
 for line in sys.stdin:
@@ -32,10 +35,22 @@ for line in sys.stdin:
             was = now
             continue
         t = time.strftime("%H:%M:%S")
-        if now[0]:
-            print("== %s the assistant is listening: music %s (ducks so far: %d)" % (t, "ducked", out.get("ducks", 0)))
+        active, m = now
+        if was is not None and active == was[0]:
+            # The music changed with no turn starting or ending.
+            if m == "loud":
+                print("== %s music %s" % (t, "plays" if was[1] == "none" else "loud again"))
+            elif m != "none":
+                print("== %s music %s%s" % (t, m, "" if active else " (an announcement or a ring plays)"))
+        elif active and m == "none":
+            print("== %s the assistant is listening: no music plays" % t)
+        elif active:
+            print("== %s the assistant is listening: music %s (ducks so far: %d)" % (t, "still loud" if m == "loud" else m, out.get("ducks", 0)))
+        elif m == "none":
+            print("== %s the turn is over" % t)
         else:
-            print("== %s the turn and its reply are over: music loud again; the output:" % t)
+            again = "loud again" if m == "loud" else "still " + m + " (an announcement or a ring plays)"
+            print("== %s the turn and its reply are over: music %s; the output:" % (t, again))
             print(json.dumps(out, indent=2))
         was = now
 '
