@@ -227,3 +227,23 @@ func (pacedSink) Write(p []int16) (int, error) {
 	return len(p), nil
 }
 func (pacedSink) Close() error { return nil }
+
+// TestPluginSoundsNameKeepsNoURLSecret: a plugin that names its sound by a
+// URL with a token, a password or a fragment: the host's output and log
+// get the URL without them.
+func TestPluginSoundsNameKeepsNoURLSecret(t *testing.T) {
+	out := &audiorec.Out{}
+	x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) }, nil, withAudio(out))
+	if o := x.call("play_endless", `{"class":"media","name":"radio https://u:pa55w0rd@r.example/live?listen_key=s3cret#t0ken"}`); !o.Success {
+		t.Fatalf("play_endless: %+v", o)
+	}
+	x.call("stop_all", `{}`)
+	if s := out.Streams()[0].Source; s != "plugin:player/radio https://u:%2A%2A%2A%2A@r.example/live" {
+		t.Errorf("the output got the stream as %q", s)
+	}
+	for _, secret := range []string{"pa55w0rd", "s3cret", "t0ken"} {
+		if strings.Contains(x.log.String(), secret) {
+			t.Errorf("the host's log has %q:\n%s", secret, x.log)
+		}
+	}
+}

@@ -40,6 +40,7 @@ func main() {
 	}
 	type endlessParams struct {
 		Class string `json:"class,omitempty"` // media when empty
+		Name  string `json:"name,omitempty"`  // endless when empty
 	}
 	sdk.Serve(sdk.Plugin{
 		Name: "player", Version: "1.0.0",
@@ -54,7 +55,10 @@ func main() {
 				}),
 			sdk.TypedService("play_endless", "Start an endless ramp and return",
 				func(_ context.Context, p endlessParams) (any, error) {
-					pb, err := sdk.Play(context.Background(), &ramp{frames: -1}, sdk.Audio{Name: "endless", Class: p.Class, Rate: 8000, Channels: 1,
+					if p.Name == "" {
+						p.Name = "endless"
+					}
+					pb, err := sdk.Play(context.Background(), &ramp{frames: -1}, sdk.Audio{Name: p.Name, Class: p.Class, Rate: 8000, Channels: 1,
 						OnHeld: func(state string) { mu.Lock(); heard = append(heard, state); mu.Unlock() }})
 					if err != nil {
 						return nil, err
