@@ -17,6 +17,7 @@ import (
 
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/internal/urlmask"
 	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
 )
 
@@ -157,7 +158,7 @@ func (a *pluginAudio) Play(s pluginv1.HostAudio_PlayServer) error {
 	defer a.hold()() // busy while it plays: no idle stop
 	source := "plugin:" + a.name
 	if hd.GetName() != "" {
-		source += "/" + hd.GetName()
+		source += "/" + urlmask.InText(hd.GetName()) // for the log and status: no URL's token
 	}
 	f := audio.Format{Rate: int(hd.GetRate()), Channels: int(hd.GetChannels())}
 	st, err := a.h.out.Open(source, hd.GetClass(), f)

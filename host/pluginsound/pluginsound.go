@@ -7,8 +7,6 @@ package pluginsound
 import (
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strings"
 	"sync"
 	"time"
 
@@ -82,7 +80,7 @@ func (o *Out) Open(source, class string, f audio.Format) (pluginmgr.AudioStream,
 	if err != nil {
 		return nil, err
 	}
-	source = Safe(source)
+	source = urlmask.InText(source) // pluginmgr does too; this door may have others
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	// The mixer keeps Reserved streams from media and announcements only;
@@ -107,34 +105,6 @@ func (o *Out) Open(source, class string, f audio.Format) (pluginmgr.AudioStream,
 		poke: make(chan struct{}, 1), end: make(chan struct{}), done: make(chan struct{})}
 	go s.watch()
 	return s, nil
-}
-
-// Safe is a stream's source as the owner may see it: the part of a URL in
-// it that may carry a secret (its query, its fragment, a password) left out.
-func Safe(source string) string {
-	i := strings.Index(source, "://")
-	if i < 0 {
-		return strings.Map(printable, source)
-	}
-	start := strings.LastIndexAny(source[:i], " \t/:") + 1
-	end := len(source)
-	if j := strings.IndexAny(source[i:], " \t"); j >= 0 {
-		end = i + j
-	}
-	raw := source[start:end]
-	masked := urlmask.Mask
-	if u, err := url.Parse(raw); err == nil {
-		u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
-		masked = urlmask.String(u.String())
-	}
-	return strings.Map(printable, source[:start]) + masked + Safe(source[end:])
-}
-
-func printable(r rune) rune {
-	if r < ' ' || r == 0x7f {
-		return -1
-	}
-	return r
 }
 
 // The states a stream is in, as the hook's STATE says them.

@@ -129,19 +129,6 @@ func TestMediaHookSaysWhoPausedIt(t *testing.T) {
 	})
 }
 
-func TestSafeSourceKeepsNoSecretOfAURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"plugin:media/Example FM":                          "plugin:media/Example FM",
-		"plugin:media/https://user:pw@r.example/a.mp3?k=v": "plugin:media/https://user:%2A%2A%2A%2A@r.example/a.mp3", // urlmask's mask
-		"plugin:x/a http://h/p?t=1 and ftp://h/q#x":        "plugin:x/a http://h/p and ftp://h/q",
-		"plugin:x/line\nbreak":                             "plugin:x/linebreak",
-	} {
-		if got := pluginsound.Safe(in); got != want {
-			t.Errorf("Safe(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestPluginEarconsLeaveTheSpeakersRoom: plugins' streams of any class
 // (earcons too, which the mixer's own count leaves out) never take the
 // streams kept for the speaker's own reply, earcon and ring.
