@@ -21,6 +21,7 @@ import (
 	"github.com/agenthost/agenthost/host/metrics"
 	"github.com/agenthost/agenthost/host/part"
 	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/host/pluginsound"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/speaker"
 	"github.com/agenthost/agenthost/host/talk"
@@ -98,8 +99,14 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 	}
 	pc := cfg.Plugins
 	var sound pluginmgr.AudioOut // plugins play only in the daemon
+	var media *pluginsound.Out
 	if m := h.speaker.Output(); m != nil {
-		sound = pluginAudio{m}
+		media = pluginsound.New(pluginsound.Options{Mixer: m, Log: log, Hook: func(event string, fields map[string]string) {
+			if c := h.conversation(); c != nil {
+				c.Event(event, fields)
+			}
+		}})
+		sound = media
 	}
 	plugins := pluginmgr.New(pluginmgr.Options{Plugins: pc, RuntimeDir: pc.RuntimeDirectory(), Watch: o.Watch, Log: log, Audio: sound}, c.Registry())
 	h.mcp = mcpservers.New(cfg, set, c.Registry(), log, Version)
@@ -124,7 +131,7 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 	h.parts = append(h.parts, h.controlServer(plugins))
 	if addr := cfg.Metrics.Listen; addr != "" {
 		h.parts = append(h.parts, metrics.New(addr, Version, log, metrics.Sources{Link: h.link, Calls: c, Plugins: plugins, MCP: h.mcp,
-			Conversation: h.talk.Conversation(), Wake: h.talk.Detector(), Device: h.speaker.Device(), Mixer: h.speaker.Output()}))
+			Conversation: h.talk.Conversation(), Wake: h.talk.Detector(), Device: h.speaker.Device(), Mixer: h.speaker.Output(), Media: media}))
 	}
 	if o.MCP != nil {
 		h.parts = append(h.parts, mcpendpoint.New(cfg, c, log, cfg.MCP.Serve.Listen, o.Version, *o.MCP))

@@ -13,6 +13,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/audio/mixer"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/proto/voice"
@@ -211,7 +213,7 @@ func TestTheLiveSettingsAreThoseThePartsName(t *testing.T) {
 		"plugins.config.clock", "plugins.sha256", "conversation.hooks.turn_start", "conversation.wake_word.models",
 		"conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
 		"mcp.servers.x.command", "mcp.servers_file", "audio.input", "audio.output", "audio.input_file", "audio.output_file",
-		"audio.retry.base", "audio.pace", "audio.capture.echo_cancel", "audio.echo_room.delay"} {
+		"audio.retry.base", "audio.pace", "audio.capture.echo_cancel", "audio.echo_room.delay", "audio.mix.duck_db", "audio.mix.keep_fed"} {
 		if !h.isLive(key) {
 			t.Errorf("%s is not live", key)
 		}
@@ -221,5 +223,40 @@ func TestTheLiveSettingsAreThoseThePartsName(t *testing.T) {
 		if h.isLive(key) {
 			t.Errorf("%s is live", key)
 		}
+	}
+}
+
+// TestMixSettingsApplyOnReload: a reload (SIGHUP, systemctl reload) that
+// changes audio.mix.* turns media down by the new policy at once, with no
+// restart asked for.
+func TestMixSettingsApplyOnReload(t *testing.T) {
+	cfg := config.Default()
+	cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = t.TempDir(), t.TempDir()
+	cfg.Audio.Backend = "none"
+	h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := h.speaker.Output()
+	s, err := m.Open("music", mixer.Media, audio.Format{Rate: 16000, Channels: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Stop()
+	m.SetActive(true) // a turn
+	if st := m.Status(); !st[0].Ducked {
+		t.Fatalf("media during a turn: %+v, want ducked", st[0])
+	}
+	next := *cfg
+	next.Audio.Mix.MediaWhileActive, next.Audio.Mix.DuckDB, next.Audio.Mix.Ramp = "pause", -30, config.Duration(50*time.Millisecond)
+	next.Audio.Mix.KeepFed = config.Duration(40 * time.Millisecond)
+	if later := h.Apply(&next); len(later) != 0 {
+		t.Errorf("the reload asks a restart for %v", later)
+	}
+	if st := m.Status(); !st[0].Paused {
+		t.Errorf("media during a turn after the reload to media_while_active: pause: %+v, want paused", st[0])
+	}
+	if o := m.Options(); o.DuckDB != -30 || o.Ramp != 50*time.Millisecond {
+		t.Errorf("after the reload the mixer ducks by %g dB over %s, want -30 dB over 50ms", o.DuckDB, o.Ramp)
 	}
 }

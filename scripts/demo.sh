@@ -10,7 +10,7 @@
 # canceller and noise suppressor keep the host from interrupting itself (add
 # --set audio.echo_room.interrupt=run/stop.wav to hear a barge-in in every reply).
 # --music: music plays through the speaker's mixer (the media plugin, from a
-# loopback HTTP server) and each wake-word turn ducks it (--wake is implied).
+# loopback HTTP server) and each wake-word turn ducks (or pauses) it (--wake is implied).
 # Runs until Ctrl-C (or for DEMO_SECONDS seconds).
 # Usage: scripts/demo.sh [--audio file|portaudio|echo-room|none] [--echo-room] [--wake] [--music] [extra `agenthost run` flags]
 set -euo pipefail
@@ -150,24 +150,10 @@ if [ "$music" = 1 ]; then
   [ "$served" = 1 ] || { echo "demo: nothing serves run/music on 127.0.0.1:$port (port taken? set DEMO_MUSIC_PORT)" >&2; exit 1; }
   echo "== music: agenthost play http://127.0.0.1:$port/music.mp3 (the media plugin decodes it with ffmpeg)"
   ah play "http://127.0.0.1:$port/music.mp3"
-  echo "== each wake-word turn ducks the music (audio.mix.duck_db) while the host listens and the reply plays over it"
-  # What the mixer does, as it happens: the assistant's turns duck the music, and it comes back after the reply.
-  (
-    was=false
-    while sleep 0.2; do
-      st=$(ah status 2>/dev/null) || continue
-      now=$(sed -n 's/^    "assistant_active": \(true\|false\).*/\1/p' <<<"$st")
-      [ -n "$now" ] && [ "$now" != "$was" ] || continue
-      ducks=$(sed -n 's/^    "ducks": \([0-9]*\).*/\1/p' <<<"$st")
-      if [ "$now" = true ]; then
-        echo "== $(date +%T) the assistant is listening: music ducked (ducks so far: $ducks)"
-      else
-        echo "== $(date +%T) the turn and its reply are over: music loud again; the output:"
-        sed -n '/^  "output": {/,/^  }/p' <<<"$st"
-      fi
-      was=$now
-    done
-  ) &
+  echo "== each wake-word turn ducks the music (audio.mix.duck_db; or pauses it: media_while_active) while the host listens and the reply plays over it"
+  # What the mixer does, as it happens: the assistant's turns duck (or pause) the music, and it comes back.
+  # (The loop ends with the watcher: printf to its closed pipe ends the subshell.)
+  ( while sleep 0.2; do st=$(ah status 2>/dev/null) || continue; printf '%s\n' "$st"; done ) | scripts/music-watch.sh &
   monitor_pid=$!
 fi
 if [ -n "${DEMO_SECONDS:-}" ]; then sleep "$DEMO_SECONDS"; else wait "${pids[1]}"; fi

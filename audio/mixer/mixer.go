@@ -201,7 +201,11 @@ func (m *Mixer) SetKeepFed(d time.Duration) {
 }
 
 // Options are the settings in use, defaults filled in.
-func (m *Mixer) Options() Options { return m.o }
+func (m *Mixer) Options() Options {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.o
+}
 
 func (m *Mixer) signal() {
 	select {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -18,7 +19,7 @@ import (
 // TestMusicIsDuckedForATurnAnAnnouncementAndARing: the bundled media plugin
 // plays music (a 300 Hz tone, 44.1 kHz stereo MP3 over HTTP, `agenthost
 // play`) through the daemon's mixer into the speaker's file; a push-to-talk
-// turn ducks it and its reply plays over it; an announcement (660 Hz WAV,
+// turn ducks it (and the plugin is told) and its reply plays over it; an announcement (660 Hz WAV,
 // `agenthost announce`) plays over the ducked music; a timer's ring (1175 Hz)
 // is heard over it all; between them the music is loud again.
 func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
@@ -41,10 +42,12 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "speaker.wav")
+	hooks := filepath.Join(dir, "hooks.log")
 	sim := newSim(t, voicetest.Options{ReplyDuration: time.Second}) // replies: 1 s of 880 Hz
 	d, _ := startPluginHost(t, sim, func(dir string) { copyExec(t, bundled(t, "media"), filepath.Join(dir, "media")) },
 		"audio.backend=file", "audio.input_file="+mic, "audio.output_file="+out, "device.volume=100", "server.params.mode=manual",
-		"plugins.state_dir="+filepath.Join(dir, "state"), "device.ring.timeout=1h", "services.builtins=true") // the timer
+		"plugins.state_dir="+filepath.Join(dir, "state"), "device.ring.timeout=1h", "services.builtins=true", // the timer
+		"conversation.hooks.media="+`printf '%s %s %s %s\n' "$AGENTHOST_STATE" "$AGENTHOST_CLASS" "$AGENTHOST_BY" "$AGENTHOST_SOURCE" >> `+hooks)
 	pluginsReady(t, sim)
 	cli := func(args ...string) string {
 		t.Helper()
@@ -54,10 +57,14 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 		}
 		return o
 	}
-	cli("play", srv.URL+"/music.mp3")
+	cli("play", srv.URL+"/music.mp3?token=s3cret")
 	d.waitPlayed("media", 1.5)
 	cli("talk", "start")
 	d.waitPlayed("media", 2.5)
+	// The media plugin is told that the turn ducks it (AudioEvent.held).
+	waitFor(t, sim, "get_media_status saying held: ducked", func() bool {
+		return strings.Contains(string(call(t, sim, "get_media_status", `{}`).Data), `"held":"ducked"`)
+	})
 	task := sentOnTask.FindStringSubmatch(cli("talk", "stop"))
 	if task == nil {
 		t.Fatal("talk stop named no task")
@@ -76,6 +83,19 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 	d.waitPlayed("media", 14)
 	if err := d.stop(); err != nil {
 		t.Fatal(err)
+	}
+	// The media hook told each change, and never the URL's token.
+	told, err := os.ReadFile(hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"started media  ", "ducked media host ", "resumed media  ", "started announcement  ", "stopped announcement  "} {
+		if !strings.Contains(string(told), want) {
+			t.Errorf("the media hook did not tell %q:\n%s", want, told)
+		}
+	}
+	if strings.Contains(string(told), "s3cret") || strings.Contains(string(told), "?") {
+		t.Errorf("the media hook told the URL's query:\n%s", told)
 	}
 	s, _, _, err := audiotest.ReadWAV(out)
 	if err != nil {

@@ -45,6 +45,8 @@ func TestMetrics(t *testing.T) {
 		"agenthost_volume 70", "agenthost_speaker_muted 0", "agenthost_microphone_muted 0", "agenthost_timers_pending 0",
 		"agenthost_timers_ringing 0", "agenthost_microphone_frames_withheld_total 0",
 		`agenthost_mixer_streams{class="media"} 0`, "agenthost_mixer_ducks_total 0", "agenthost_mixer_active 0",
+		`agenthost_mixer_played_seconds_total{class="voice"} 0`, `agenthost_media_streams_started_total{class="media"} 0`,
+		`agenthost_media_held_total{how="ducked"} 0`, `agenthost_media_held_total{how="paused"} 0`,
 		"agenthost_build_info{",
 		"go_goroutines",
 	} {

@@ -273,3 +273,15 @@ func TestReloadRefusesAnInvalidEdit(t *testing.T) {
 		t.Fatalf("the running configuration did not stay: %+v", out)
 	}
 }
+
+// TestReloadMixPolicyOnSIGHUP: systemctl reload (SIGHUP) applies audio.mix
+// at once: the reload names it applied, and the mixer takes the new policy.
+func TestReloadMixPolicyOnSIGHUP(t *testing.T) {
+	sim := newSim(t, voicetest.Options{})
+	f := startFileHostWith(t, sim, nil, fileHostOptions{hidden: true}) // only SIGHUP applies an edit
+	ready(t, sim, 1)
+	f.edit(t, map[string]any{"audio": map[string]any{"mix": map[string]any{"media_while_active": "pause", "duck_db": -30}}})
+	f.cmd.Process.Signal(syscall.SIGHUP)
+	f.logLine("configuration reloaded", "audio.mix.duck_db, audio.mix.media_while_active")
+	f.logLine("mixer policy changed", "-30", "pause")
+}

@@ -7,12 +7,14 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/calls"
 	"github.com/agenthost/agenthost/host/conversation"
 	"github.com/agenthost/agenthost/host/device"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/mcpservers"
 	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/host/pluginsound"
 	"github.com/agenthost/agenthost/host/supervise"
 	hostwake "github.com/agenthost/agenthost/host/wakeword"
 )
@@ -28,6 +30,8 @@ type Sources struct {
 	Wake         *hostwake.Detector
 	Device       *device.Device
 	Mixer        *mixer.Mixer // the speaker's output mixer; nil: none
+	// Media is the plugins' sound on the mixer; nil: none.
+	Media *pluginsound.Out
 }
 
 // collector exports the parts' counters, read at scrape time, and the
@@ -76,6 +80,9 @@ func partCollectors(s Sources, version string) []prometheus.Collector {
 	cs := []prometheus.Collector{m, m.calls, m.duration, deviceCollector{s.Device}}
 	if s.Mixer != nil {
 		cs = append(cs, mixerCollector{s.Mixer})
+	}
+	if s.Media != nil {
+		cs = append(cs, mediaCollector{s.Media})
 	}
 	return cs
 }
@@ -216,6 +223,7 @@ var (
 	descMixOpened  = prometheus.NewDesc("agenthost_mixer_streams_opened_total", "Streams opened on the speaker's mixer.", nil, nil)
 	descMixDucks   = prometheus.NewDesc("agenthost_mixer_ducks_total", "Times media was turned down (ducked or paused) for the assistant, an announcement or a ring.", nil, nil)
 	descMixActive  = prometheus.NewDesc("agenthost_mixer_active", "1 while the assistant listens or speaks (media is ducked).", nil, nil)
+	descMixPlayed  = prometheus.NewDesc("agenthost_mixer_played_seconds_total", "Seconds of sound the speaker's mixer played, by class.", []string{"class"}, nil)
 )
 
 func (c mixerCollector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
@@ -235,4 +243,30 @@ func (c mixerCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descMixOpened, prometheus.CounterValue, float64(st.Opened))
 	ch <- prometheus.MustNewConstMetric(descMixDucks, prometheus.CounterValue, float64(st.Ducks))
 	ch <- prometheus.MustNewConstMetric(descMixActive, prometheus.GaugeValue, b2f(st.Active))
+	for cl, d := range st.Played {
+		ch <- prometheus.MustNewConstMetric(descMixPlayed, prometheus.CounterValue, d.Seconds(), cl)
+	}
+}
+
+// mediaCollector exports what only the plugins' door knows (the mixer's
+// streams, ducks and seconds played are agenthost_mixer_*): the streams
+// plugins started, and how often the host turned one down, ducked apart
+// from paused.
+type mediaCollector struct{ o *pluginsound.Out }
+
+var (
+	descMediaStarted = prometheus.NewDesc("agenthost_media_streams_started_total", "Streams plugins started on the speaker (the media plugin's play, announce), by class.", []string{"class"}, nil)
+	descMediaHeld    = prometheus.NewDesc("agenthost_media_held_total", "Times the host turned a plugin's stream down (for the assistant, an announcement or a ring), by how: ducked or paused (audio.mix.media_while_active).", []string{"how"}, nil)
+)
+
+func (c mediaCollector) Describe(ch chan<- *prometheus.Desc) { prometheus.DescribeByCollect(c, ch) }
+
+func (c mediaCollector) Collect(ch chan<- prometheus.Metric) {
+	st := c.o.Stats()
+	for _, cl := range config.PluginAudioClasses {
+		ch <- prometheus.MustNewConstMetric(descMediaStarted, prometheus.CounterValue, float64(st.Started[cl]), cl)
+	}
+	for _, how := range []string{"ducked", "paused"} {
+		ch <- prometheus.MustNewConstMetric(descMediaHeld, prometheus.CounterValue, float64(st.Held[how]), how)
+	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/internal/urlmask"
 	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
 )
 
@@ -41,6 +42,15 @@ type AudioStream interface {
 	Stop()
 	// Pause holds (true) or resumes (false) the stream.
 	Pause(paused bool)
+}
+
+// AudioHolder is an AudioStream that says when the host's own policy
+// turns it down or holds it (the assistant's turn, an announcement, a
+// ring), which the plugin is told (AudioEvent.held).
+type AudioHolder interface {
+	// OnHeld has f called with "ducked", "paused" or "playing" (back at
+	// its level) at each change from now on, at once when it is held now.
+	OnHeld(f func(state string))
 }
 
 // audioHost serves HostAudio to the plugins, under the plugins.audio policy.
@@ -148,7 +158,7 @@ func (a *pluginAudio) Play(s pluginv1.HostAudio_PlayServer) error {
 	defer a.hold()() // busy while it plays: no idle stop
 	source := "plugin:" + a.name
 	if hd.GetName() != "" {
-		source += "/" + hd.GetName()
+		source += "/" + urlmask.InText(hd.GetName()) // for the log and status: no URL's token
 	}
 	f := audio.Format{Rate: int(hd.GetRate()), Channels: int(hd.GetChannels())}
 	st, err := a.h.out.Open(source, hd.GetClass(), f)
@@ -199,6 +209,19 @@ func (a *pluginAudio) Play(s pluginv1.HostAudio_PlayServer) error {
 // sound plays out), the stream is stopped, or the plugin goes.
 func (a *pluginAudio) pump(s pluginv1.HostAudio_PlayServer, st AudioStream, events chan<- *pluginv1.AudioEvent, id uint64, channels int) *pluginv1.AudioFinished {
 	events <- &pluginv1.AudioEvent{Event: &pluginv1.AudioEvent_Started{Started: &pluginv1.AudioStarted{StreamId: id}}}
+	if h, ok := st.(AudioHolder); ok {
+		h.OnHeld(func(state string) {
+			a.h.mu.Lock() // as Pause: none is sent once the stream left a.h.streams
+			defer a.h.mu.Unlock()
+			if _, ok := a.h.streams[id]; !ok {
+				return
+			}
+			select {
+			case events <- &pluginv1.AudioEvent{Event: &pluginv1.AudioEvent_Held{Held: &pluginv1.AudioHeld{State: state}}}:
+			default: // the plugin reads no events
+			}
+		})
+	}
 	var buf []int16
 	for {
 		msg, err := s.Recv()

@@ -1,6 +1,7 @@
 package pluginmgr_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,9 +10,11 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/audio/mixer"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/pluginmgr/audiorec"
+	"github.com/agenthost/agenthost/host/pluginsound"
 	"github.com/agenthost/agenthost/internal/testbin"
 )
 
@@ -170,4 +173,77 @@ func TestPlayingPluginIsNotStoppedAsIdle(t *testing.T) {
 		t.Fatalf("stop_all: %+v", o)
 	}
 	x.waitStatus("player", "stopped as idle once its sound ended", func(s pluginmgr.Status) bool { return s.State == "idle" })
+}
+
+// TestPluginIsToldWhenTheHostDucksOrPausesIt: a plugin's media on the real
+// mixer learns (sdk Playback.Held, Audio.OnHeld) when a turn ducks it, when
+// it comes back, and when the policy is to pause it.
+func TestPluginIsToldWhenTheHostDucksOrPausesIt(t *testing.T) {
+	m := mixer.New(pacedSink{}, mixer.Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { m.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) }, nil,
+		withAudio(pluginsound.New(pluginsound.Options{Mixer: m})))
+	if o := x.call("play_endless", `{"class":"media"}`); !o.Success {
+		t.Fatalf("play_endless: %+v", o)
+	}
+	// waitHeld waits until the plugin says its stream is held as want.
+	waitHeld := func(want string) {
+		t.Helper()
+		var last string
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if o := x.call("held", `{}`); o.Success {
+				if last = string(o.Data); strings.Contains(last, `"held":["`+want+`"]`) {
+					return
+				}
+			}
+		}
+		t.Fatalf("the plugin says %s, want its stream held %q", last, want)
+	}
+	m.SetActive(true) // a turn
+	waitHeld("ducked")
+	m.SetActive(false)
+	waitHeld("")
+	if err := m.SetPolicy(-20, 0, mixer.Pause); err != nil {
+		t.Fatal(err)
+	}
+	m.SetActive(true)
+	waitHeld("paused")
+	m.SetActive(false)
+	waitHeld("")
+	if o := x.call("held", `{}`); !strings.Contains(string(o.Data), `"heard":["ducked","playing","paused","playing"]`) {
+		t.Errorf("OnHeld heard %s, want ducked, playing, paused, playing", o.Data)
+	}
+	x.call("stop_all", `{}`)
+}
+
+// pacedSink takes the time a device takes to play what it is given.
+type pacedSink struct{}
+
+func (pacedSink) Write(p []int16) (int, error) {
+	time.Sleep(time.Duration(len(p)) * time.Second / audio.WireRate)
+	return len(p), nil
+}
+func (pacedSink) Close() error { return nil }
+
+// TestPluginSoundsNameKeepsNoURLSecret: a plugin that names its sound by a
+// URL with a token, a password or a fragment: the host's output and log
+// get the URL without them.
+func TestPluginSoundsNameKeepsNoURLSecret(t *testing.T) {
+	out := &audiorec.Out{}
+	x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) }, nil, withAudio(out))
+	if o := x.call("play_endless", `{"class":"media","name":"radio https://u:pa55w0rd@r.example/live?listen_key=s3cret#t0ken"}`); !o.Success {
+		t.Fatalf("play_endless: %+v", o)
+	}
+	x.call("stop_all", `{}`)
+	if s := out.Streams()[0].Source; s != "plugin:player/radio https://u:%2A%2A%2A%2A@r.example/live" {
+		t.Errorf("the output got the stream as %q", s)
+	}
+	for _, secret := range []string{"pa55w0rd", "s3cret", "t0ken"} {
+		if strings.Contains(x.log.String(), secret) {
+			t.Errorf("the host's log has %q:\n%s", secret, x.log)
+		}
+	}
 }

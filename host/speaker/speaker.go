@@ -177,8 +177,23 @@ func (s *Speaker) Run(ctx context.Context, ready func()) error {
 	return s.dev.Run(ctx, ready)
 }
 
-// Reload follows services.builtins.
-func (s *Speaker) Reload(prev, next *config.Config, _ part.Changes) {
+// Live implements part.Live: the mixer's policy applies at once.
+func (s *Speaker) Live() []string {
+	if s.out == nil {
+		return nil
+	}
+	return []string{"audio.mix"}
+}
+
+// Reload follows services.builtins and audio.mix.
+func (s *Speaker) Reload(prev, next *config.Config, changed part.Changes) {
+	if s.out != nil && changed.Touched("audio.mix") {
+		mx := next.Audio.Mix
+		if err := s.out.SetPolicy(mx.DuckDB, mx.Ramp.D(), mx.MediaWhileActive); err != nil {
+			s.o.Log.Error("audio.mix cannot be applied; the mixer keeps its policy", "err", err)
+		}
+		s.out.SetKeepFed(keepFed(next.Audio))
+	}
 	if prev.Services.Builtins == next.Services.Builtins {
 		return
 	}

@@ -85,3 +85,32 @@ func Secrets(raw string) []string {
 	add(u.Fragment, u.EscapedFragment())
 	return out
 }
+
+// InText returns s, a name that may hold URLs (a stream named by its
+// station's address), with each URL's query and fragment left out and its
+// password (or lone user name) masked as by String; control characters
+// are dropped.
+func InText(s string) string {
+	i := strings.Index(s, "://")
+	if i < 0 {
+		return strings.Map(printable, s)
+	}
+	start := strings.LastIndexAny(s[:i], " \t/:") + 1
+	end := len(s)
+	if j := strings.IndexAny(s[i:], " \t"); j >= 0 {
+		end = i + j
+	}
+	masked := Mask
+	if u, err := url.Parse(s[start:end]); err == nil {
+		u.RawQuery, u.ForceQuery, u.Fragment, u.RawFragment = "", false, "", ""
+		masked = String(u.String())
+	}
+	return strings.Map(printable, s[:start]) + masked + InText(s[end:])
+}
+
+func printable(r rune) rune {
+	if r < ' ' || r == 0x7f {
+		return -1
+	}
+	return r
+}

@@ -36,3 +36,19 @@ func TestSecretsNamesWhatStringMasks(t *testing.T) {
 		t.Errorf("Secrets names a user name beside a password, or a 2-character value: %s", got)
 	}
 }
+
+// TestInTextKeepsNoSecretOfAURL: every URL in a name loses its query and
+// fragment, and its password is masked; the rest of the name stays.
+func TestInTextKeepsNoSecretOfAURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"plugin:media/Example FM":                          "plugin:media/Example FM",
+		"plugin:media/https://user:pw@r.example/a.mp3?k=v": "plugin:media/https://user:%2A%2A%2A%2A@r.example/a.mp3",
+		"plugin:x/a http://h/p?t=1 and ftp://h/q#x":        "plugin:x/a http://h/p and ftp://h/q",
+		"plugin:x/line\nbreak":                             "plugin:x/linebreak",
+		"http://[::1":                                      Mask,
+	} {
+		if got := InText(in); got != want {
+			t.Errorf("InText(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -222,8 +222,11 @@ type mediaStatus struct {
 	Class    string  `json:"class"`
 	Position float64 `json:"position_s"`
 	Paused   bool    `json:"paused"`
-	Station  string  `json:"station,omitempty"`
-	Title    string  `json:"title,omitempty"`
+	// Held is how the host holds it by its own policy now: "ducked" or
+	// "paused" (for the assistant, an announcement or a ring), or "".
+	Held    string `json:"held,omitempty"`
+	Station string `json:"station,omitempty"`
+	Title   string `json:"title,omitempty"`
 }
 
 func (m *media) status() map[string]any {
@@ -233,7 +236,7 @@ func (m *media) status() map[string]any {
 	for _, class := range []string{"media", "announcement"} {
 		if p := m.playing[class]; p != nil {
 			playing = append(playing, mediaStatus{URL: p.url, Class: class, Position: p.pb.Sent().Seconds(),
-				Paused: p.pb.Paused(), Station: p.src.station, Title: p.src.meta.Title()})
+				Paused: p.pb.Paused(), Held: p.pb.Held(), Station: p.src.station, Title: p.src.meta.Title()})
 		}
 	}
 	out := map[string]any{"playing": playing}

@@ -37,6 +37,10 @@ type Audio struct {
 	// Rate (Hz) and Channels (1 or 2) of the PCM: signed 16-bit
 	// little-endian samples, interleaved.
 	Rate, Channels int
+	// OnHeld, when set, is called when the host's own policy turns the
+	// sound down or holds it, and when it comes back (see Playback.Held),
+	// from a goroutine of the Playback: it should return quickly.
+	OnHeld func(state string)
 }
 
 // Playback is a sound playing; from [Play].
@@ -49,9 +53,12 @@ type Playback struct {
 	frame   int // bytes per frame
 	rate    int
 
+	onHeld func(state string)
+
 	mu     sync.Mutex
 	sent   int64 // bytes
 	paused bool
+	held   string
 	err    error // why it ended, nil when played out
 }
 
@@ -92,7 +99,7 @@ func Play(ctx context.Context, r io.Reader, a Audio) (*Playback, error) {
 		stop()
 		return nil, fmt.Errorf("play: %s", hostReason(err))
 	}
-	p := &Playback{client: client, id: ev.GetStarted().GetStreamId(), stop: stop, done: make(chan struct{}), frame: 2 * a.Channels, rate: a.Rate}
+	p := &Playback{client: client, id: ev.GetStarted().GetStreamId(), stop: stop, done: make(chan struct{}), frame: 2 * a.Channels, rate: a.Rate, onHeld: a.OnHeld}
 	sendErr := make(chan error, 1)
 	go func() { sendErr <- p.send(stream, r) }()
 	go p.receive(stream, sendErr)
@@ -149,6 +156,18 @@ func (p *Playback) receive(stream pluginv1.HostAudio_PlayClient, sendErr <-chan 
 			p.mu.Lock()
 			p.paused = ps.GetPaused()
 			p.mu.Unlock()
+		}
+		if h := ev.GetHeld(); h != nil {
+			state := h.GetState()
+			if state == HeldPlaying {
+				state = ""
+			}
+			p.mu.Lock()
+			p.held = state
+			p.mu.Unlock()
+			if p.onHeld != nil {
+				p.onHeld(h.GetState())
+			}
 		}
 		if f := ev.GetFinished(); f != nil {
 			if !f.GetPlayedOut() {
@@ -207,6 +226,23 @@ func (p *Playback) Paused() bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.paused
+}
+
+// How the host holds a sound by its own policy (audio.mix): for the
+// assistant's turn, an announcement or a ring. Audio.OnHeld is given these.
+const (
+	HeldDucked  = "ducked"  // turned down; it plays on
+	HeldPaused  = "paused"  // held: the reader is not read until it plays again
+	HeldPlaying = "playing" // back at its level
+)
+
+// Held is how the host holds the sound now by its own policy: "" (it does
+// not; also from a host too old to say), HeldDucked or HeldPaused. The
+// plugin's own Pause is Paused.
+func (p *Playback) Held() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.held
 }
 
 // Sent is how much sound has been handed to the host so far, as a duration

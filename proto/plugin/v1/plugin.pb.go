@@ -814,6 +814,7 @@ type AudioEvent struct {
 	//	*AudioEvent_Started
 	//	*AudioEvent_Paused
 	//	*AudioEvent_Finished
+	//	*AudioEvent_Held
 	Event         isAudioEvent_Event `protobuf_oneof:"event"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -883,6 +884,15 @@ func (x *AudioEvent) GetFinished() *AudioFinished {
 	return nil
 }
 
+func (x *AudioEvent) GetHeld() *AudioHeld {
+	if x != nil {
+		if x, ok := x.Event.(*AudioEvent_Held); ok {
+			return x.Held
+		}
+	}
+	return nil
+}
+
 type isAudioEvent_Event interface {
 	isAudioEvent_Event()
 }
@@ -899,11 +909,19 @@ type AudioEvent_Finished struct {
 	Finished *AudioFinished `protobuf:"bytes,3,opt,name=finished,proto3,oneof"`
 }
 
+type AudioEvent_Held struct {
+	// held was added after the first HostAudio; a plugin built before it
+	// sees an event with none of the above set, and reads on.
+	Held *AudioHeld `protobuf:"bytes,4,opt,name=held,proto3,oneof"`
+}
+
 func (*AudioEvent_Started) isAudioEvent_Event() {}
 
 func (*AudioEvent_Paused) isAudioEvent_Event() {}
 
 func (*AudioEvent_Finished) isAudioEvent_Event() {}
+
+func (*AudioEvent_Held) isAudioEvent_Event() {}
 
 type AudioStarted struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -994,6 +1012,54 @@ func (x *AudioPaused) GetPaused() bool {
 	return false
 }
 
+// AudioHeld is what the host's mixer does with the stream by its own
+// policy (audio.mix): for the assistant's turn, an announcement or a ring.
+type AudioHeld struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// state is "ducked" (turned down; it plays on), "paused" (held: Play's
+	// sends block until it plays again) or "playing" (back at its level).
+	State         string `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AudioHeld) Reset() {
+	*x = AudioHeld{}
+	mi := &file_plugin_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AudioHeld) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AudioHeld) ProtoMessage() {}
+
+func (x *AudioHeld) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AudioHeld.ProtoReflect.Descriptor instead.
+func (*AudioHeld) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *AudioHeld) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
 type AudioFinished struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// played_out is true when everything sent was played.
@@ -1006,7 +1072,7 @@ type AudioFinished struct {
 
 func (x *AudioFinished) Reset() {
 	*x = AudioFinished{}
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1018,7 +1084,7 @@ func (x *AudioFinished) String() string {
 func (*AudioFinished) ProtoMessage() {}
 
 func (x *AudioFinished) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[15]
+	mi := &file_plugin_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1031,7 +1097,7 @@ func (x *AudioFinished) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AudioFinished.ProtoReflect.Descriptor instead.
 func (*AudioFinished) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{15}
+	return file_plugin_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *AudioFinished) GetPlayedOut() bool {
@@ -1058,7 +1124,7 @@ type PauseAudioRequest struct {
 
 func (x *PauseAudioRequest) Reset() {
 	*x = PauseAudioRequest{}
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1070,7 +1136,7 @@ func (x *PauseAudioRequest) String() string {
 func (*PauseAudioRequest) ProtoMessage() {}
 
 func (x *PauseAudioRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[16]
+	mi := &file_plugin_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1083,7 +1149,7 @@ func (x *PauseAudioRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseAudioRequest.ProtoReflect.Descriptor instead.
 func (*PauseAudioRequest) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{16}
+	return file_plugin_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *PauseAudioRequest) GetStreamId() uint64 {
@@ -1108,7 +1174,7 @@ type PauseAudioResponse struct {
 
 func (x *PauseAudioResponse) Reset() {
 	*x = PauseAudioResponse{}
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +1186,7 @@ func (x *PauseAudioResponse) String() string {
 func (*PauseAudioResponse) ProtoMessage() {}
 
 func (x *PauseAudioResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_plugin_proto_msgTypes[17]
+	mi := &file_plugin_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +1199,7 @@ func (x *PauseAudioResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PauseAudioResponse.ProtoReflect.Descriptor instead.
 func (*PauseAudioResponse) Descriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{17}
+	return file_plugin_proto_rawDescGZIP(), []int{18}
 }
 
 var File_plugin_proto protoreflect.FileDescriptor
@@ -1182,17 +1248,20 @@ const file_plugin_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05class\x18\x02 \x01(\tR\x05class\x12\x12\n" +
 	"\x04rate\x18\x03 \x01(\rR\x04rate\x12\x1a\n" +
-	"\bchannels\x18\x04 \x01(\rR\bchannels\"\xd2\x01\n" +
+	"\bchannels\x18\x04 \x01(\rR\bchannels\"\x88\x02\n" +
 	"\n" +
 	"AudioEvent\x12=\n" +
 	"\astarted\x18\x01 \x01(\v2!.agenthost.plugin.v1.AudioStartedH\x00R\astarted\x12:\n" +
 	"\x06paused\x18\x02 \x01(\v2 .agenthost.plugin.v1.AudioPausedH\x00R\x06paused\x12@\n" +
-	"\bfinished\x18\x03 \x01(\v2\".agenthost.plugin.v1.AudioFinishedH\x00R\bfinishedB\a\n" +
+	"\bfinished\x18\x03 \x01(\v2\".agenthost.plugin.v1.AudioFinishedH\x00R\bfinished\x124\n" +
+	"\x04held\x18\x04 \x01(\v2\x1e.agenthost.plugin.v1.AudioHeldH\x00R\x04heldB\a\n" +
 	"\x05event\"+\n" +
 	"\fAudioStarted\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\"%\n" +
 	"\vAudioPaused\x12\x16\n" +
-	"\x06paused\x18\x01 \x01(\bR\x06paused\"F\n" +
+	"\x06paused\x18\x01 \x01(\bR\x06paused\"!\n" +
+	"\tAudioHeld\x12\x14\n" +
+	"\x05state\x18\x01 \x01(\tR\x05state\"F\n" +
 	"\rAudioFinished\x12\x1d\n" +
 	"\n" +
 	"played_out\x18\x01 \x01(\bR\tplayedOut\x12\x16\n" +
@@ -1230,7 +1299,7 @@ func file_plugin_proto_rawDescGZIP() []byte {
 }
 
 var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_plugin_proto_goTypes = []any{
 	(ErrorKind)(0),             // 0: agenthost.plugin.v1.ErrorKind
 	(*DescribeRequest)(nil),    // 1: agenthost.plugin.v1.DescribeRequest
@@ -1248,9 +1317,10 @@ var file_plugin_proto_goTypes = []any{
 	(*AudioEvent)(nil),         // 13: agenthost.plugin.v1.AudioEvent
 	(*AudioStarted)(nil),       // 14: agenthost.plugin.v1.AudioStarted
 	(*AudioPaused)(nil),        // 15: agenthost.plugin.v1.AudioPaused
-	(*AudioFinished)(nil),      // 16: agenthost.plugin.v1.AudioFinished
-	(*PauseAudioRequest)(nil),  // 17: agenthost.plugin.v1.PauseAudioRequest
-	(*PauseAudioResponse)(nil), // 18: agenthost.plugin.v1.PauseAudioResponse
+	(*AudioHeld)(nil),          // 16: agenthost.plugin.v1.AudioHeld
+	(*AudioFinished)(nil),      // 17: agenthost.plugin.v1.AudioFinished
+	(*PauseAudioRequest)(nil),  // 18: agenthost.plugin.v1.PauseAudioRequest
+	(*PauseAudioResponse)(nil), // 19: agenthost.plugin.v1.PauseAudioResponse
 }
 var file_plugin_proto_depIdxs = []int32{
 	3,  // 0: agenthost.plugin.v1.DescribeResponse.services:type_name -> agenthost.plugin.v1.Service
@@ -1259,24 +1329,25 @@ var file_plugin_proto_depIdxs = []int32{
 	12, // 3: agenthost.plugin.v1.AudioChunk.header:type_name -> agenthost.plugin.v1.AudioHeader
 	14, // 4: agenthost.plugin.v1.AudioEvent.started:type_name -> agenthost.plugin.v1.AudioStarted
 	15, // 5: agenthost.plugin.v1.AudioEvent.paused:type_name -> agenthost.plugin.v1.AudioPaused
-	16, // 6: agenthost.plugin.v1.AudioEvent.finished:type_name -> agenthost.plugin.v1.AudioFinished
-	1,  // 7: agenthost.plugin.v1.PluginService.Describe:input_type -> agenthost.plugin.v1.DescribeRequest
-	4,  // 8: agenthost.plugin.v1.PluginService.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
-	6,  // 9: agenthost.plugin.v1.PluginService.Call:input_type -> agenthost.plugin.v1.CallRequest
-	9,  // 10: agenthost.plugin.v1.PluginService.Health:input_type -> agenthost.plugin.v1.HealthRequest
-	11, // 11: agenthost.plugin.v1.HostAudio.Play:input_type -> agenthost.plugin.v1.AudioChunk
-	17, // 12: agenthost.plugin.v1.HostAudio.Pause:input_type -> agenthost.plugin.v1.PauseAudioRequest
-	2,  // 13: agenthost.plugin.v1.PluginService.Describe:output_type -> agenthost.plugin.v1.DescribeResponse
-	5,  // 14: agenthost.plugin.v1.PluginService.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
-	7,  // 15: agenthost.plugin.v1.PluginService.Call:output_type -> agenthost.plugin.v1.CallResponse
-	10, // 16: agenthost.plugin.v1.PluginService.Health:output_type -> agenthost.plugin.v1.HealthResponse
-	13, // 17: agenthost.plugin.v1.HostAudio.Play:output_type -> agenthost.plugin.v1.AudioEvent
-	18, // 18: agenthost.plugin.v1.HostAudio.Pause:output_type -> agenthost.plugin.v1.PauseAudioResponse
-	13, // [13:19] is the sub-list for method output_type
-	7,  // [7:13] is the sub-list for method input_type
-	7,  // [7:7] is the sub-list for extension type_name
-	7,  // [7:7] is the sub-list for extension extendee
-	0,  // [0:7] is the sub-list for field type_name
+	17, // 6: agenthost.plugin.v1.AudioEvent.finished:type_name -> agenthost.plugin.v1.AudioFinished
+	16, // 7: agenthost.plugin.v1.AudioEvent.held:type_name -> agenthost.plugin.v1.AudioHeld
+	1,  // 8: agenthost.plugin.v1.PluginService.Describe:input_type -> agenthost.plugin.v1.DescribeRequest
+	4,  // 9: agenthost.plugin.v1.PluginService.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
+	6,  // 10: agenthost.plugin.v1.PluginService.Call:input_type -> agenthost.plugin.v1.CallRequest
+	9,  // 11: agenthost.plugin.v1.PluginService.Health:input_type -> agenthost.plugin.v1.HealthRequest
+	11, // 12: agenthost.plugin.v1.HostAudio.Play:input_type -> agenthost.plugin.v1.AudioChunk
+	18, // 13: agenthost.plugin.v1.HostAudio.Pause:input_type -> agenthost.plugin.v1.PauseAudioRequest
+	2,  // 14: agenthost.plugin.v1.PluginService.Describe:output_type -> agenthost.plugin.v1.DescribeResponse
+	5,  // 15: agenthost.plugin.v1.PluginService.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
+	7,  // 16: agenthost.plugin.v1.PluginService.Call:output_type -> agenthost.plugin.v1.CallResponse
+	10, // 17: agenthost.plugin.v1.PluginService.Health:output_type -> agenthost.plugin.v1.HealthResponse
+	13, // 18: agenthost.plugin.v1.HostAudio.Play:output_type -> agenthost.plugin.v1.AudioEvent
+	19, // 19: agenthost.plugin.v1.HostAudio.Pause:output_type -> agenthost.plugin.v1.PauseAudioResponse
+	14, // [14:20] is the sub-list for method output_type
+	8,  // [8:14] is the sub-list for method input_type
+	8,  // [8:8] is the sub-list for extension type_name
+	8,  // [8:8] is the sub-list for extension extendee
+	0,  // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -1292,6 +1363,7 @@ func file_plugin_proto_init() {
 		(*AudioEvent_Started)(nil),
 		(*AudioEvent_Paused)(nil),
 		(*AudioEvent_Finished)(nil),
+		(*AudioEvent_Held)(nil),
 	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
@@ -1299,7 +1371,7 @@ func file_plugin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

@@ -303,8 +303,10 @@ type HostAudioClient interface {
 	// Play is one sound: the plugin's first message carries the header and
 	// no PCM, then PCM chunks follow; closing its send side means "play out
 	// what was sent". The host answers AudioEvent.started once it accepted
-	// the stream, AudioEvent.paused when it pauses or resumes it, and
-	// AudioEvent.finished as its last message. A refusal (no output, a
+	// the stream, AudioEvent.paused when it pauses or resumes it at the
+	// plugin's word, AudioEvent.held when the host's own policy turns it down
+	// or holds it and when it comes back, and AudioEvent.finished as its last
+	// message. A refusal (no output, a
 	// class or plugin not allowed, too many streams, a bad header) is a gRPC
 	// error: FAILED_PRECONDITION, PERMISSION_DENIED, RESOURCE_EXHAUSTED or
 	// INVALID_ARGUMENT with a message for a person. Cancelling the call
@@ -356,8 +358,10 @@ type HostAudioServer interface {
 	// Play is one sound: the plugin's first message carries the header and
 	// no PCM, then PCM chunks follow; closing its send side means "play out
 	// what was sent". The host answers AudioEvent.started once it accepted
-	// the stream, AudioEvent.paused when it pauses or resumes it, and
-	// AudioEvent.finished as its last message. A refusal (no output, a
+	// the stream, AudioEvent.paused when it pauses or resumes it at the
+	// plugin's word, AudioEvent.held when the host's own policy turns it down
+	// or holds it and when it comes back, and AudioEvent.finished as its last
+	// message. A refusal (no output, a
 	// class or plugin not allowed, too many streams, a bad header) is a gRPC
 	// error: FAILED_PRECONDITION, PERMISSION_DENIED, RESOURCE_EXHAUSTED or
 	// INVALID_ARGUMENT with a message for a person. Cancelling the call

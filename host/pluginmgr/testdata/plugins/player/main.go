@@ -30,6 +30,7 @@ func (r *ramp) Read(p []byte) (int, error) {
 var (
 	mu      sync.Mutex
 	endless []*sdk.Playback
+	heard   []string // what OnHeld was given, in order
 )
 
 func main() {
@@ -39,6 +40,7 @@ func main() {
 	}
 	type endlessParams struct {
 		Class string `json:"class,omitempty"` // media when empty
+		Name  string `json:"name,omitempty"`  // endless when empty
 	}
 	sdk.Serve(sdk.Plugin{
 		Name: "player", Version: "1.0.0",
@@ -53,7 +55,11 @@ func main() {
 				}),
 			sdk.TypedService("play_endless", "Start an endless ramp and return",
 				func(_ context.Context, p endlessParams) (any, error) {
-					pb, err := sdk.Play(context.Background(), &ramp{frames: -1}, sdk.Audio{Name: "endless", Class: p.Class, Rate: 8000, Channels: 1})
+					if p.Name == "" {
+						p.Name = "endless"
+					}
+					pb, err := sdk.Play(context.Background(), &ramp{frames: -1}, sdk.Audio{Name: p.Name, Class: p.Class, Rate: 8000, Channels: 1,
+						OnHeld: func(state string) { mu.Lock(); heard = append(heard, state); mu.Unlock() }})
 					if err != nil {
 						return nil, err
 					}
@@ -72,6 +78,15 @@ func main() {
 					<-pb.Done()
 				}
 				return len(all), nil
+			}},
+			{Name: "held", Description: "How the host holds each endless ramp, and what OnHeld heard", Handler: func(context.Context, sdk.Params) (any, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				var states []string
+				for _, pb := range endless {
+					states = append(states, pb.Held())
+				}
+				return map[string]any{"held": states, "heard": heard}, nil
 			}},
 			{Name: "crash", Description: "Exit at once", Handler: func(context.Context, sdk.Params) (any, error) {
 				os.Exit(3)
