@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// BenchmarkPluginCallAllocs counts what a plugin call costs the host
+// process's heap (simulator → host → clock plugin, as BenchmarkPluginCall):
+// allocations, bytes and GC cycles, read from the host's own /metrics
+// (go_memstats_mallocs_total, go_memstats_alloc_bytes_total,
+// go_gc_duration_seconds_count) before and after the calls, less what one
+// scrape costs. Counts, not times: the figures hold on a busy machine.
+//
+//	go test -run='^$' -bench='^BenchmarkPluginCallAllocs$' -benchtime=3000x ./cmd/agenthost/
+func BenchmarkPluginCallAllocs(b *testing.B) {
+	clock := bundled(b, "clock")
+	d, sim, _ := benchHost(b, func(dir string) { copyExec(b, clock, filepath.Join(dir, "clock")) },
+		"services.builtins=false", "metrics.listen=127.0.0.1:0")
+	url := regexp.MustCompile(`url=(http://\S+/metrics)`).FindStringSubmatch(d.logLine("metrics served"))[1]
+	ctx := context.Background()
+	params := json.RawMessage(`{"format":"simple"}`)
+	for range 300 { // warm up
+		sim.Call(ctx, "get_current_time", params)
+	}
+	s0 := scrapeHeap(b, url)
+	s1 := scrapeHeap(b, url) // s1-s0: what a scrape costs
+	n := 0
+	for b.Loop() {
+		if out, err := sim.Call(ctx, "get_current_time", params); err != nil || !out.Success {
+			b.Fatalf("%+v %v", out, err)
+		}
+		n++
+	}
+	b.StopTimer()
+	s2 := scrapeHeap(b, url)
+	per := func(i int) float64 { return ((s2[i] - s1[i]) - (s1[i] - s0[i])) / float64(n) }
+	b.ReportMetric(per(0), "host-allocs/call")
+	b.ReportMetric(per(1), "host-B/call")
+	b.ReportMetric(1000*(s2[2]-s1[2])/float64(n), "host-GCs/1000calls")
+	b.ReportMetric(0, "ns/op")
+}
+
+// heapMetrics are the /metrics series scrapeHeap reads, in its order.
+var heapMetrics = []string{"go_memstats_mallocs_total", "go_memstats_alloc_bytes_total", "go_gc_duration_seconds_count"}
+
+// scrapeHeap reads heapMetrics from a host's /metrics.
+func scrapeHeap(b *testing.B, url string) []float64 {
+	b.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := make([]float64, len(heapMetrics))
+	found := 0
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		name, value, ok := strings.Cut(sc.Text(), " ")
+		for i, m := range heapMetrics {
+			if ok && name == m {
+				if out[i], err = strconv.ParseFloat(value, 64); err != nil {
+					b.Fatalf("%s: %v", sc.Text(), err)
+				}
+				found++
+			}
+		}
+	}
+	if found != len(heapMetrics) {
+		b.Fatalf("/metrics has %d of %v", found, heapMetrics)
+	}
+	return out
+}
