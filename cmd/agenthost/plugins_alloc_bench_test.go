@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -30,6 +32,11 @@ func BenchmarkPluginCallAllocs(b *testing.B) {
 	for range 300 { // warm up
 		sim.Call(ctx, "get_current_time", params)
 	}
+	hostPID, pluginPID := d.cmd.Process.Pid, d.pluginList()["clock"].PID
+	if pluginPID == 0 {
+		b.Fatalf("the clock plugin is not running: %+v", d.pluginList())
+	}
+	hio0, pio0 := syscalls(b, hostPID), syscalls(b, pluginPID)
 	s0 := scrapeHeap(b, url)
 	s1 := scrapeHeap(b, url) // s1-s0: what a scrape costs
 	n := 0
@@ -40,12 +47,39 @@ func BenchmarkPluginCallAllocs(b *testing.B) {
 		n++
 	}
 	b.StopTimer()
+	hio, pio := syscalls(b, hostPID), syscalls(b, pluginPID)
 	s2 := scrapeHeap(b, url)
 	per := func(i int) float64 { return ((s2[i] - s1[i]) - (s1[i] - s0[i])) / float64(n) }
 	b.ReportMetric(per(0), "host-allocs/call")
 	b.ReportMetric(per(1), "host-B/call")
 	b.ReportMetric(1000*(s2[2]-s1[2])/float64(n), "host-GCs/1000calls")
+	// Reads and writes (the scrapes' few among them): frames and wake-ups.
+	b.ReportMetric(float64(hio[0]-hio0[0])/float64(n), "host-reads/call")
+	b.ReportMetric(float64(hio[1]-hio0[1])/float64(n), "host-writes/call")
+	b.ReportMetric(float64(pio[0]-pio0[0])/float64(n), "plugin-reads/call")
+	b.ReportMetric(float64(pio[1]-pio0[1])/float64(n), "plugin-writes/call")
 	b.ReportMetric(0, "ns/op")
+}
+
+// syscalls returns a process's read and write system calls so far
+// (syscr, syscw of /proc/PID/io).
+func syscalls(b *testing.B, pid int) [2]int64 {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out [2]int64
+	for line := range strings.SplitSeq(string(raw), "\n") {
+		k, v, _ := strings.Cut(line, ": ")
+		switch k {
+		case "syscr":
+			out[0], _ = strconv.ParseInt(v, 10, 64)
+		case "syscw":
+			out[1], _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return out
 }
 
 // heapMetrics are the /metrics series scrapeHeap reads, in its order.
