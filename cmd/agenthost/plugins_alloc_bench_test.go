@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
 
 // BenchmarkPluginCallAllocs counts what a plugin call costs the host
@@ -19,13 +21,38 @@ import (
 // allocations, bytes and GC cycles, read from the host's own /metrics
 // (go_memstats_mallocs_total, go_memstats_alloc_bytes_total,
 // go_gc_duration_seconds_count) before and after the calls, less what one
-// scrape costs. Counts, not times: the figures hold on a busy machine.
+// scrape costs, and the reads and writes of the host and the plugin. Counts,
+// not times: the figures hold on a busy machine. It runs the host at its own
+// GOGC (50, internal/memtrim) and at Go's default 100, and reports beside
+// the GC cycles what each costs in memory after the calls: the heap goal
+// (go_memstats_next_gc_bytes) and the host's RSS.
 //
 //	go test -run='^$' -bench='^BenchmarkPluginCallAllocs$' -benchtime=3000x ./cmd/agenthost/
 func BenchmarkPluginCallAllocs(b *testing.B) {
+	for _, gogc := range []string{"host", "100"} {
+		b.Run("gogc="+gogc, func(b *testing.B) {
+			var env []string
+			if gogc != "host" {
+				env = []string{"GOGC=" + gogc}
+			}
+			pluginCallAllocs(b, env)
+		})
+	}
+}
+
+func pluginCallAllocs(b *testing.B, env []string) {
 	clock := bundled(b, "clock")
-	d, sim, _ := benchHost(b, func(dir string) { copyExec(b, clock, filepath.Join(dir, "clock")) },
-		"services.builtins=false", "metrics.listen=127.0.0.1:0")
+	sim, err := voicetest.NewServer(voicetest.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { sim.Close() })
+	dir := filepath.Join(b.TempDir(), "plugins")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	copyExec(b, clock, filepath.Join(dir, "clock"))
+	d := startHostEnv(b, sim, env, "plugins.dirs="+dir, "log.level=info", "services.builtins=false", "metrics.listen=127.0.0.1:0")
 	url := regexp.MustCompile(`url=(http://\S+/metrics)`).FindStringSubmatch(d.logLine("metrics served"))[1]
 	ctx := context.Background()
 	params := json.RawMessage(`{"format":"simple"}`)
@@ -53,6 +80,9 @@ func BenchmarkPluginCallAllocs(b *testing.B) {
 	b.ReportMetric(per(0), "host-allocs/call")
 	b.ReportMetric(per(1), "host-B/call")
 	b.ReportMetric(1000*(s2[2]-s1[2])/float64(n), "host-GCs/1000calls")
+	b.ReportMetric(s2[3]/(1<<20), "host-heap-goal-MB")
+	rss, _ := memOf(b, hostPID)
+	b.ReportMetric(rss, "host-RSS-MB")
 	// Reads and writes (the scrapes' few among them): frames and wake-ups.
 	b.ReportMetric(float64(hio[0]-hio0[0])/float64(n), "host-reads/call")
 	b.ReportMetric(float64(hio[1]-hio0[1])/float64(n), "host-writes/call")
@@ -83,7 +113,7 @@ func syscalls(b *testing.B, pid int) [2]int64 {
 }
 
 // heapMetrics are the /metrics series scrapeHeap reads, in its order.
-var heapMetrics = []string{"go_memstats_mallocs_total", "go_memstats_alloc_bytes_total", "go_gc_duration_seconds_count"}
+var heapMetrics = []string{"go_memstats_mallocs_total", "go_memstats_alloc_bytes_total", "go_gc_duration_seconds_count", "go_memstats_next_gc_bytes"}
 
 // scrapeHeap reads heapMetrics from a host's /metrics.
 func scrapeHeap(b *testing.B, url string) []float64 {
