@@ -64,6 +64,7 @@ func bareClient(b *testing.B, bin string, mtls bool) (*goplugin.Client, pluginv1
 	c := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig: pluginv1.Handshake, Plugins: pluginv1.PluginSet(), Cmd: cmd, SkipHostEnv: true,
 		AllowedProtocols: []goplugin.Protocol{goplugin.ProtocolGRPC}, AutoMTLS: mtls, Logger: hclog.NewNullLogger(),
+		GRPCDialOptions: pluginv1.DialOptions(),
 	})
 	rpc, err := pluginv1.Dispense(c)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/go-plugin"
+	"google.golang.org/grpc"
 
 	"github.com/agenthost/agenthost/internal/memtrim"
 	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
@@ -70,7 +71,9 @@ func serve(p Plugin, stderr *os.File) int {
 	plugin.Serve(&plugin.ServeConfig{
 		HandshakeConfig: pluginv1.Handshake,
 		Plugins:         plugin.PluginSet{pluginv1.PluginName: &pluginv1.GRPCPlugin{Impl: srv, Speaker: speaker}},
-		GRPCServer:      plugin.DefaultGRPCServer,
+		GRPCServer: func(opts []grpc.ServerOption) *grpc.Server {
+			return plugin.DefaultGRPCServer(append(opts, pluginv1.ServerOptions()...))
+		},
 		Logger: hclog.New(&hclog.LoggerOptions{
 			Level:      hclog.Info,
 			Output:     stderr,

@@ -121,3 +121,23 @@ func BenchmarkEncodeAudio(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkParseMCPCall parses a call as the voice server sends it, by
+// ParseMCP and by encoding/json alone (what ParseMCP did before it read
+// calls itself).
+func BenchmarkParseMCPCall(b *testing.B) {
+	p := []byte(`{"type":"call","data":{"call_id":"call_0001","method":"get_current_time","params":{"format":"simple"}}}`)
+	for _, v := range []struct {
+		name  string
+		parse func([]byte) (any, error)
+	}{{"ParseMCP", ParseMCP}, {"encoding-json", parseMCPJSON}} {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := v.parse(p); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -54,6 +54,14 @@ type Result struct {
 // ParseMCP decodes an MCP payload into *Register, *Call or *Result. An
 // unknown message type returns the envelope and an error naming the type.
 func ParseMCP(p []byte) (any, error) {
+	if c, ok := quickCall(p); ok {
+		return c, nil
+	}
+	return parseMCPJSON(p)
+}
+
+// parseMCPJSON is ParseMCP by encoding/json, for every payload.
+func parseMCPJSON(p []byte) (any, error) {
 	var m MCPMessage
 	if err := json.Unmarshal(p, &m); err != nil {
 		return nil, fmt.Errorf("voice: MCP payload is not JSON: %w", err)

@@ -32,7 +32,7 @@ const (
 	// maxRSSGrowth: the host settles at about 20 MB under this load; a leak
 	// of 1 KiB per call grows it by 23 MB in ten minutes at 40 calls/s.
 	maxRSSGrowth = 16 << 20
-	// maxHeapGrowth: the heap goal (GOGC=50: 1.5 × the live heap after the
+	// maxHeapGrowth: the heap goal (GOGC=100: 2 × the live heap after the
 	// last GC) is a steadier sign of a leak than RSS, which the runtime
 	// returns to the system slowly.
 	maxHeapGrowth = 4 << 20
