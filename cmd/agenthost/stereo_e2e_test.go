@@ -82,7 +82,9 @@ func TestStereoMusicKeepsItsChannelsAndAReplyIsCentred(t *testing.T) {
 		left[i], right[i] = s[2*i], s[2*i+1]
 	}
 	const w = 960 // 20 ms
-	db := func(p []int16, hz float64) float64 { return 20 * math.Log10(max(levelAt(p, hz, rate), 1)/math.MaxInt16) }
+	db := func(p []int16, hz float64) float64 {
+		return 20 * math.Log10(max(levelAt(p, hz, rate), 1)/math.MaxInt16)
+	}
 	var b strings.Builder
 	var music, crossed, reply, offCentre int
 	for i := 0; i+w <= len(left); i += w {
