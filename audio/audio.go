@@ -42,8 +42,9 @@ type Source interface {
 	Close() error
 }
 
-// Sink accepts mono samples at the wire rate. Close flushes what is buffered
-// (and for files finishes the file).
+// Sink accepts mono samples at the wire rate, or the interleaved frames of
+// the format it was opened for (a speaker at its own rate and channels).
+// Close flushes what is buffered (and for files finishes the file).
 type Sink interface {
 	Write(p []int16) (int, error)
 	Close() error
@@ -67,14 +68,18 @@ type Options struct {
 	// decimal index as listed by Devices, or a case-insensitive substring
 	// of the device name (an exact name wins over a substring match).
 	Device string
-	// Rate is the wire rate (default WireRate). Samples are always mono.
+	// Rate is the wire rate (default WireRate).
 	Rate int
+	// Channels is how many channels a sink's Write takes, interleaved
+	// (default 1); sources always deliver mono. A PortAudio sink asks the
+	// device for Rate and Channels first.
+	Channels int
 
 	// DeviceRate forces the rate the device is opened at. 0 tries Rate,
 	// then the device's default rate.
 	DeviceRate int
-	// DeviceChannels forces the device's channel count. 0 tries mono, then
-	// stereo, then the device's maximum.
+	// DeviceChannels forces the device's channel count. 0 tries Channels
+	// (mono for a source), then mono, stereo and the device's maximum.
 	DeviceChannels int
 	// Buffer is the device buffer length (default 20 ms).
 	Buffer time.Duration
@@ -105,6 +110,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Rate <= 0 {
 		o.Rate = WireRate
+	}
+	if o.Channels <= 0 {
+		o.Channels = 1
 	}
 	if o.Buffer <= 0 {
 		o.Buffer = 20 * time.Millisecond

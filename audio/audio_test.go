@@ -21,19 +21,33 @@ var quiet = slog.New(slog.DiscardHandler)
 
 func TestCandidates(t *testing.T) {
 	o := Options{}.withDefaults()
-	got := candidates(o, 48000, 2)
+	got := candidates(o, 48000, 2, true)
 	want := []Format{{16000, 1}, {16000, 2}, {48000, 1}, {48000, 2}}
 	if !equalFormats(got, want) {
 		t.Errorf("auto: %v, want %v", got, want)
 	}
 	// A 6-channel array whose default rate is the wire rate.
-	got = candidates(o, 16000, 6)
+	got = candidates(o, 16000, 6, true)
 	want = []Format{{16000, 1}, {16000, 2}, {16000, 6}}
 	if !equalFormats(got, want) {
 		t.Errorf("array: %v, want %v", got, want)
 	}
+	// A speaker asked for 48 kHz stereo whose default rate is 44.1 kHz:
+	// stereo at either rate before mono.
+	sp := Options{Rate: 48000, Channels: 2}.withDefaults()
+	got = candidates(sp, 44100, 2, false)
+	want = []Format{{48000, 2}, {44100, 2}, {48000, 1}, {44100, 1}}
+	if !equalFormats(got, want) {
+		t.Errorf("speaker: %v, want %v", got, want)
+	}
+	// A mono speaker (one channel at most) asked for stereo.
+	got = candidates(sp, 48000, 1, false)
+	want = []Format{{48000, 1}}
+	if !equalFormats(got, want) {
+		t.Errorf("mono speaker: %v, want %v", got, want)
+	}
 	o.DeviceRate, o.DeviceChannels = 44100, 2
-	if got := candidates(o, 48000, 2); !equalFormats(got, []Format{{44100, 2}}) {
+	if got := candidates(o, 48000, 2, true); !equalFormats(got, []Format{{44100, 2}}) {
 		t.Errorf("forced: %v", got)
 	}
 }
