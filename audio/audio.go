@@ -99,6 +99,9 @@ type Options struct {
 	OnRetry func(attempt int, err error)
 	// Logger receives warnings (device lost, retrying). Default slog.Default().
 	Logger *slog.Logger
+	// OnOpen, if set, is told the device and the format it was opened at,
+	// each time it is (re)opened.
+	OnOpen func(Device, Format)
 
 	// File sources: Loop restarts at the end instead of returning io.EOF.
 	Loop bool

@@ -256,6 +256,9 @@ func (s *PortAudioSink) connect() error {
 	}
 	s.dev, s.conv = dev, conv
 	s.cur.Store(&openDevice{dev.device(), dev.format(), deviceLatency(dev)})
+	if s.o.OnOpen != nil {
+		s.o.OnOpen(dev.device(), dev.format())
+	}
 	if f := dev.format(); f != want {
 		s.log.Info("the speaker does not take the output's format; it is opened at one it does and the mix is converted",
 			"device", dev.device().Name, "wanted", want.String(), "device_format", f.String())

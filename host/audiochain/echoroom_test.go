@@ -110,7 +110,7 @@ func newRoomRig(t *testing.T, so voicetest.Options, set func(a *config.Audio)) *
 	a := cfg.Audio
 	a.Backend = "echo_room"
 	set(&a)
-	openSource, openSink := Devices(a, slog.New(slog.DiscardHandler), nil)
+	openSource, openSink := Devices(a, slog.New(slog.DiscardHandler), nil, nil)
 	lk := &pipeLink{queue: make(chan voice.Frame, 1<<12), done: make(chan struct{})}
 	conv, err := conversation.New(conversation.Options{Mode: "vad", AEC: true, Rate: a.Rate, Frame: a.Frame.D(),
 		JitterLead: cfg.Conversation.JitterLead.D(), ReplyTimeout: cfg.Conversation.ReplyTimeout.D(),
