@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agenthost/agenthost/audio/resample"
@@ -111,6 +112,15 @@ func (c *fromWire) close() {
 	}
 }
 
+// delay is how long the sound held in the converter plays (it is heard
+// after what the device holds).
+func (c *fromWire) delay() time.Duration {
+	if c.rs == nil {
+		return 0
+	}
+	return time.Duration(c.rs.Delay() * float64(time.Second) / float64(c.rs.OutRate()))
+}
+
 // Remix appends frames of from channels to dst as frames of to channels:
 // equal counts copy; one channel goes to every channel at the same level
 // (a mono sound centred); to one channel, the channels are averaged; other
@@ -198,6 +208,7 @@ type convertSink struct {
 	ch     int
 	buf    []int16
 	closed bool
+	held   atomic.Int64 // the converter's delay after the last write
 }
 
 func (s *convertSink) Write(p []int16) (int, error) {
@@ -213,6 +224,7 @@ func (s *convertSink) Write(p []int16) (int, error) {
 	if s.buf, err = s.conv.append(s.buf[:0], p); err != nil {
 		return 0, err
 	}
+	s.held.Store(int64(s.conv.delay()))
 	if len(s.buf) > 0 {
 		if _, err := s.sink.Write(s.buf); err != nil {
 			return 0, err
@@ -236,5 +248,8 @@ func (s *convertSink) Close() error {
 	return errors.Join(err, s.sink.Close())
 }
 
-// Latency is the wrapped sink's.
-func (s *convertSink) Latency() time.Duration { return latencyOf(s.sink) }
+// Latency is the wrapped sink's and what the converter holds: how long
+// the last sample written waits to be heard.
+func (s *convertSink) Latency() time.Duration {
+	return latencyOf(s.sink) + time.Duration(s.held.Load())
+}

@@ -219,6 +219,7 @@ type PortAudioSink struct {
 	closed  bool
 
 	cur        atomic.Pointer[openDevice]
+	held       atomic.Int64 // the converter's delay after the last write
 	underflows atomic.Int64
 	reopens    atomic.Int64
 }
@@ -302,12 +303,13 @@ func (s *PortAudioSink) DeviceFormat() Format {
 	return Format{}
 }
 
-// Latency is what PortAudio reports for the open device: how long a
+// Latency is what PortAudio reports for the open device, and what the
+// rate converter holds when the device runs at another rate: how long a
 // sample written into a full buffer waits before it is heard (0 while
 // reopening).
 func (s *PortAudioSink) Latency() time.Duration {
 	if d := s.cur.Load(); d != nil {
-		return d.lat
+		return d.lat + time.Duration(s.held.Load())
 	}
 	return 0
 }
@@ -343,6 +345,7 @@ func (s *PortAudioSink) Write(p []int16) (int, error) {
 	if s.frames, err = s.conv.append(s.frames[:0], p); err != nil {
 		return 0, err
 	}
+	s.held.Store(int64(s.conv.delay()))
 	if err := s.dev.write(s.frames); err != nil {
 		if transient(err) {
 			s.underflows.Add(1)
