@@ -113,24 +113,29 @@ const (
 	Pause = "pause"
 )
 
+// withDefaults fills in the defaults; a setting out of range gets its
+// default too, and is named in the error.
 func (o Options) withDefaults() (Options, error) {
+	var errs []error
 	if o.Rate <= 0 {
 		o.Rate = audio.WireRate
+	}
+	if o.Channels > 8 {
+		errs = append(errs, fmt.Errorf("mixer: %d output channels; at most 8", o.Channels))
+		o.Channels = 0
 	}
 	if o.Channels <= 0 {
 		o.Channels = 1
 	}
-	if o.Channels > 8 {
-		return o, fmt.Errorf("mixer: %d output channels; at most 8", o.Channels)
-	}
 	if o.Frame <= 0 {
 		o.Frame = 20 * time.Millisecond
 	}
+	if o.DuckDB > 0 {
+		errs = append(errs, fmt.Errorf("mixer: duck_db %g must be below 0", o.DuckDB))
+		o.DuckDB = 0
+	}
 	if o.DuckDB == 0 {
 		o.DuckDB = -20
-	}
-	if o.DuckDB > 0 {
-		return o, fmt.Errorf("mixer: duck_db %g must be below 0", o.DuckDB)
 	}
 	if o.Ramp <= 0 {
 		o.Ramp = 20 * time.Millisecond
@@ -140,7 +145,8 @@ func (o Options) withDefaults() (Options, error) {
 		o.MediaWhileActive = Duck
 	case Duck, Pause:
 	default:
-		return o, fmt.Errorf("mixer: media_while_active %q: use duck or pause", o.MediaWhileActive)
+		errs = append(errs, fmt.Errorf("mixer: media_while_active %q: use duck or pause", o.MediaWhileActive))
+		o.MediaWhileActive = Duck
 	}
 	if o.MaxStreams <= 0 {
 		o.MaxStreams = 16
@@ -151,7 +157,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return o, nil
+	return o, errors.Join(errs...)
 }
 
 // ErrClosed is returned by a stream's Write after Stop, Close or the end of
@@ -190,8 +196,6 @@ func New(out audio.Sink, o Options) *Mixer {
 	o, err := o.withDefaults()
 	if err != nil {
 		o.Logger.Warn("mixer settings out of range; using the defaults", "err", err)
-		o.DuckDB, o.MediaWhileActive = -20, Duck
-		o.Channels = min(o.Channels, 8)
 	}
 	m := &Mixer{out: out, o: o, log: o.Logger.With("component", "mixer"), ch: o.Channels,
 		frame: max(1, int(o.Frame.Seconds()*float64(o.Rate))),
