@@ -1,6 +1,8 @@
 // Package audio owns the speaker's sound: capture from a microphone and
 // playback to a loudspeaker behind two small interfaces, Source and Sink,
-// that carry mono 16-bit samples at the wire rate (16 kHz by default).
+// that carry mono 16-bit samples at the wire rate (16 kHz by default), or,
+// for a speaker opened at its own format (Options.Rate and Channels: 48 kHz
+// stereo), interleaved frames of it.
 //
 // Backends: PortAudio (OpenPortAudioSource, OpenPortAudioSink, Devices) and
 // files (OpenFileSource for WAV or raw s16le, CreateWAVSink). Devices are
