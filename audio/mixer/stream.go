@@ -162,10 +162,10 @@ func (s *Stream) queue(pcm []int16) error {
 			return fmt.Errorf("mixer: stream %q: %w", s.name, ErrClosed)
 		}
 		k := min(frames-s.n, len(pcm)/ch)
-		for i := range k {
-			at := (s.r + s.n + i) % frames * ch
-			copy(s.buf[at:at+ch], pcm[i*ch:])
-		}
+		at := (s.r + s.n) % frames
+		first := min(k, frames-at) // up to the ring's end, then from its start
+		copy(s.buf[at*ch:], pcm[:first*ch])
+		copy(s.buf, pcm[first*ch:k*ch])
 		s.n += k
 		pcm = pcm[k*ch:]
 		m.mu.Unlock()
@@ -257,6 +257,7 @@ func (s *Stream) mixInto(acc []int32, ch int, target, step float64, paused bool)
 	frames := len(s.buf) / ch
 	k := min(len(acc)/ch, s.n)
 	g := s.gain
+	at := s.r * ch
 	for i := range k {
 		switch {
 		case g < target:
@@ -264,7 +265,9 @@ func (s *Stream) mixInto(acc []int32, ch int, target, step float64, paused bool)
 		case g > target:
 			g = max(target, g-step)
 		}
-		at := (s.r + i) % frames * ch
+		if at == len(s.buf) {
+			at = 0
+		}
 		if g == 1 {
 			for c, v := range s.buf[at : at+ch] {
 				acc[i*ch+c] += int32(v)
@@ -274,6 +277,7 @@ func (s *Stream) mixInto(acc []int32, ch int, target, step float64, paused bool)
 				acc[i*ch+c] += int32(math.Round(float64(v) * g))
 			}
 		}
+		at += ch
 		if paused && g == 0 {
 			k = i + 1
 			break
