@@ -262,9 +262,11 @@ func (s *Speaker) AudioDevices(a config.Audio) (func(context.Context) (audio.Sou
 	if s.out != nil {
 		s.out.SetKeepFed(keepFed(a))
 	}
+	// The devices take frames of the mixer's format, which a reload does
+	// not change (audio.output_* apply after a restart); without the
+	// speaker's mixer the conversation mixes on its own, mono at audio.rate.
+	a.OutputRate, a.OutputChannels = a.Rate, 1
 	if s.out != nil {
-		// The devices take frames of the mixer's format, which a reload
-		// does not change: audio.output_* apply after a restart.
 		f := s.out.Format()
 		a.OutputRate, a.OutputChannels = f.Rate, f.Channels
 	}
