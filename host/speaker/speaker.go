@@ -278,7 +278,7 @@ func (s *Speaker) AudioDevices(a config.Audio) (func(context.Context) (audio.Sou
 			if err != nil {
 				return nil, err
 			}
-			return d.Sink(sink), nil
+			return d.SinkFormat(sink, audio.Format{Rate: a.OutputRate, Channels: a.OutputChannels}), nil
 		}
 	}
 	return openSource, openSink
