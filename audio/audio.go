@@ -1,6 +1,8 @@
 // Package audio owns the speaker's sound: capture from a microphone and
 // playback to a loudspeaker behind two small interfaces, Source and Sink,
-// that carry mono 16-bit samples at the wire rate (16 kHz by default).
+// that carry mono 16-bit samples at the wire rate (16 kHz by default), or,
+// for a speaker opened at its own format (Options.Rate and Channels: 48 kHz
+// stereo), interleaved frames of it.
 //
 // Backends: PortAudio (OpenPortAudioSource, OpenPortAudioSink, Devices) and
 // files (OpenFileSource for WAV or raw s16le, CreateWAVSink). Devices are
@@ -42,8 +44,9 @@ type Source interface {
 	Close() error
 }
 
-// Sink accepts mono samples at the wire rate. Close flushes what is buffered
-// (and for files finishes the file).
+// Sink accepts mono samples at the wire rate, or the interleaved frames of
+// the format it was opened for (a speaker at its own rate and channels).
+// Close flushes what is buffered (and for files finishes the file).
 type Sink interface {
 	Write(p []int16) (int, error)
 	Close() error
@@ -67,14 +70,18 @@ type Options struct {
 	// decimal index as listed by Devices, or a case-insensitive substring
 	// of the device name (an exact name wins over a substring match).
 	Device string
-	// Rate is the wire rate (default WireRate). Samples are always mono.
+	// Rate is the wire rate (default WireRate).
 	Rate int
+	// Channels is how many channels a sink's Write takes, interleaved
+	// (default 1); sources always deliver mono. A PortAudio sink asks the
+	// device for Rate and Channels first.
+	Channels int
 
 	// DeviceRate forces the rate the device is opened at. 0 tries Rate,
 	// then the device's default rate.
 	DeviceRate int
-	// DeviceChannels forces the device's channel count. 0 tries mono, then
-	// stereo, then the device's maximum.
+	// DeviceChannels forces the device's channel count. 0 tries Channels
+	// (mono for a source), then mono, stereo and the device's maximum.
 	DeviceChannels int
 	// Buffer is the device buffer length (default 20 ms).
 	Buffer time.Duration
@@ -94,6 +101,9 @@ type Options struct {
 	OnRetry func(attempt int, err error)
 	// Logger receives warnings (device lost, retrying). Default slog.Default().
 	Logger *slog.Logger
+	// OnOpen, if set, is told the device and the format it was opened at,
+	// each time it is (re)opened.
+	OnOpen func(Device, Format)
 
 	// File sources: Loop restarts at the end instead of returning io.EOF.
 	Loop bool
@@ -105,6 +115,9 @@ type Options struct {
 func (o Options) withDefaults() Options {
 	if o.Rate <= 0 {
 		o.Rate = WireRate
+	}
+	if o.Channels <= 0 {
+		o.Channels = 1
 	}
 	if o.Buffer <= 0 {
 		o.Buffer = 20 * time.Millisecond

@@ -21,19 +21,33 @@ var quiet = slog.New(slog.DiscardHandler)
 
 func TestCandidates(t *testing.T) {
 	o := Options{}.withDefaults()
-	got := candidates(o, 48000, 2)
+	got := candidates(o, 48000, 2, true)
 	want := []Format{{16000, 1}, {16000, 2}, {48000, 1}, {48000, 2}}
 	if !equalFormats(got, want) {
 		t.Errorf("auto: %v, want %v", got, want)
 	}
 	// A 6-channel array whose default rate is the wire rate.
-	got = candidates(o, 16000, 6)
+	got = candidates(o, 16000, 6, true)
 	want = []Format{{16000, 1}, {16000, 2}, {16000, 6}}
 	if !equalFormats(got, want) {
 		t.Errorf("array: %v, want %v", got, want)
 	}
+	// A speaker asked for 48 kHz stereo whose default rate is 44.1 kHz:
+	// stereo at either rate before mono.
+	sp := Options{Rate: 48000, Channels: 2}.withDefaults()
+	got = candidates(sp, 44100, 2, false)
+	want = []Format{{48000, 2}, {44100, 2}, {48000, 1}, {44100, 1}}
+	if !equalFormats(got, want) {
+		t.Errorf("speaker: %v, want %v", got, want)
+	}
+	// A mono speaker (one channel at most) asked for stereo.
+	got = candidates(sp, 48000, 1, false)
+	want = []Format{{48000, 1}}
+	if !equalFormats(got, want) {
+		t.Errorf("mono speaker: %v, want %v", got, want)
+	}
 	o.DeviceRate, o.DeviceChannels = 44100, 2
-	if got := candidates(o, 48000, 2); !equalFormats(got, []Format{{44100, 2}}) {
+	if got := candidates(o, 48000, 2, true); !equalFormats(got, []Format{{44100, 2}}) {
 		t.Errorf("forced: %v", got)
 	}
 }
@@ -467,5 +481,48 @@ func TestFileSourceRefusesUnusableWAVFormats(t *testing.T) {
 		if _, err := OpenFileSource(path, Options{}); err == nil || !strings.Contains(err.Error(), "unusable format") {
 			t.Errorf("%v: got %v", f, err)
 		}
+	}
+}
+
+// latSink records what it is written and reports a latency (a fake device).
+type latSink struct{ got []int16 }
+
+func (s *latSink) Write(p []int16) (int, error) { s.got = append(s.got, p...); return len(p), nil }
+func (s *latSink) Close() error                 { return nil }
+func (s *latSink) Latency() time.Duration       { return 50 * time.Millisecond }
+
+// TestAConvertingSinkCountsWhatItHoldsInItsLatency: 48 kHz stereo written
+// to a 16 kHz mono device arrives as the channels' average; what the rate
+// converter still holds is part of the latency (it is heard after what the
+// device holds), and Close writes it.
+func TestAConvertingSinkCountsWhatItHoldsInItsLatency(t *testing.T) {
+	dev := &latSink{}
+	s, err := ConvertSink(dev, Format{Rate: 48000, Channels: 2}, Format{Rate: 16000, Channels: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := make([]int16, 2*960) // 20 ms
+	for i := range 960 {
+		p[2*i], p[2*i+1] = 3000, 1000
+	}
+	for range 5 {
+		if n, err := s.Write(p); n != len(p) || err != nil {
+			t.Fatalf("Write: %d %v", n, err)
+		}
+	}
+	held := 1600 - len(dev.got)
+	lat := latencyOf(s)
+	want := 50*time.Millisecond + time.Duration(held)*time.Second/16000
+	if held <= 0 || held >= 1600 || lat < want-100*time.Microsecond || lat > want+100*time.Microsecond {
+		t.Fatalf("%d of 1600 samples out, %d held; latency %v, want 50ms and the held samples' time", len(dev.got), held, lat)
+	}
+	if v := dev.got[len(dev.got)-1]; v < 1990 || v > 2010 {
+		t.Fatalf("the device got %d, want the channels' average 2000", v)
+	}
+	if _, err := s.Write([]int16{1}); err == nil {
+		t.Fatal("half a stereo frame was taken")
+	}
+	if err := s.Close(); err != nil || len(dev.got) < 1598 {
+		t.Fatalf("Close: %v; %d of 1600 samples out", err, len(dev.got))
 	}
 }

@@ -228,13 +228,14 @@ func (s *FileSource) Close() error {
 	return s.f.Close()
 }
 
-// WAVSink writes mono 16-bit PCM to a WAV file. The header's sizes are
-// fixed up on Close.
+// WAVSink writes 16-bit PCM (mono, or interleaved frames) to a WAV file.
+// The header's sizes are fixed up on Close.
 type WAVSink struct {
 	mu     sync.Mutex
 	f      *os.File
 	w      *bufio.Writer
 	rate   int
+	ch     int
 	bytes  int64
 	closed bool
 	buf    []byte
@@ -243,16 +244,22 @@ type WAVSink struct {
 // CreateWAVSink creates (or truncates) path and writes a WAV header for mono
 // 16-bit PCM at rate.
 func CreateWAVSink(path string, rate int) (*WAVSink, error) {
-	if rate <= 0 {
-		return nil, fmt.Errorf("audio: create %s: invalid rate %d", path, rate)
+	return CreateWAVSinkFormat(path, Format{Rate: rate, Channels: 1})
+}
+
+// CreateWAVSinkFormat creates (or truncates) path and writes a WAV header
+// for 16-bit PCM of format f; Write takes interleaved frames.
+func CreateWAVSinkFormat(path string, f Format) (*WAVSink, error) {
+	if f.Rate <= 0 || f.Channels < 1 || f.Channels > 32 {
+		return nil, fmt.Errorf("audio: create %s: invalid format %v", path, f)
 	}
-	f, err := os.Create(path)
+	file, err := os.Create(path)
 	if err != nil {
 		return nil, fmt.Errorf("audio: create %s: %w", path, err)
 	}
-	s := &WAVSink{f: f, w: bufio.NewWriterSize(f, 64<<10), rate: rate}
-	if _, err := s.w.Write(wavHeader(rate, 1, 0)); err != nil {
-		f.Close()
+	s := &WAVSink{f: file, w: bufio.NewWriterSize(file, 64<<10), rate: f.Rate, ch: f.Channels}
+	if _, err := s.w.Write(wavHeader(f.Rate, f.Channels, 0)); err != nil {
+		file.Close()
 		return nil, fmt.Errorf("audio: write %s: %w", path, err)
 	}
 	return s, nil
@@ -275,7 +282,11 @@ func wavHeader(rate, channels int, dataBytes int64) []byte {
 	return h
 }
 
-// Write appends mono samples.
+// Format is the file's rate and channel count.
+func (s *WAVSink) Format() Format { return Format{Rate: s.rate, Channels: s.ch} }
+
+// Write appends samples (interleaved frames when the file has more than
+// one channel).
 func (s *WAVSink) Write(p []int16) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -301,7 +312,7 @@ func (s *WAVSink) Close() error {
 	s.closed = true
 	err := s.w.Flush()
 	if err == nil {
-		_, err = s.f.WriteAt(wavHeader(s.rate, 1, s.bytes), 0)
+		_, err = s.f.WriteAt(wavHeader(s.rate, s.ch, s.bytes), 0)
 	}
 	if cerr := s.f.Close(); err == nil {
 		err = cerr

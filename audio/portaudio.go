@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -180,8 +181,11 @@ func findDevice(devs []Device, query string, input bool) (Device, error) {
 	return Device{}, notFound
 }
 
-// candidates lists the (rate, channels) pairs to try, best first.
-func candidates(o Options, defRate float64, maxCh int) []Format {
+// candidates lists the (rate, channels) pairs to try, best first: o.Rate,
+// then the device's default rate; a source tries mono, stereo and the most
+// channels at each rate, a sink o.Channels first and at each rate before
+// the other counts (stereo music at another rate before mono).
+func candidates(o Options, defRate float64, maxCh int, input bool) []Format {
 	rates := []int{o.DeviceRate}
 	if o.DeviceRate <= 0 {
 		rates = []int{o.Rate}
@@ -191,17 +195,30 @@ func candidates(o Options, defRate float64, maxCh int) []Format {
 	}
 	chans := []int{o.DeviceChannels}
 	if o.DeviceChannels <= 0 {
-		chans = []int{1}
-		if maxCh >= 2 {
-			chans = append(chans, 2)
+		chans = nil
+		if !input && o.Channels > 1 && o.Channels <= maxCh {
+			chans = append(chans, o.Channels)
 		}
-		if maxCh > 2 {
-			chans = append(chans, maxCh)
+		for _, c := range []int{1, 2, maxCh} {
+			if c <= maxCh && !slices.Contains(chans, c) {
+				chans = append(chans, c)
+			}
+		}
+		if len(chans) == 0 {
+			chans = []int{1}
 		}
 	}
 	var out []Format
-	for _, r := range rates {
-		for _, c := range chans {
+	if input {
+		for _, r := range rates {
+			for _, c := range chans {
+				out = append(out, Format{Rate: r, Channels: c})
+			}
+		}
+		return out
+	}
+	for _, c := range chans {
+		for _, r := range rates {
 			out = append(out, Format{Rate: r, Channels: c})
 		}
 	}
@@ -287,7 +304,7 @@ func openPALocked(o Options, input bool) (*paStream, error) {
 		lat = o.Latency
 	}
 	var tried []string
-	for _, f := range candidates(o, d.DefaultRate, maxCh) {
+	for _, f := range candidates(o, d.DefaultRate, maxCh, input) {
 		if f.Channels > maxCh {
 			tried = append(tried, f.String()+": too many channels")
 			continue

@@ -1,8 +1,11 @@
 package audio
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -417,5 +420,85 @@ func TestPortAudioCloseUnblocksAndIsIdempotent(t *testing.T) {
 	pa.mu.Unlock()
 	if refs != 0 {
 		t.Errorf("PortAudio still referenced %d times after everything closed", refs)
+	}
+}
+
+// TestASpeakerIsOpenedAtItsOwnFormatAndFallsBackToOneItTakes: a sink for
+// 48 kHz stereo opens the device at 48 kHz stereo and plays each channel
+// as it was written (1 kHz left, silence right), telling OnOpen; a device
+// held to 44.1 kHz mono (DeviceRate, DeviceChannels: as one that takes
+// nothing else) gets the channels' average at its rate, and the fallback is
+// logged.
+func TestASpeakerIsOpenedAtItsOwnFormatAndFallsBackToOneItTakes(t *testing.T) {
+	if !isolated(t, func(dir string) []string {
+		return []string{
+			mustConf(t, dir,
+				audiotest.ALSADevice{Name: "spk", Playback: filepath.Join(dir, "spk.s16")},
+				audiotest.ALSADevice{Name: "small", Playback: filepath.Join(dir, "small.s16")}),
+			"SPK=" + filepath.Join(dir, "spk.s16"), "SMALL=" + filepath.Join(dir, "small.s16"),
+		}
+	}) {
+		return
+	}
+	tone := audiotest.Tone(1000, 48000, time.Second)
+	frames := make([]int16, 2*len(tone))
+	for i, v := range tone {
+		frames[2*i] = v
+	}
+	var logs bytes.Buffer
+	play := func(o Options) Format {
+		t.Helper()
+		var opened Format
+		o.Rate, o.Channels = 48000, 2
+		o.OnOpen = func(_ Device, f Format) { opened = f }
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		sink, err := OpenPortAudioSink(t.Context(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f := sink.DeviceFormat(); f != opened {
+			t.Errorf("OnOpen was told %v, the device is at %v", opened, f)
+		}
+		for i := 0; i < len(frames); i += 1920 {
+			if _, err := sink.Write(frames[i:min(len(frames), i+1920)]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := sink.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return opened
+	}
+
+	if f := play(testOptions(t, "spk")); f != (Format{Rate: 48000, Channels: 2}) {
+		t.Fatalf("the speaker was opened at %v, want 48000 Hz × 2 ch", f)
+	}
+	st := readRawEnv(t, "SPK")
+	if len(st) < len(frames) {
+		t.Fatalf("%d samples played, want %d", len(st), len(frames))
+	}
+	for i := range frames {
+		if st[i] != frames[i] {
+			t.Fatalf("48 kHz stereo playback differs at sample %d (channel %d)", i, i%2)
+		}
+	}
+	if strings.Contains(logs.String(), "does not take") {
+		t.Errorf("a fallback was logged for a device that takes the format: %s", logs.String())
+	}
+
+	o := testOptions(t, "small")
+	o.DeviceRate, o.DeviceChannels = 44100, 1
+	if f := play(o); f != (Format{Rate: 44100, Channels: 1}) {
+		t.Fatalf("the small speaker was opened at %v", f)
+	}
+	mono := readRawEnv(t, "SMALL")
+	if d := len(mono) - 44100; d < -50 || d > 50 {
+		t.Errorf("%d samples at 44.1 kHz for a second", len(mono))
+	}
+	if a := audiotest.Goertzel(mono[4410:len(mono)-4410], 1000, 44100); math.Abs(audiotest.DB(a/0.25)) > 0.2 {
+		t.Errorf("1 kHz at %.2f dB of the channels' average", audiotest.DB(a/0.25))
+	}
+	if !strings.Contains(logs.String(), "does not take") || !strings.Contains(logs.String(), "device_format=\"44100 Hz × 1 ch\"") {
+		t.Errorf("the fallback was not logged: %s", logs.String())
 	}
 }

@@ -202,7 +202,8 @@ func (s *PortAudioSource) Close() error {
 	return nil
 }
 
-// PortAudioSink plays mono wire-rate samples on a PortAudio output device.
+// PortAudioSink plays samples of Options.Rate and Options.Channels
+// (interleaved) on a PortAudio output device.
 type PortAudioSink struct {
 	o      Options
 	log    *slog.Logger
@@ -218,13 +219,15 @@ type PortAudioSink struct {
 	closed  bool
 
 	cur        atomic.Pointer[openDevice]
+	held       atomic.Int64 // the converter's delay after the last write
 	underflows atomic.Int64
 	reopens    atomic.Int64
 }
 
-// OpenPortAudioSink opens the playback device o selects, at a rate and
-// channel count it supports; Write takes mono samples at o.Rate and
-// converts them. Missing devices are retried as for OpenPortAudioSource,
+// OpenPortAudioSink opens the playback device o selects, at o.Rate and
+// o.Channels when it takes them, else at a rate and channel count it
+// supports (logged, at Info); Write takes frames of o.Rate and o.Channels
+// and converts them to the device's. Missing devices are retried as for OpenPortAudioSource,
 // and ctx bounds the sink's life the same way.
 func OpenPortAudioSink(ctx context.Context, o Options) (*PortAudioSink, error) {
 	o = o.withDefaults()
@@ -246,14 +249,23 @@ func (s *PortAudioSink) connect() error {
 	if err != nil {
 		return err
 	}
-	conv, err := newFromWire(dev.format(), s.o.Rate, s.o.Quality)
+	want := s.Format()
+	conv, err := newFromWire(dev.format(), want, s.o.Quality)
 	if err != nil {
 		dev.close()
 		return fmt.Errorf("audio: output device %s: %w", dev.device().Name, err)
 	}
 	s.dev, s.conv = dev, conv
 	s.cur.Store(&openDevice{dev.device(), dev.format(), deviceLatency(dev)})
-	s.log.Debug("playback device open", "device", dev.device().Name, "device_format", dev.format().String(), "rate", s.o.Rate)
+	if s.o.OnOpen != nil {
+		s.o.OnOpen(dev.device(), dev.format())
+	}
+	if f := dev.format(); f != want {
+		s.log.Info("the speaker does not take the output's format; it is opened at one it does and the mix is converted",
+			"device", dev.device().Name, "wanted", want.String(), "device_format", f.String())
+	} else {
+		s.log.Debug("playback device open", "device", dev.device().Name, "device_format", f.String())
+	}
 	return nil
 }
 
@@ -269,6 +281,9 @@ func (s *PortAudioSink) drop() {
 	s.conv.close()
 	s.conv = nil
 }
+
+// Format is what Write takes: Options.Rate and Options.Channels.
+func (s *PortAudioSink) Format() Format { return Format{Rate: s.o.Rate, Channels: s.o.Channels} }
 
 // Device is the device currently open (the zero Device while reopening
 // or after Close).
@@ -288,12 +303,13 @@ func (s *PortAudioSink) DeviceFormat() Format {
 	return Format{}
 }
 
-// Latency is what PortAudio reports for the open device: how long a
+// Latency is what PortAudio reports for the open device, and what the
+// rate converter holds when the device runs at another rate: how long a
 // sample written into a full buffer waits before it is heard (0 while
 // reopening).
 func (s *PortAudioSink) Latency() time.Duration {
 	if d := s.cur.Load(); d != nil {
-		return d.lat
+		return d.lat + time.Duration(s.held.Load())
 	}
 	return 0
 }
@@ -329,6 +345,7 @@ func (s *PortAudioSink) Write(p []int16) (int, error) {
 	if s.frames, err = s.conv.append(s.frames[:0], p); err != nil {
 		return 0, err
 	}
+	s.held.Store(int64(s.conv.delay()))
 	if err := s.dev.write(s.frames); err != nil {
 		if transient(err) {
 			s.underflows.Add(1)

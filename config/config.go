@@ -245,10 +245,41 @@ type Audio struct {
 	Mixer string `yaml:"mixer"`
 	// Mix is the output mixer's policy (package audio/mixer).
 	Mix Mix `yaml:"mix"`
+	// OutputRate (Hz) and OutputChannels are the speaker's format, which
+	// the output mixer mixes at; 0 is the backend's default (OutputFormat).
+	OutputRate     int `yaml:"output_rate"`
+	OutputChannels int `yaml:"output_channels"`
 	// Capture is the microphone's processing (package audio/capture).
 	Capture Capture `yaml:"capture"`
 	// EchoRoom is the simulated room of the echo_room backend.
 	EchoRoom EchoRoom `yaml:"echo_room"`
+}
+
+// Output defaults: a sound card is asked for 48 kHz stereo (music); the
+// file and echo_room backends write mono at audio.rate, which is what tests
+// and tools that read them expect.
+const (
+	DefaultOutputRate     = 48000
+	DefaultOutputChannels = 2
+)
+
+// OutputFormat is the speaker's rate and channel count: audio.output_rate
+// and audio.output_channels, or the backend's default for those left 0
+// (portaudio: 48000 Hz stereo; file, echo_room: audio.rate, mono).
+func (a Audio) OutputFormat() (rate, channels int) {
+	rate, channels = a.OutputRate, a.OutputChannels
+	if a.Backend == "portaudio" {
+		if rate == 0 {
+			rate = DefaultOutputRate
+		}
+		if channels == 0 {
+			channels = DefaultOutputChannels
+		}
+	}
+	if rate == 0 {
+		rate = a.Rate
+	}
+	return rate, max(channels, 1)
 }
 
 // Mix is how the speaker's output mixer lets media yield: while the

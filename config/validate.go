@@ -240,6 +240,12 @@ func (l *loader) validate(c *Config) {
 	if a.Rate <= 0 {
 		l.errorf(path("audio.rate"), "%d must be more than 0 (Hz), like 16000", a.Rate)
 	}
+	if a.OutputRate != 0 && (a.OutputRate < 8000 || a.OutputRate > 192000) {
+		l.errorf(path("audio.output_rate"), "%d is outside 8000…192000 Hz (0: the backend's default, 48000 for a sound card)", a.OutputRate)
+	}
+	if a.OutputChannels < 0 || a.OutputChannels > 2 {
+		l.errorf(path("audio.output_channels"), "%d: use 1 (mono), 2 (stereo) or 0 (the backend's default, 2 for a sound card)", a.OutputChannels)
+	}
 	l.positive("audio.frame", a.Frame)
 	l.opus(s.Params, a)
 	l.backoff("audio.retry", a.Retry)

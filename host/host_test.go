@@ -219,7 +219,8 @@ func TestTheLiveSettingsAreThoseThePartsName(t *testing.T) {
 		}
 	}
 	for _, key := range []string{"audio.backend", "audio.rate", "metrics.listen", "plugins.dirs", "conversation.wake_word.pre_roll",
-		"conversation.gpio.chip", "device.volume", "mcp.serve.listen", "log.format", "servers", "audio.input_files"} {
+		"conversation.gpio.chip", "device.volume", "mcp.serve.listen", "log.format", "servers", "audio.input_files",
+		"audio.output_rate", "audio.output_channels"} {
 		if h.isLive(key) {
 			t.Errorf("%s is live", key)
 		}

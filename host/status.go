@@ -44,6 +44,12 @@ type Output struct {
 	// Played is how long each class of sound has played since the start,
 	// in seconds.
 	Played map[string]float64 `json:"played_s"`
+	// Format is what the mixer mixes at and the speaker takes
+	// (audio.output_rate, audio.output_channels); DeviceFormat what the
+	// device was opened at, when it was (a sound card that does not take
+	// Format is opened at one it does, the mix converted).
+	Format       string `json:"format"`
+	DeviceFormat string `json:"device_format,omitempty"`
 }
 
 // Process is what the daemon's own process holds, for watching it over time.
@@ -83,7 +89,10 @@ func (h *Host) Status() Status {
 	s.Device = &ds
 	if m := h.speaker.Output(); m != nil {
 		st := m.Stats()
-		s.Output = &Output{Active: st.Active, Streams: m.Status(), Ducks: st.Ducks, Played: map[string]float64{}}
+		s.Output = &Output{Active: st.Active, Streams: m.Status(), Ducks: st.Ducks, Played: map[string]float64{}, Format: m.Format().String()}
+		if f := h.speaker.DeviceFormat(); f.Rate > 0 {
+			s.Output.DeviceFormat = f.String()
+		}
 		for c, d := range st.Played {
 			s.Output.Played[c] = d.Seconds()
 		}

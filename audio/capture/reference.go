@@ -1,12 +1,14 @@
 package capture
 
 import (
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/agenthost/agenthost/audio"
+	"github.com/agenthost/agenthost/audio/resample"
 )
 
 // Reference is what the speaker played, on a timeline of when it was heard,
@@ -171,18 +173,40 @@ func (r *Reference) Read(dst []int16, at time.Time) {
 // and an adaptive filter that learned the room sample by sample cancels
 // nothing until it has learned that shift. Close stops the feeding.
 func TapSink(sink audio.Sink, ref *Reference, rate int, keep time.Duration) audio.Sink {
-	t := &tapSink{sink: sink, ref: ref, done: make(chan struct{}), turn: make(chan struct{}, 1), last: time.Now()}
-	if n := int(keep.Seconds() * float64(rate)); n > 0 {
+	t, _ := TapSinkFormat(sink, ref, audio.Format{Rate: rate, Channels: 1}, keep)
+	return t
+}
+
+// TapSinkFormat is TapSink for a speaker that takes interleaved frames of
+// f (48 kHz stereo, say): what is written is recorded in ref as the
+// reference is kept, mono at its rate: the channels averaged, the rate
+// converted by libsoxr (whose delay is taken off the device's latency), so
+// that the reference is still exactly what the speaker plays. At ref's own
+// format it records the samples as they are.
+func TapSinkFormat(sink audio.Sink, ref *Reference, f audio.Format, keep time.Duration) (audio.Sink, error) {
+	t := &tapSink{sink: sink, ref: ref, ch: max(f.Channels, 1), done: make(chan struct{}), turn: make(chan struct{}, 1), last: time.Now()}
+	if f.Rate != ref.rate {
+		rs, err := resample.New(f.Rate, ref.rate, 1, resample.High)
+		if err != nil {
+			return nil, fmt.Errorf("capture: the speaker's %v to the echo reference's %d Hz: %w", f, ref.rate, err)
+		}
+		t.rs = rs
+	}
+	if n := int(keep.Seconds()*float64(f.Rate)) * t.ch; n > 0 {
 		t.silence = make([]int16, n)
 		t.wg.Add(1)
 		go t.keep(keep)
 	}
-	return t
+	return t, nil
 }
 
 type tapSink struct {
 	sink    audio.Sink
 	ref     *Reference
+	ch      int                 // the speaker's channels
+	rs      *resample.Resampler // nil at the reference's rate
+	mono    []int16
+	conv    []int16
 	silence []int16
 	done    chan struct{}
 	wg      sync.WaitGroup
@@ -209,10 +233,30 @@ func (t *tapSink) Write(p []int16) (int, error) {
 func (t *tapSink) writeLocked(p []int16) (int, error) {
 	n, err := t.sink.Write(p)
 	if n > 0 {
-		t.ref.Played(p[:n], LatencyOf(t.sink))
+		t.record(p[:n-n%t.ch])
 	}
 	t.last = time.Now()
 	return n, err
+}
+
+// record puts what was just played in the reference, mono at its rate.
+func (t *tapSink) record(p []int16) {
+	lat := LatencyOf(t.sink)
+	if t.ch > 1 {
+		t.mono = audio.Remix(t.mono[:0], p, t.ch, 1)
+		p = t.mono
+	}
+	if t.rs != nil {
+		var err error
+		if t.conv, err = t.rs.Append(t.conv[:0], p); err != nil {
+			return // closed: nothing more is played
+		}
+		p = t.conv
+		// What the filter still holds was played as well: the samples
+		// out so far end that much before the end of the write.
+		lat -= time.Duration(t.rs.Delay() * float64(time.Second) / float64(t.ref.rate))
+	}
+	t.ref.Played(p, lat)
 }
 
 // keep writes silence whenever nothing was written for a while.
@@ -244,6 +288,11 @@ func (t *tapSink) Close() error {
 	}
 	t.unlock()
 	t.wg.Wait()
+	t.lock()
+	if t.rs != nil {
+		t.rs.Close()
+	}
+	t.unlock()
 	return t.sink.Close()
 }
 

@@ -1,9 +1,11 @@
 package capture
 
 import (
+	"math"
 	"slices"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agenthost/agenthost/audio"
@@ -112,4 +114,57 @@ func TestTapSinkFeedsSilenceWhileIdle(t *testing.T) {
 	if !dev.closed || !slices.Equal(dev.writes[0], []int16{1, 2, 3}) || len(dev.writes[1]) != 320 || slices.ContainsFunc(dev.writes[1], func(v int16) bool { return v != 0 }) {
 		t.Fatalf("writes: first %v, then %d samples; closed %v", dev.writes[0], len(dev.writes[1]), dev.closed)
 	}
+}
+
+// clockedSink is a speaker that plays a write as it takes it, at rate
+// frames of ch channels a second (a fake clocked by time.Sleep, for the
+// bubble's virtual time), with no buffer.
+type clockedSink struct {
+	rate, ch int
+}
+
+func (c clockedSink) Write(p []int16) (int, error) {
+	time.Sleep(time.Duration(len(p)/c.ch) * time.Second / time.Duration(c.rate))
+	return len(p), nil
+}
+func (clockedSink) Close() error { return nil }
+
+// TestATapOnAStereoSpeakerKeepsTheReferenceMonoAtItsRate: a speaker at
+// 48 kHz stereo is tapped into a 16 kHz mono reference: what it played
+// (0.4 of a 500 Hz tone left, 0.2 of it right) is in the reference as the
+// channels' average, 0.3 of the tone, at the time it was heard to a
+// fraction of a sample (the resampler's delay is accounted for).
+func TestATapOnAStereoSpeakerKeepsTheReferenceMonoAtItsRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ref := NewReference(rate)
+		sink, err := TapSinkFormat(clockedSink{48000, 2}, ref, audio.Format{Rate: 48000, Channels: 2}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wave := func(r int, at int, amp float64) int16 {
+			return int16(math.Round(amp * math.MaxInt16 * math.Sin(2*math.Pi*500*float64(at)/float64(r))))
+		}
+		t0 := time.Now()
+		for w := range 50 { // 20 ms a write, 1 s
+			p := make([]int16, 2*960)
+			for i := range 960 {
+				p[2*i], p[2*i+1] = wave(48000, w*960+i, 0.4), wave(48000, w*960+i, 0.2)
+			}
+			if _, err := sink.Write(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := make([]int16, rate/2)
+		ref.Read(got, t0.Add(250*time.Millisecond))
+		worst := 0.0
+		for i, v := range got {
+			worst = max(worst, math.Abs(float64(v)-float64(wave(rate, rate/4+i, 0.3))))
+		}
+		if worst > 0.01*0.3*math.MaxInt16 {
+			t.Fatalf("the reference is %.0f off the channels' average (of %.0f) at its place on the timeline", worst, 0.3*math.MaxInt16)
+		}
+		if err := sink.Close(); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

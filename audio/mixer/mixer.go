@@ -1,6 +1,7 @@
 // Package mixer is the speaker's software output mixer: the one writer to
 // the loudspeaker. Streams of any rate and channel count are opened on it
-// (converted to the output's rate by libsoxr, channels mixed down) and
+// (converted to the output's rate by libsoxr, their channels mapped to the
+// output's: a mono stream is centred, on every channel at one level) and
 // summed, each with a class that sets how it yields to the others.
 //
 // The policy:
@@ -20,8 +21,10 @@
 //   - Media and announcements (the plugins' sound) never take the last
 //     Reserved streams: a reply, an earcon and a ring always open.
 //
-// The output is mono at Options.Rate, the speaker's rate (today the wire
-// rate); a stereo output at the device's own rate is to come. The mixer
+// The output is interleaved frames of Options.Channels at Options.Rate, the
+// speaker's format (48 kHz stereo for a sound card; see config's
+// audio.output_rate). A gain, ducking's ramp included, applies to a whole
+// frame, so channels keep their balance. The mixer
 // writes frame by frame as fast as the output takes them, so a device that
 // blocks (PortAudio, a paced file) sets the pace; a stream's Write blocks
 // while its small buffer is full, which paces its writer to the speaker.
@@ -75,8 +78,10 @@ func ParseClass(s string) (Class, error) {
 
 // Options configure a Mixer.
 type Options struct {
-	// Rate is the output's rate (default audio.WireRate); the output is mono.
+	// Rate is the output's rate (default audio.WireRate).
 	Rate int
+	// Channels is the output's channel count, 1–8 (default 1: mono).
+	Channels int
 	// Frame is how much is mixed and written at a time (default 20 ms).
 	Frame time.Duration
 	// DuckDB is how far a ducked stream is turned down (default -20 dB).
@@ -108,18 +113,29 @@ const (
 	Pause = "pause"
 )
 
+// withDefaults fills in the defaults; a setting out of range gets its
+// default too, and is named in the error.
 func (o Options) withDefaults() (Options, error) {
+	var errs []error
 	if o.Rate <= 0 {
 		o.Rate = audio.WireRate
+	}
+	if o.Channels > 8 {
+		errs = append(errs, fmt.Errorf("mixer: %d output channels; at most 8", o.Channels))
+		o.Channels = 0
+	}
+	if o.Channels <= 0 {
+		o.Channels = 1
 	}
 	if o.Frame <= 0 {
 		o.Frame = 20 * time.Millisecond
 	}
+	if o.DuckDB > 0 {
+		errs = append(errs, fmt.Errorf("mixer: duck_db %g must be below 0", o.DuckDB))
+		o.DuckDB = 0
+	}
 	if o.DuckDB == 0 {
 		o.DuckDB = -20
-	}
-	if o.DuckDB > 0 {
-		return o, fmt.Errorf("mixer: duck_db %g must be below 0", o.DuckDB)
 	}
 	if o.Ramp <= 0 {
 		o.Ramp = 20 * time.Millisecond
@@ -129,7 +145,8 @@ func (o Options) withDefaults() (Options, error) {
 		o.MediaWhileActive = Duck
 	case Duck, Pause:
 	default:
-		return o, fmt.Errorf("mixer: media_while_active %q: use duck or pause", o.MediaWhileActive)
+		errs = append(errs, fmt.Errorf("mixer: media_while_active %q: use duck or pause", o.MediaWhileActive))
+		o.MediaWhileActive = Duck
 	}
 	if o.MaxStreams <= 0 {
 		o.MaxStreams = 16
@@ -140,7 +157,7 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return o, nil
+	return o, errors.Join(errs...)
 }
 
 // ErrClosed is returned by a stream's Write after Stop, Close or the end of
@@ -152,9 +169,10 @@ type Mixer struct {
 	out   audio.Sink
 	o     Options
 	log   *slog.Logger
-	frame int     // samples per write
-	step  float64 // gain change per sample (the ramp)
-	hold  int64   // samples after its last that a stream still sounds
+	ch    int     // output channels
+	frame int     // frames per write
+	step  float64 // gain change per frame (the ramp)
+	hold  int64   // frames after its last that a stream still sounds
 	duck  float64 // a ducked stream's gain
 
 	mu      sync.Mutex
@@ -165,8 +183,8 @@ type Mixer struct {
 	ducked  bool // media was ducked at the last mix (for Stats)
 	ducks   int64
 	opened  int64
-	played  [Media + 1]int64 // samples mixed, by class
-	clock   int64            // samples mixed out in all
+	played  [Media + 1]int64 // frames mixed, by class
+	clock   int64            // frames mixed out in all
 	acc     []int32
 	mixed   []int16
 	keepFed time.Duration
@@ -178,16 +196,15 @@ func New(out audio.Sink, o Options) *Mixer {
 	o, err := o.withDefaults()
 	if err != nil {
 		o.Logger.Warn("mixer settings out of range; using the defaults", "err", err)
-		o.DuckDB, o.MediaWhileActive = -20, Duck
 	}
-	m := &Mixer{out: out, o: o, log: o.Logger.With("component", "mixer"),
+	m := &Mixer{out: out, o: o, log: o.Logger.With("component", "mixer"), ch: o.Channels,
 		frame: max(1, int(o.Frame.Seconds()*float64(o.Rate))),
 		step:  1 / max(1, o.Ramp.Seconds()*float64(o.Rate)),
 		duck:  math.Pow(10, o.DuckDB/20),
 		hold:  int64(max(2*o.Frame, o.Ramp).Seconds() * float64(o.Rate)),
 		wake:  make(chan struct{}, 1)}
-	m.acc = make([]int32, m.frame)
-	m.mixed = make([]int16, m.frame)
+	m.acc = make([]int32, m.frame*m.ch)
+	m.mixed = make([]int16, m.frame*m.ch)
 	m.keepFed = max(0, o.KeepFed)
 	return m
 }
@@ -206,6 +223,9 @@ func (m *Mixer) Options() Options {
 	defer m.mu.Unlock()
 	return m.o
 }
+
+// Format is the output's: what is written to the speaker.
+func (m *Mixer) Format() audio.Format { return audio.Format{Rate: m.o.Rate, Channels: m.ch} }
 
 func (m *Mixer) signal() {
 	select {
@@ -282,7 +302,7 @@ func (m *Mixer) Stats() Stats {
 	return st
 }
 
-// duration is how long n samples at the output's rate play: whole seconds
+// duration is how long n frames at the output's rate play: whole seconds
 // first, so that a week of samples does not overflow.
 func (m *Mixer) duration(n int64) time.Duration {
 	r := int64(m.o.Rate)
@@ -347,12 +367,12 @@ func (m *Mixer) Run(ctx context.Context) error {
 		if until.Before(start) {
 			until = start
 		}
-		until = until.Add(time.Duration(len(p)) * time.Second / time.Duration(m.o.Rate))
+		until = until.Add(time.Duration(len(p)/m.ch) * time.Second / time.Duration(m.o.Rate))
 	}
 	for ctx.Err() == nil {
 		n, left := m.mix()
 		if n > 0 {
-			write(m.mixed[:n])
+			write(m.mixed[:n*m.ch])
 		}
 		for _, s := range left { // played out: their Close returns
 			s.gone()
@@ -382,7 +402,7 @@ func (m *Mixer) Run(ctx context.Context) error {
 					continue
 				}
 			}
-			if k := max(1, int(keep.Seconds()*float64(m.o.Rate))); len(silence) != k {
+			if k := max(1, int(keep.Seconds()*float64(m.o.Rate))) * m.ch; len(silence) != k {
 				silence = make([]int16, k)
 			}
 			write(silence)
@@ -410,8 +430,9 @@ func (m *Mixer) end() {
 	}
 }
 
-// mix sums the next frame into m.mixed and returns its length (0 when no
-// stream has anything to play) and the streams that have played out.
+// mix sums the next block into m.mixed and returns its length in frames (0
+// when no stream has anything to play) and the streams that have played
+// out.
 func (m *Mixer) mix() (int, []*Stream) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -426,7 +447,7 @@ func (m *Mixer) mix() (int, []*Stream) {
 		if s.class == Media && target < 1 && !s.paused {
 			ducked = true
 		}
-		k := s.mixInto(m.acc, target, m.step, paused)
+		k := s.mixInto(m.acc, m.ch, target, m.step, paused)
 		m.played[s.class] += int64(k)
 		if k > 0 {
 			s.sounded, s.heard = true, m.clock+int64(k)
@@ -445,7 +466,7 @@ func (m *Mixer) mix() (int, []*Stream) {
 		m.ducks++
 	}
 	m.ducked = ducked
-	for i, v := range m.acc[:n] {
+	for i, v := range m.acc[:n*m.ch] {
 		m.mixed[i] = int16(max(min(v, math.MaxInt16), math.MinInt16))
 	}
 	return n, left

@@ -29,3 +29,23 @@ func TestPlayedAndPositionHoldAfterAWeekOfRadio(t *testing.T) {
 		t.Errorf("the radio's position after a week and half a second: %+v", st)
 	}
 }
+
+// TestSettingsOutOfRangeFallBackToTheDefaults: a mixer given settings out
+// of range (a positive duck_db, nine channels, an unknown mode) logs them
+// and works with the defaults, the others kept, instead of failing or
+// leaving the rest unset.
+func TestSettingsOutOfRangeFallBackToTheDefaults(t *testing.T) {
+	for _, o := range []Options{{DuckDB: 5, Rate: 48000}, {Channels: 9, Rate: 48000}, {MediaWhileActive: "stop", Rate: 48000}} {
+		m := New(NewSlot(48000), o)
+		got := m.Options()
+		if got.Rate != 48000 || got.DuckDB != -20 || got.MediaWhileActive != Duck || got.Channels < 1 || got.Channels > 8 ||
+			got.Frame != 20*time.Millisecond || got.Ramp != 20*time.Millisecond || got.MaxStreams != 16 || got.Logger == nil {
+			t.Errorf("%+v: in use %+v", o, got)
+		}
+		if s, err := m.Open("reply", Voice, audio.Format{Rate: 16000, Channels: 1}); err != nil {
+			t.Errorf("%+v: Open: %v", o, err)
+		} else {
+			s.Stop()
+		}
+	}
+}

@@ -10,7 +10,7 @@ import (
 // late, lost, reopened on a reload) while the mixer runs on. With no device
 // in it, what is written is dropped at the pace it would have played.
 type Slot struct {
-	rate int
+	rate int           // samples (not frames) a second
 	turn chan struct{} // held over a write and a Set: a channel, which testing/synctest sees as blocked
 	sink audio.Sink
 	next time.Time // no device: when the last write would have played out
@@ -18,6 +18,9 @@ type Slot struct {
 
 // NewSlot returns an empty slot for mono samples at rate.
 func NewSlot(rate int) *Slot { return &Slot{rate: max(rate, 1), turn: make(chan struct{}, 1)} }
+
+// NewSlotFormat returns an empty slot for interleaved frames of f.
+func NewSlotFormat(f audio.Format) *Slot { return NewSlot(f.Rate * max(f.Channels, 1)) }
 
 // Set plugs sink in (nil: unplugs) once the write under way is done, and
 // returns what was plugged in before.

@@ -18,18 +18,18 @@ type Stream struct {
 	f     audio.Format
 
 	// The writer's side (one writer at a time).
-	wmu  sync.Mutex
-	rs   *resample.Resampler // nil when f.Rate is the output's
-	mono []int16
-	conv []int16
+	wmu   sync.Mutex
+	rs    *resample.Resampler // nil when f.Rate is the output's
+	remix []int16
+	conv  []int16
 
 	// Guarded by m.mu.
-	buf     []int16 // a ring of len(buf) samples at the output rate
-	r, n    int     // read position and samples held
-	gain    float64 // the gain of the last sample mixed
-	pos     int64   // samples mixed
-	heard   int64   // m.clock after the last sample mixed
-	sounded bool    // some sample was mixed
+	buf     []int16 // a ring of len(buf)/m.ch frames at the output's format
+	r, n    int     // read position and frames held
+	gain    float64 // the gain of the last frame mixed
+	pos     int64   // frames mixed
+	heard   int64   // m.clock after the last frame mixed
+	sounded bool    // some frame was mixed
 	paused  bool
 	closing bool // Close: leave once empty
 	stopped bool
@@ -40,7 +40,9 @@ type Stream struct {
 }
 
 // Open adds a stream of format f (interleaved, any rate and channel count)
-// to the mix. It fails once MaxStreams are open (media and announcements:
+// to the mix: it is resampled to the output's rate and its channels mapped
+// to the output's (audio.Remix: a mono stream on every channel at one level,
+// stereo kept as it is on a stereo output, averaged on a mono one). It fails once MaxStreams are open (media and announcements:
 // all but Reserved of them) or the mixer has ended.
 func (m *Mixer) Open(name string, c Class, f audio.Format) (*Stream, error) {
 	if c < Ring || c > Media {
@@ -50,10 +52,10 @@ func (m *Mixer) Open(name string, c Class, f audio.Format) (*Stream, error) {
 		return nil, fmt.Errorf("mixer: stream %q: format %s is not one the mixer takes (1–384 kHz, 1–8 channels)", name, f)
 	}
 	s := &Stream{m: m, name: name, class: c, f: f, gain: 1,
-		buf:   make([]int16, max(m.frame, int(m.o.Buffer.Seconds()*float64(m.o.Rate)))),
+		buf:   make([]int16, max(m.frame, int(m.o.Buffer.Seconds()*float64(m.o.Rate)))*m.ch),
 		space: make(chan struct{}, 1), done: make(chan struct{})}
 	if f.Rate != m.o.Rate {
-		rs, err := resample.New(f.Rate, m.o.Rate, 1, resample.High)
+		rs, err := resample.New(f.Rate, m.o.Rate, min(f.Channels, m.ch), resample.High)
 		if err != nil {
 			return nil, fmt.Errorf("mixer: stream %q: %w", name, err)
 		}
@@ -124,46 +126,48 @@ func (s *Stream) Write(p []int16) (int, error) {
 	return len(p), nil
 }
 
-// convert mixes p down to mono and resamples it to the output rate.
+// convert turns p into frames of the output's format: the channels are
+// mapped before the rate is converted when the output has fewer (fewer to
+// resample), after it when it has more.
 func (s *Stream) convert(p []int16) ([]int16, error) {
-	mono := p
-	if ch := s.f.Channels; ch > 1 {
-		s.mono = s.mono[:0]
-		for i := 0; i+ch <= len(p); i += ch {
-			var sum int32
-			for _, v := range p[i : i+ch] {
-				sum += int32(v)
-			}
-			s.mono = append(s.mono, int16(sum/int32(ch)))
+	in, out := s.f.Channels, s.m.ch
+	if in > out {
+		s.remix = audio.Remix(s.remix[:0], p, in, out)
+		p, in = s.remix, out
+	}
+	if s.rs != nil {
+		var err error
+		if s.conv, err = s.rs.Append(s.conv[:0], p); err != nil {
+			return nil, fmt.Errorf("mixer: stream %q: %w", s.name, err)
 		}
-		mono = s.mono
+		p = s.conv
 	}
-	if s.rs == nil {
-		return mono, nil
+	if in < out {
+		s.remix = audio.Remix(s.remix[:0], p, in, out)
+		p = s.remix
 	}
-	var err error
-	if s.conv, err = s.rs.Append(s.conv[:0], mono); err != nil {
-		return nil, fmt.Errorf("mixer: stream %q: %w", s.name, err)
-	}
-	return s.conv, nil
+	return p, nil
 }
 
-// queue copies pcm into the ring, waiting for room.
+// queue copies pcm (frames of the output's format) into the ring, waiting
+// for room.
 func (s *Stream) queue(pcm []int16) error {
 	m := s.m
+	ch := m.ch
+	frames := len(s.buf) / ch
 	for len(pcm) > 0 {
 		m.mu.Lock()
 		if s.stopped || s.closing || m.ended {
 			m.mu.Unlock()
 			return fmt.Errorf("mixer: stream %q: %w", s.name, ErrClosed)
 		}
-		room := len(s.buf) - s.n
-		k := min(room, len(pcm))
-		for i := range k {
-			s.buf[(s.r+s.n+i)%len(s.buf)] = pcm[i]
-		}
+		k := min(frames-s.n, len(pcm)/ch)
+		at := (s.r + s.n) % frames
+		first := min(k, frames-at) // up to the ring's end, then from its start
+		copy(s.buf[at*ch:], pcm[:first*ch])
+		copy(s.buf, pcm[first*ch:k*ch])
 		s.n += k
-		pcm = pcm[k:]
+		pcm = pcm[k*ch:]
 		m.mu.Unlock()
 		if k > 0 {
 			m.signal()
@@ -186,6 +190,10 @@ func (s *Stream) Close() error {
 	var tail []int16
 	if s.rs != nil {
 		tail, _ = s.rs.Flush(s.conv[:0])
+		if in := min(s.f.Channels, s.m.ch); in < s.m.ch {
+			s.remix = audio.Remix(s.remix[:0], tail, in, s.m.ch)
+			tail = s.remix
+		}
 	}
 	s.queue(tail) // fails only when the stream is over anyway
 	m := s.m
@@ -238,15 +246,18 @@ func (s *Stream) free() {
 	}
 }
 
-// mixInto adds up to len(acc) samples of s to acc, moving its gain toward
-// target by step a sample; a paused stream whose gain has reached 0 takes
-// nothing. It returns the samples taken. m.mu held.
-func (s *Stream) mixInto(acc []int32, target, step float64, paused bool) int {
+// mixInto adds up to len(acc)/ch frames of s to acc, moving its gain
+// toward target by step a frame (every channel of a frame at one gain); a
+// paused stream whose gain has reached 0 takes nothing. It returns the
+// frames taken. m.mu held.
+func (s *Stream) mixInto(acc []int32, ch int, target, step float64, paused bool) int {
 	if paused && s.gain == 0 {
 		return 0
 	}
-	k := min(len(acc), s.n)
+	frames := len(s.buf) / ch
+	k := min(len(acc)/ch, s.n)
 	g := s.gain
+	at := s.r * ch
 	for i := range k {
 		switch {
 		case g < target:
@@ -254,15 +265,26 @@ func (s *Stream) mixInto(acc []int32, target, step float64, paused bool) int {
 		case g > target:
 			g = max(target, g-step)
 		}
-		v := s.buf[(s.r+i)%len(s.buf)]
-		acc[i] += int32(math.Round(float64(v) * g))
+		if at == len(s.buf) {
+			at = 0
+		}
+		if g == 1 {
+			for c, v := range s.buf[at : at+ch] {
+				acc[i*ch+c] += int32(v)
+			}
+		} else {
+			for c, v := range s.buf[at : at+ch] {
+				acc[i*ch+c] += int32(math.Round(float64(v) * g))
+			}
+		}
+		at += ch
 		if paused && g == 0 {
 			k = i + 1
 			break
 		}
 	}
 	s.gain = g
-	s.r = (s.r + k) % len(s.buf)
+	s.r = (s.r + k) % frames
 	s.n -= k
 	s.pos += int64(k)
 	if k > 0 {

@@ -17,9 +17,9 @@ import (
 // withCapture puts the capture stages audio.capture asks for between the
 // microphone and the conversation, after the privacy mute when muted is
 // set (nothing after the mute, a wake-word detector included, hears a muted
-// room), and taps the speaker for the echo canceller's reference. Either
-// opener may be nil.
-func withCapture(a config.Audio, log *slog.Logger, muted func() bool, openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) (func(context.Context) (audio.Source, error), func(context.Context) (audio.Sink, error)) {
+// room), and taps the speaker (frames of of) for the echo canceller's
+// reference, mono at audio.rate. Either opener may be nil.
+func withCapture(a config.Audio, of audio.Format, log *slog.Logger, muted func() bool, openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) (func(context.Context) (audio.Source, error), func(context.Context) (audio.Sink, error)) {
 	cp := a.Capture
 	configured := cp.EchoCancel || cp.NoiseSuppression || cp.Gain != 0
 	if openSource == nil || (!configured && muted == nil) {
@@ -37,7 +37,12 @@ func withCapture(a config.Audio, log *slog.Logger, muted func() bool, openSource
 			// The tap sits next to the device: a volume gain added later
 			// goes outside it, since it is part of what the room echoes.
 			// The mixer in front keeps it fed (audio.mix.keep_fed).
-			return capture.TapSink(sink, ref, a.Rate, 0), nil
+			tap, err := capture.TapSinkFormat(sink, ref, of, 0)
+			if err != nil {
+				sink.Close()
+				return nil, fmt.Errorf("audio.capture.echo_cancel: %w", err)
+			}
+			return tap, nil
 		}
 	}
 	innerSrc := openSource
@@ -117,8 +122,9 @@ func closeStages(stages []capture.Stage) {
 }
 
 // echoRoomDevices opens the echo_room backend: one simulated room whose
-// speaker and microphone are the two devices.
-func echoRoomDevices(a config.Audio) (func(context.Context) (audio.Source, error), func(context.Context) (audio.Sink, error)) {
+// speaker and microphone are the two devices. The room is mono at
+// audio.rate; a speaker of another format of is converted to it.
+func echoRoomDevices(a config.Audio, of audio.Format, opened func(audio.Format)) (func(context.Context) (audio.Source, error), func(context.Context) (audio.Sink, error)) {
 	var room *echoroom.Live
 	var roomErr error
 	open := func() (*echoroom.Live, error) {
@@ -158,7 +164,13 @@ func echoRoomDevices(a config.Audio) (func(context.Context) (audio.Source, error
 			if err != nil {
 				return nil, err
 			}
-			return l.Sink(), nil
+			room := audio.Format{Rate: a.Rate, Channels: 1}
+			sink, err := audio.ConvertSink(l.Sink(), of, room)
+			if err != nil {
+				return nil, fmt.Errorf("audio.echo_room: %w", err)
+			}
+			opened(room)
+			return sink, nil
 		}
 }
 

@@ -1,7 +1,9 @@
 // Package audiochain opens the microphone and the speaker that the audio
 // section asks for (audio.backend: portaudio, file, echo_room), with the
 // capture chain audio.capture asks for between the microphone and the
-// conversation, after the privacy mute.
+// conversation, after the privacy mute. The speaker takes frames of the
+// output's format (config.Audio.OutputFormat), which the output mixer
+// mixes at.
 package audiochain
 
 import (
@@ -16,9 +18,17 @@ import (
 
 // Devices returns the openers of the microphone and the speaker that the
 // audio section asks for, the capture chain on the microphone (behind the
-// mute when muted is set); either may be nil.
-func Devices(a config.Audio, log *slog.Logger, muted func() bool) (openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) {
+// mute when muted is set); either may be nil. The speaker takes frames of
+// the output's format; opened, when set, is told the format the device
+// itself was opened at (a sound card that takes not the output's, the
+// echo room's), each time it is.
+func Devices(a config.Audio, log *slog.Logger, muted func() bool, opened func(audio.Format)) (openSource func(context.Context) (audio.Source, error), openSink func(context.Context) (audio.Sink, error)) {
 	ao := audio.Options{Rate: a.Rate, Retry: backoff.Backoff{Base: a.Retry.Base.D(), Cap: a.Retry.Cap.D()}, Logger: log}
+	rate, channels := a.OutputFormat()
+	of := audio.Format{Rate: rate, Channels: channels}
+	if opened == nil {
+		opened = func(audio.Format) {}
+	}
 	switch a.Backend {
 	case "portaudio":
 		openSource = func(ctx context.Context) (audio.Source, error) {
@@ -34,14 +44,16 @@ func Devices(a config.Audio, log *slog.Logger, muted func() bool) (openSource fu
 		openSink = func(ctx context.Context) (audio.Sink, error) {
 			out := ao
 			out.Device = a.Output
+			out.Rate, out.Channels = of.Rate, of.Channels
+			out.OnOpen = func(_ audio.Device, f audio.Format) { opened(f) }
 			sink, err := audio.OpenPortAudioSink(ctx, out)
 			if err != nil || !a.Pace {
 				return sink, err
 			}
-			return audio.PacedSink(sink, a.Rate), nil
+			return audio.PacedSink(sink, of.Rate*of.Channels), nil
 		}
 	case "echo_room":
-		openSource, openSink = echoRoomDevices(a)
+		openSource, openSink = echoRoomDevices(a, of, opened)
 	case "file":
 		if a.InputFile != "" {
 			openSource = func(context.Context) (audio.Source, error) {
@@ -56,13 +68,14 @@ func Devices(a config.Audio, log *slog.Logger, muted func() bool) (openSource fu
 		}
 		if a.OutputFile != "" {
 			openSink = func(context.Context) (audio.Sink, error) {
-				sink, err := audio.CreateWAVSink(a.OutputFile, a.Rate)
+				sink, err := audio.CreateWAVSinkFormat(a.OutputFile, of)
 				if err != nil {
 					return nil, fmt.Errorf("audio.output_file: %w", err)
 				}
-				return audio.PacedSink(sink, a.Rate), nil
+				opened(of)
+				return audio.PacedSink(sink, of.Rate*of.Channels), nil
 			}
 		}
 	}
-	return withCapture(a, log, muted, openSource, openSink)
+	return withCapture(a, of, log, muted, openSource, openSink)
 }

@@ -11,7 +11,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/audio/mixer"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/conversation"
 	"github.com/agenthost/agenthost/proto/voice"
@@ -37,7 +39,10 @@ import (
 // 20 replies interrupts every one, the first too (the canceller holds
 // its output down while it learns the room, but lets near speech through),
 // each answered "okay". Without the canceller, the speaker
-// interrupts itself.
+// interrupts itself. The quiet room again (10 replies) with the speaker
+// at 48 kHz stereo (the mixer mixes at it, the room hears it converted, the
+// tap records it mono at 16 kHz): the reference is still what the room
+// plays.
 func TestEchoRoomBargeIns(t *testing.T) {
 	if testing.Short() {
 		t.Skip("several minutes of replies in virtual time: about a minute of CPU under -race")
@@ -47,20 +52,26 @@ func TestEchoRoomBargeIns(t *testing.T) {
 		name      string
 		cancel    bool
 		interrupt bool
+		stereo    bool
 		replies   int
 		check     func(t *testing.T, interrupted, bargeIns int)
 	}{
-		{"quiet room", true, false, 20, func(t *testing.T, interrupted, bargeIns int) {
+		{"quiet room", true, false, false, 20, func(t *testing.T, interrupted, bargeIns int) {
 			if interrupted != 0 || bargeIns != 0 {
 				t.Errorf("%d of 20 replies were interrupted, %d barge-ins in all, with nobody speaking: the speaker heard itself", interrupted, bargeIns)
 			}
 		}},
-		{"stop during each reply", true, true, 20, func(t *testing.T, interrupted, bargeIns int) {
+		{"stop during each reply", true, true, false, 20, func(t *testing.T, interrupted, bargeIns int) {
 			if interrupted != 20 || bargeIns != 20 {
 				t.Errorf("%d of 20 replies were interrupted by the near-end \"stop\" (%d barge-ins in all), want 20: the first too, while the canceller learns the room", interrupted, bargeIns)
 			}
 		}},
-		{"quiet room without the canceller", false, false, 1, func(t *testing.T, interrupted, bargeIns int) {
+		{"quiet room on a 48 kHz stereo speaker", true, false, true, 10, func(t *testing.T, interrupted, bargeIns int) {
+			if interrupted != 0 || bargeIns != 0 {
+				t.Errorf("%d of 10 replies were interrupted, %d barge-ins in all, with nobody speaking: the speaker at 48 kHz stereo heard itself", interrupted, bargeIns)
+			}
+		}},
+		{"quiet room without the canceller", false, false, false, 1, func(t *testing.T, interrupted, bargeIns int) {
 			if interrupted != 1 {
 				t.Errorf("the reply was not interrupted without the canceller: the room does not test it (the echo is below the VAD's threshold)")
 			}
@@ -74,6 +85,9 @@ func TestEchoRoomBargeIns(t *testing.T) {
 				r := newRoomRig(t, voicetest.Options{ReplyPCM: clips.okay, Pace: true, VADHang: 300 * time.Millisecond, ForgetAudio: true}, func(a *config.Audio) {
 					a.EchoRoom.Delay, a.EchoRoom.Gain, a.EchoRoom.Noise = config.Duration(60*time.Millisecond), -6, -65
 					a.Capture.EchoCancel = tc.cancel
+					if tc.stereo {
+						a.OutputRate, a.OutputChannels = 48000, 2
+					}
 					if tc.interrupt {
 						a.EchoRoom.Interrupt, a.EchoRoom.InterruptAfter = clips.stopPath, config.Duration(800*time.Millisecond)
 					}
@@ -110,15 +124,27 @@ func newRoomRig(t *testing.T, so voicetest.Options, set func(a *config.Audio)) *
 	a := cfg.Audio
 	a.Backend = "echo_room"
 	set(&a)
-	openSource, openSink := Devices(a, slog.New(slog.DiscardHandler), nil)
+	openSource, openSink := Devices(a, slog.New(slog.DiscardHandler), nil, nil)
 	lk := &pipeLink{queue: make(chan voice.Frame, 1<<12), done: make(chan struct{})}
-	conv, err := conversation.New(conversation.Options{Mode: "vad", AEC: true, Rate: a.Rate, Frame: a.Frame.D(),
+	co := conversation.Options{Mode: "vad", AEC: true, Rate: a.Rate, Frame: a.Frame.D(),
 		JitterLead: cfg.Conversation.JitterLead.D(), ReplyTimeout: cfg.Conversation.ReplyTimeout.D(),
-		OpenSource: openSource, OpenSink: openSink}, lk)
+		OpenSource: openSource, OpenSink: openSink}
+	ctx, cancel := context.WithCancel(context.Background())
+	mixed := make(chan struct{})
+	if rate, ch := a.OutputFormat(); rate != a.Rate || ch != 1 {
+		// A speaker of its own format: a mixer at it, as the daemon's.
+		slot := mixer.NewSlotFormat(audio.Format{Rate: rate, Channels: ch})
+		out := mixer.New(slot, mixer.Options{Rate: rate, Channels: ch, Frame: a.Frame.D()})
+		co.Output, co.Attach = out, func(s audio.Sink) { slot.Set(s) }
+		go func() { out.Run(ctx); close(mixed) }()
+	} else {
+		close(mixed)
+	}
+	conv, err := conversation.New(co, lk)
 	if err != nil {
+		cancel()
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
 	ran := make(chan struct{})
 	ready := make(chan struct{})
 	go func() {
@@ -137,6 +163,7 @@ func newRoomRig(t *testing.T, so voicetest.Options, set func(a *config.Audio)) *
 	r.stop = func() {
 		cancel()
 		<-ran
+		<-mixed
 		conv.LinkDown(nil)
 		lk.close()
 		sim.Close()

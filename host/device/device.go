@@ -351,7 +351,14 @@ func (d *Device) Gain() float64 { return math.Float64frombits(d.gain.Load()) }
 // canceller's tap (capture.TapSink) below it, next to the device: the
 // reference must be what is played after the gain.
 func (d *Device) Sink(sink audio.Sink) audio.Sink {
-	return newGainSink(sink, d.Gain, int(d.o.Frame.Seconds()*float64(d.o.Rate)))
+	return d.SinkFormat(sink, audio.Format{Rate: d.o.Rate, Channels: 1})
+}
+
+// SinkFormat is Sink for a speaker that takes frames of f (a stereo one at
+// 48 kHz): a change of volume ramps over a frame of audio (Options.Frame)
+// at f's rate, every channel of a sample frame at one gain.
+func (d *Device) SinkFormat(sink audio.Sink, f audio.Format) audio.Sink {
+	return newGainSink(sink, d.Gain, int(d.o.Frame.Seconds()*float64(f.Rate)), f.Channels)
 }
 
 // Volume returns the volume (0–100) and whether the speaker is muted.

@@ -16,6 +16,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/audio/capture"
 	"github.com/agenthost/agenthost/host/device"
 	"github.com/agenthost/agenthost/host/services"
@@ -402,5 +403,30 @@ func TestAStateFileSetAsideWithNoSuccessorStartsMuted(t *testing.T) {
 	}
 	if d2 := newDevice(t, device.Options{StateDir: dir}); d2.MicMuted() {
 		t.Fatal("after the owner's unmute, the next start mutes again")
+	}
+}
+
+// TestVolumeRampsAStereoSpeakerOverAFrameWithItsChannelsTogether: at
+// 48 kHz stereo a change of volume ramps over a frame of audio (60 ms, 2880
+// sample frames), the left and right samples of each frame at one gain.
+func TestVolumeRampsAStereoSpeakerOverAFrameWithItsChannelsTogether(t *testing.T) {
+	const frames = 2880 // 60 ms at 48 kHz
+	d := newDevice(t, device.Options{Volume: 100, Rate: 16000, Frame: 60 * time.Millisecond})
+	rec := &recSink{}
+	sink := d.SinkFormat(rec, audio.Format{Rate: 48000, Channels: 2})
+	if _, err := d.SetVolume(40, false); err != nil {
+		t.Fatal(err)
+	}
+	sink.Write(constant(2*2*frames, 20000))
+	got := rec.got
+	want := int16(math.Round(20000 * device.Curve(40, device.DefaultRange)))
+	for f := range 2 * frames {
+		l, r := got[2*f], got[2*f+1]
+		if l != r {
+			t.Fatalf("frame %d: left %d, right %d: the channels lost their balance", f, l, r)
+		}
+		if ramping := l != want; ramping != (f < frames-1) {
+			t.Fatalf("frame %d is %d (%d after the ramp): the ramp is not one frame of audio long", f, l, want)
+		}
 	}
 }

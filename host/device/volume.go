@@ -25,23 +25,25 @@ func Curve(level int, rangeDB float64) float64 {
 
 // gainSink is the volume stage of the playback path: it scales every
 // sample by the device's gain, moving to a new gain over one ramp (a frame)
-// so that a change never clicks. It sits between the output mixer and the
-// speaker, above the echo canceller's tap (capture.TapSink), which must see
-// what the speaker really plays.
+// so that a change never clicks; the channels of a frame (a stereo
+// speaker's) share one gain, so they keep their balance. It sits between
+// the output mixer and the speaker, above the echo canceller's tap
+// (capture.TapSink), which must see what the speaker really plays.
 type gainSink struct {
 	inner audio.Sink
 	gain  func() float64
-	ramp  int // samples a change takes
+	ramp  int // frames a change takes
+	ch    int // samples a frame
 
 	mu  sync.Mutex
 	cur float64 // the gain the last sample had
 	buf []int16
 }
 
-// newGainSink returns sink behind a gain stage; ramp is the length of a
-// change, in samples.
-func newGainSink(sink audio.Sink, gain func() float64, ramp int) *gainSink {
-	return &gainSink{inner: sink, gain: gain, ramp: max(ramp, 1), cur: gain()}
+// newGainSink returns sink, which takes frames of ch samples, behind a
+// gain stage; ramp is the length of a change, in frames.
+func newGainSink(sink audio.Sink, gain func() float64, ramp, ch int) *gainSink {
+	return &gainSink{inner: sink, gain: gain, ramp: max(ramp, 1), ch: max(ch, 1), cur: gain()}
 }
 
 func (s *gainSink) Write(p []int16) (int, error) {
@@ -54,15 +56,15 @@ func (s *gainSink) Write(p []int16) (int, error) {
 	from := s.cur
 	for i, v := range p {
 		g := target
-		if i < s.ramp && from != target {
-			g = from + (target-from)*float64(i+1)/float64(s.ramp)
+		if f := i / s.ch; f < s.ramp && from != target {
+			g = from + (target-from)*float64(f+1)/float64(s.ramp)
 		}
 		out[i] = scale(v, g)
 	}
-	if len(p) >= s.ramp || from == target {
+	if n := len(p) / s.ch; n >= s.ramp || from == target {
 		s.cur = target
 	} else {
-		s.cur = from + (target-from)*float64(len(p))/float64(s.ramp)
+		s.cur = from + (target-from)*float64(n)/float64(s.ramp)
 	}
 	s.mu.Unlock()
 	return s.inner.Write(out)

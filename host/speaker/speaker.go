@@ -61,6 +61,7 @@ type Speaker struct {
 	out       *mixer.Mixer // the one writer to the speaker; nil standalone
 	slot      *mixer.Slot  // the speaker device the conversation opened
 	swallowed atomic.Bool  // a talk press that stopped a ringing timer: its release is ignored
+	opened    atomic.Pointer[audio.Format]
 }
 
 // New builds the device from the configuration and puts its services in the
@@ -113,9 +114,12 @@ func New(o Options) (*Speaker, error) {
 	if s.dev, err = device.New(do); err != nil {
 		return nil, err
 	}
-	s.slot = mixer.NewSlot(cfg.Audio.Rate)
+	// The mixer mixes at the speaker's format (audio.output_rate,
+	// audio.output_channels: a restart applies a change).
+	rate, channels := cfg.Audio.OutputFormat()
+	s.slot = mixer.NewSlotFormat(audio.Format{Rate: rate, Channels: channels})
 	mx := cfg.Audio.Mix
-	s.out = mixer.New(s.slot, mixer.Options{Rate: cfg.Audio.Rate, Frame: mixFrame,
+	s.out = mixer.New(s.slot, mixer.Options{Rate: rate, Channels: channels, Frame: mixFrame,
 		DuckDB: mx.DuckDB, Ramp: mx.Ramp.D(), MediaWhileActive: mx.MediaWhileActive, KeepFed: keepFed(cfg.Audio), Logger: o.Log})
 	return s, s.put()
 }
@@ -137,6 +141,16 @@ func keepFed(a config.Audio) time.Duration {
 // on it (nil when this process is not the daemon). A media source is added
 // with Output().Open(name, mixer.Media, format).
 func (s *Speaker) Output() *mixer.Mixer { return s.out }
+
+// DeviceFormat is the format the speaker's device was last opened at (a
+// sound card that does not take the mixer's is opened at one it does; the
+// zero Format before it was opened).
+func (s *Speaker) DeviceFormat() audio.Format {
+	if f := s.opened.Load(); f != nil {
+		return *f
+	}
+	return audio.Format{}
+}
 
 // Attach plugs the speaker device that the conversation opened (the
 // AudioDevices sink) into the mixer's output; nil unplugs it.
@@ -263,7 +277,15 @@ func (s *Speaker) AudioDevices(a config.Audio) (func(context.Context) (audio.Sou
 	if s.out != nil {
 		s.out.SetKeepFed(keepFed(a))
 	}
-	openSource, openSink := audiochain.Devices(a, s.o.Log, d.MicMuted)
+	// The devices take frames of the mixer's format, which a reload does
+	// not change (audio.output_* apply after a restart); without the
+	// speaker's mixer the conversation mixes on its own, mono at audio.rate.
+	a.OutputRate, a.OutputChannels = a.Rate, 1
+	if s.out != nil {
+		f := s.out.Format()
+		a.OutputRate, a.OutputChannels = f.Rate, f.Channels
+	}
+	openSource, openSink := audiochain.Devices(a, s.o.Log, d.MicMuted, func(f audio.Format) { s.opened.Store(&f) })
 	if openSink != nil {
 		open := openSink
 		openSink = func(ctx context.Context) (audio.Sink, error) {
@@ -271,7 +293,7 @@ func (s *Speaker) AudioDevices(a config.Audio) (func(context.Context) (audio.Sou
 			if err != nil {
 				return nil, err
 			}
-			return d.Sink(sink), nil
+			return d.SinkFormat(sink, audio.Format{Rate: a.OutputRate, Channels: a.OutputChannels}), nil
 		}
 	}
 	return openSource, openSink
