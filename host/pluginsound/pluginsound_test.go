@@ -159,3 +159,47 @@ func TestPluginEarconsLeaveTheSpeakersRoom(t *testing.T) {
 		defer s.Stop()
 	}
 }
+
+// TestAPluginResumedDuringATurnIsToldTheHostHoldsIt: with media paused for
+// the assistant, a plugin that paused its sound and resumes it while a turn
+// goes on (the owner's "resume the music", answered within the turn) is
+// still held by the host: the plugin is told paused, the hook says paused
+// by the host, and the host's pause is counted; after the turn it resumes.
+func TestAPluginResumedDuringATurnIsToldTheHostHoldsIt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, out, h := start(t, mixer.Pause)
+		s, err := out.Open("plugin:media/Example FM", "media", audio.Format{Rate: rate, Channels: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var heard []string
+		s.(pluginmgr.AudioHolder).OnHeld(func(state string) { mu.Lock(); heard = append(heard, state); mu.Unlock() })
+		feed(s)
+		time.Sleep(time.Second)
+		s.Pause(true) // pause_media
+		time.Sleep(time.Second)
+		m.SetActive(true) // a turn
+		time.Sleep(time.Second)
+		s.Pause(false) // resume_media, within the turn
+		time.Sleep(time.Second)
+		mu.Lock()
+		during := strings.Join(heard, " ")
+		mu.Unlock()
+		m.SetActive(false)
+		time.Sleep(time.Second)
+		s.Stop()
+		if during != "paused" {
+			t.Errorf("resumed within the turn, the plugin heard %q, want paused (the host holds it)", during)
+		}
+		src := "media plugin:media/Example FM"
+		want := []string{"media started " + src, "media paused " + src + " by plugin", "media paused " + src + " by host",
+			"media resumed " + src, "media stopped " + src}
+		if got := h.events(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("hook events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		if st := out.Stats(); st.Held["paused"] != 1 {
+			t.Errorf("stats %+v: want the host's pause counted once", st)
+		}
+	})
+}
