@@ -128,6 +128,7 @@ type stream struct {
 	mu     sync.Mutex
 	self   bool   // the plugin paused it
 	state  string // the last told: started (playing), ducked or paused
+	by     string // and by whom: "host", "plugin" or "" (playing)
 	held   string // "" or how the host holds it now: ducked or paused
 	onHeld func(state string)
 
@@ -215,17 +216,20 @@ func (s *stream) look() {
 		}
 	}
 	s.mu.Lock()
-	prev, self := s.state, s.self
+	prev, prevBy, self := s.state, s.by, s.self
 	s.mu.Unlock()
-	if now == prev {
+	by := ""
+	switch {
+	case now == paused && self:
+		by = "plugin"
+	case now != started:
+		by = "host"
+	}
+	if now == prev && by == prevBy { // paused by the plugin, then by the host, is a change
 		return
 	}
-	by := "host"
-	if now == paused && self {
-		by = "plugin"
-	}
 	held := ""
-	if by == "host" && now != started {
+	if by == "host" {
 		held = now
 	}
 	s.hold(held)
@@ -267,6 +271,7 @@ func (s *stream) tell(state, by string) {
 	} else {
 		s.state = state
 	}
+	s.by = by
 	s.mu.Unlock()
 	log := s.out.o.Log
 	if state != started && state != stopped {
