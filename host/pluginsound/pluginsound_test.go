@@ -203,3 +203,46 @@ func TestAPluginResumedDuringATurnIsToldTheHostHoldsIt(t *testing.T) {
 		}
 	})
 }
+
+// TestAPluginCannotFloodTheMediaHook: a plugin that opens and stops
+// streams, or pauses and resumes one, as fast as it can runs the media hook
+// a bounded number of times (each run is a shell, and the hooks' slots are
+// shared with mute, wake and the rest); once it stops, the hook hears the
+// next sound again.
+func TestAPluginCannotFloodTheMediaHook(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, out, h := start(t, mixer.Duck)
+		f := audio.Format{Rate: rate, Channels: 1}
+		for range 200 {
+			s, err := out.Open("plugin:spam/beep", "announcement", f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.Stop()
+		}
+		s, err := out.Open("plugin:spam/beep", "media", f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 200 {
+			s.Pause(true)
+			synctest.Wait()
+			s.Pause(false)
+			synctest.Wait()
+		}
+		s.Stop()
+		if n := len(h.events()); n > 40 {
+			t.Errorf("a burst of 600 changes ran the media hook %d times, want at most 40", n)
+		}
+		time.Sleep(time.Minute)
+		before := len(h.events())
+		s, err = out.Open("plugin:media/Example FM", "media", f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Stop()
+		if got := h.events()[before:]; len(got) != 2 {
+			t.Errorf("a minute after the flood, a sound's start and stop ran the hook as %q, want both", got)
+		}
+	})
+}
