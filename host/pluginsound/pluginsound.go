@@ -33,7 +33,18 @@ type Out struct {
 	mu    sync.Mutex
 	names map[string]bool // the mixer names of the streams open
 	stats Stats
+	// The media hook's budget: a run costs a token; hookRate come back a
+	// second, up to hookBurst. A plugin churning its streams would keep
+	// the hooks' shared slots full (mute and wake would be skipped).
+	tokens   float64
+	filled   time.Time
+	dropping bool // a run was skipped since the last one told
 }
+
+const (
+	hookBurst = 20
+	hookRate  = 2
+)
 
 // Stats are the counters of the plugins' sound.
 type Stats struct {
@@ -57,7 +68,28 @@ func New(o Options) *Out {
 	if o.Hook == nil {
 		o.Hook = func(string, map[string]string) {}
 	}
-	return &Out{o: o, names: map[string]bool{}, stats: Stats{Started: map[string]int64{}, Held: map[string]int64{}}}
+	return &Out{o: o, names: map[string]bool{}, stats: Stats{Started: map[string]int64{}, Held: map[string]int64{}},
+		tokens: hookBurst, filled: time.Now()}
+}
+
+// hookAllowed takes a token of the media hook's budget; false: none is
+// left, and the first such is logged.
+func (o *Out) hookAllowed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := time.Now()
+	o.tokens = min(hookBurst, o.tokens+now.Sub(o.filled).Seconds()*hookRate)
+	o.filled = now
+	if o.tokens < 1 {
+		if !o.dropping {
+			o.o.Log.Warn("media hook skipped: plugins' sounds change too often", "most_per_second", hookRate)
+		}
+		o.dropping = true
+		return false
+	}
+	o.tokens--
+	o.dropping = false
+	return true
 }
 
 // Stats reports the counters.
@@ -277,7 +309,7 @@ func (s *stream) tell(state, by string) {
 	if state != started && state != stopped {
 		log.Debug("plugin's sound", "source", s.source, "class", s.class.String(), "state", state, "by", by)
 	}
-	if s.quiet {
+	if s.quiet || !s.out.hookAllowed() {
 		return
 	}
 	fields := map[string]string{"STATE": state, "CLASS": s.class.String(), "SOURCE": s.source}
