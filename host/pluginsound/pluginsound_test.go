@@ -246,3 +246,42 @@ func TestAPluginCannotFloodTheMediaHook(t *testing.T) {
 		}
 	})
 }
+
+// TestAPluginToldItsHoldAsItStartsEndsToldTheLast: the hold a stream had
+// when the plugin asked to hear of it (OnHeld), told late, does not come
+// after a change the watcher told meanwhile: the plugin is left with what
+// the mixer does now.
+func TestAPluginToldItsHoldAsItStartsEndsToldTheLast(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m, out, _ := start(t, mixer.Duck)
+		s, err := out.Open("plugin:media/Example FM", "media", audio.Format{Rate: rate, Channels: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Stop()
+		feed(s)
+		m.SetActive(true) // a turn: ducked before the plugin asks
+		time.Sleep(time.Second)
+		var mu sync.Mutex
+		var heard []string
+		late := make(chan struct{}) // holds back the first telling, as a busy scheduler may
+		go s.(pluginmgr.AudioHolder).OnHeld(func(state string) {
+			if state == "ducked" {
+				<-late
+			}
+			mu.Lock()
+			heard = append(heard, state)
+			mu.Unlock()
+		})
+		synctest.Wait()
+		m.SetActive(false) // the turn ends
+		time.Sleep(time.Second)
+		close(late)
+		time.Sleep(time.Second)
+		mu.Lock()
+		defer mu.Unlock()
+		if len(heard) == 0 || heard[len(heard)-1] != "playing" {
+			t.Errorf("the plugin heard %q, want playing last (the turn is over)", heard)
+		}
+	})
+}
