@@ -134,7 +134,7 @@ func (o *Out) Open(source, class string, f audio.Format) (pluginmgr.AudioStream,
 	o.names[name] = true
 	o.stats.Started[c.String()]++
 	s := &stream{out: o, st: st, name: name, source: source, class: c, quiet: c == mixer.Earcon,
-		poke: make(chan struct{}, 1), end: make(chan struct{}), done: make(chan struct{})}
+		poke: make(chan struct{}, 1), end: make(chan struct{}), done: make(chan struct{}), telling: make(chan struct{}, 1)}
 	go s.watch()
 	return s, nil
 }
@@ -163,6 +163,9 @@ type stream struct {
 	by     string // and by whom: "host", "plugin" or "" (playing)
 	held   string // "" or how the host holds it now: ducked or paused
 	onHeld func(state string)
+	// telling is held while the plugin is told its hold, so that what it
+	// hears comes in the order it happened (a channel: synctest sees it).
+	telling chan struct{}
 
 	poke chan struct{} // look at the state now
 	end  chan struct{} // closed by finish
@@ -185,6 +188,8 @@ func (s *stream) Stop() {
 
 // OnHeld implements pluginmgr.AudioHolder.
 func (s *stream) OnHeld(f func(state string)) {
+	s.telling <- struct{}{}
+	defer func() { <-s.telling }()
 	s.mu.Lock()
 	s.onHeld = f
 	held := s.held
@@ -282,6 +287,8 @@ func (s *stream) look() {
 // hold records how the host holds the stream ("" for not at all) and tells
 // the plugin a change.
 func (s *stream) hold(held string) {
+	s.telling <- struct{}{}
+	defer func() { <-s.telling }()
 	s.mu.Lock()
 	prev, f := s.held, s.onHeld
 	s.held = held
