@@ -202,8 +202,8 @@ func (s *stream) OnHeld(f func(state string)) {
 func (s *stream) Pause(on bool) {
 	s.mu.Lock()
 	s.self = on
+	s.st.Pause(on) // under s.mu: look sees the mixer's pause and self together
 	s.mu.Unlock()
-	s.st.Pause(on)
 	select {
 	case s.poke <- struct{}{}:
 	default:
@@ -241,7 +241,10 @@ func (s *stream) watch() {
 // look reads the stream's state from the mixer and tells a change.
 func (s *stream) look() {
 	now := started
-	for _, st := range s.out.o.Mixer.Status() {
+	s.mu.Lock()
+	status, prev, prevBy, self := s.out.o.Mixer.Status(), s.state, s.by, s.self
+	s.mu.Unlock()
+	for _, st := range status {
 		if st.Name != s.name {
 			continue
 		}
@@ -252,9 +255,6 @@ func (s *stream) look() {
 			now = ducked
 		}
 	}
-	s.mu.Lock()
-	prev, prevBy, self := s.state, s.by, s.self
-	s.mu.Unlock()
 	by := ""
 	switch {
 	case now == paused && self:
