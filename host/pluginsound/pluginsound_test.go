@@ -285,3 +285,43 @@ func TestAPluginToldItsHoldAsItStartsEndsToldTheLast(t *testing.T) {
 		}
 	})
 }
+
+// TestASoundGoneFromTheMixerDuckedIsNotToldResumed: a ducked stream that
+// leaves the mixer (it played out, or the speaker stopped) before its
+// stop is told did not come back: neither the hook nor the plugin hears
+// resumed, only the stop.
+func TestASoundGoneFromTheMixerDuckedIsNotToldResumed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := mixer.New(speaker{}, mixer.Options{Rate: rate})
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { m.Run(ctx); close(done) }()
+		h := &hooks{}
+		out := pluginsound.New(pluginsound.Options{Mixer: m, Hook: h.run})
+		s, err := out.Open("plugin:media/Example FM", "media", audio.Format{Rate: rate, Channels: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var mu sync.Mutex
+		var heard []string
+		s.(pluginmgr.AudioHolder).OnHeld(func(state string) { mu.Lock(); heard = append(heard, state); mu.Unlock() })
+		feed(s)
+		time.Sleep(time.Second)
+		m.SetActive(true) // a turn
+		time.Sleep(time.Second)
+		cancel() // the speaker stops
+		<-done
+		time.Sleep(time.Second)
+		s.Stop()
+		src := "media plugin:media/Example FM"
+		want := []string{"media started " + src, "media ducked " + src + " by host", "media stopped " + src}
+		if got := h.events(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("hook events:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if strings.Join(heard, " ") != "ducked" {
+			t.Errorf("the plugin heard %q, want ducked alone", heard)
+		}
+	})
+}
