@@ -244,16 +244,21 @@ func (s *stream) look() {
 	s.mu.Lock()
 	status, prev, prevBy, self := s.out.o.Mixer.Status(), s.state, s.by, s.self
 	s.mu.Unlock()
+	found := false
 	for _, st := range status {
 		if st.Name != s.name {
 			continue
 		}
+		found = true
 		switch {
 		case st.Paused:
 			now = paused
 		case st.Ducked:
 			now = ducked
 		}
+	}
+	if !found { // off the mixer (played out, or the speaker stopped): only its stop is left to tell
+		return
 	}
 	by := ""
 	switch {
