@@ -33,7 +33,18 @@ type Out struct {
 	mu    sync.Mutex
 	names map[string]bool // the mixer names of the streams open
 	stats Stats
+	// The media hook's budget: a run costs a token; hookRate come back a
+	// second, up to hookBurst. A plugin churning its streams would keep
+	// the hooks' shared slots full (mute and wake would be skipped).
+	tokens   float64
+	filled   time.Time
+	dropping bool // a run was skipped since the last one told
 }
+
+const (
+	hookBurst = 20
+	hookRate  = 2
+)
 
 // Stats are the counters of the plugins' sound.
 type Stats struct {
@@ -57,7 +68,28 @@ func New(o Options) *Out {
 	if o.Hook == nil {
 		o.Hook = func(string, map[string]string) {}
 	}
-	return &Out{o: o, names: map[string]bool{}, stats: Stats{Started: map[string]int64{}, Held: map[string]int64{}}}
+	return &Out{o: o, names: map[string]bool{}, stats: Stats{Started: map[string]int64{}, Held: map[string]int64{}},
+		tokens: hookBurst, filled: time.Now()}
+}
+
+// hookAllowed takes a token of the media hook's budget; false: none is
+// left, and the first such is logged.
+func (o *Out) hookAllowed() bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	now := time.Now()
+	o.tokens = min(hookBurst, o.tokens+now.Sub(o.filled).Seconds()*hookRate)
+	o.filled = now
+	if o.tokens < 1 {
+		if !o.dropping {
+			o.o.Log.Warn("media hook skipped: plugins' sounds change too often", "most_per_second", hookRate)
+		}
+		o.dropping = true
+		return false
+	}
+	o.tokens--
+	o.dropping = false
+	return true
 }
 
 // Stats reports the counters.
@@ -102,7 +134,7 @@ func (o *Out) Open(source, class string, f audio.Format) (pluginmgr.AudioStream,
 	o.names[name] = true
 	o.stats.Started[c.String()]++
 	s := &stream{out: o, st: st, name: name, source: source, class: c, quiet: c == mixer.Earcon,
-		poke: make(chan struct{}, 1), end: make(chan struct{}), done: make(chan struct{})}
+		poke: make(chan struct{}, 1), end: make(chan struct{}), done: make(chan struct{}), telling: make(chan struct{}, 1)}
 	go s.watch()
 	return s, nil
 }
@@ -128,8 +160,12 @@ type stream struct {
 	mu     sync.Mutex
 	self   bool   // the plugin paused it
 	state  string // the last told: started (playing), ducked or paused
+	by     string // and by whom: "host", "plugin" or "" (playing)
 	held   string // "" or how the host holds it now: ducked or paused
 	onHeld func(state string)
+	// telling is held while the plugin is told its hold, so that what it
+	// hears comes in the order it happened (a channel: synctest sees it).
+	telling chan struct{}
 
 	poke chan struct{} // look at the state now
 	end  chan struct{} // closed by finish
@@ -152,6 +188,8 @@ func (s *stream) Stop() {
 
 // OnHeld implements pluginmgr.AudioHolder.
 func (s *stream) OnHeld(f func(state string)) {
+	s.telling <- struct{}{}
+	defer func() { <-s.telling }()
 	s.mu.Lock()
 	s.onHeld = f
 	held := s.held
@@ -164,8 +202,8 @@ func (s *stream) OnHeld(f func(state string)) {
 func (s *stream) Pause(on bool) {
 	s.mu.Lock()
 	s.self = on
+	s.st.Pause(on) // under s.mu: look sees the mixer's pause and self together
 	s.mu.Unlock()
-	s.st.Pause(on)
 	select {
 	case s.poke <- struct{}{}:
 	default:
@@ -203,10 +241,15 @@ func (s *stream) watch() {
 // look reads the stream's state from the mixer and tells a change.
 func (s *stream) look() {
 	now := started
-	for _, st := range s.out.o.Mixer.Status() {
+	s.mu.Lock()
+	status, prev, prevBy, self := s.out.o.Mixer.Status(), s.state, s.by, s.self
+	s.mu.Unlock()
+	found := false
+	for _, st := range status {
 		if st.Name != s.name {
 			continue
 		}
+		found = true
 		switch {
 		case st.Paused:
 			now = paused
@@ -214,18 +257,21 @@ func (s *stream) look() {
 			now = ducked
 		}
 	}
-	s.mu.Lock()
-	prev, self := s.state, s.self
-	s.mu.Unlock()
-	if now == prev {
+	if !found { // off the mixer (played out, or the speaker stopped): only its stop is left to tell
 		return
 	}
-	by := "host"
-	if now == paused && self {
+	by := ""
+	switch {
+	case now == paused && self:
 		by = "plugin"
+	case now != started:
+		by = "host"
+	}
+	if now == prev && by == prevBy { // paused by the plugin, then by the host, is a change
+		return
 	}
 	held := ""
-	if by == "host" && now != started {
+	if by == "host" {
 		held = now
 	}
 	s.hold(held)
@@ -246,6 +292,8 @@ func (s *stream) look() {
 // hold records how the host holds the stream ("" for not at all) and tells
 // the plugin a change.
 func (s *stream) hold(held string) {
+	s.telling <- struct{}{}
+	defer func() { <-s.telling }()
 	s.mu.Lock()
 	prev, f := s.held, s.onHeld
 	s.held = held
@@ -267,12 +315,13 @@ func (s *stream) tell(state, by string) {
 	} else {
 		s.state = state
 	}
+	s.by = by
 	s.mu.Unlock()
 	log := s.out.o.Log
 	if state != started && state != stopped {
 		log.Debug("plugin's sound", "source", s.source, "class", s.class.String(), "state", state, "by", by)
 	}
-	if s.quiet {
+	if s.quiet || !s.out.hookAllowed() {
 		return
 	}
 	fields := map[string]string{"STATE": state, "CLASS": s.class.String(), "SOURCE": s.source}
