@@ -81,11 +81,22 @@ func (r *Reference) Played(p []int16, lat time.Duration) {
 }
 
 func (r *Reference) played(p []int16, lat time.Duration, now time.Time) {
-	if len(p) == 0 {
-		return
-	}
+	r.playedHeld(p, lat, 0, now)
+}
+
+// playedHeld is played for a speaker fed through a filter (a resampler)
+// that still holds held of what was written: the end of the write is heard
+// lat from now, p ends held before it, and the run goes on to that end
+// (a write that gave nothing out is no gap either).
+func (r *Reference) playedHeld(p []int16, lat, held time.Duration, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(p) == 0 {
+		if held > 0 && r.inRun && !now.After(r.runEnd.Add(clockJump/2)) {
+			r.runEnd = r.run.anchor.Add(r.run.dur(r.runN) + held)
+		}
+		return
+	}
 	if !r.inRun || now.After(r.runEnd.Add(clockJump/2)) {
 		if r.inRun {
 			r.breaks.Add(1)
@@ -94,7 +105,7 @@ func (r *Reference) played(p []int16, lat time.Duration, now time.Time) {
 		r.inRun, r.runN = true, 0
 	}
 	jumps := r.run.jumps
-	r.run.bound(now.Add(lat), len(p))
+	r.run.bound(now.Add(lat-held), len(p))
 	if r.run.jumps != jumps {
 		r.breaks.Add(1) // a settled run moved: as good as a new one
 	}
@@ -117,7 +128,7 @@ func (r *Reference) played(p []int16, lat time.Duration, now time.Time) {
 		}
 		r.hi = end
 	}
-	r.runEnd = r.run.anchor.Add(r.run.dur(r.runN))
+	r.runEnd = r.run.anchor.Add(r.run.dur(r.runN) + held)
 }
 
 // move shifts the newest part of the current run to start at base.
@@ -246,6 +257,7 @@ func (t *tapSink) record(p []int16) {
 		t.mono = audio.Remix(t.mono[:0], p, t.ch, 1)
 		p = t.mono
 	}
+	var held time.Duration
 	if t.rs != nil {
 		var err error
 		if t.conv, err = t.rs.Append(t.conv[:0], p); err != nil {
@@ -254,9 +266,9 @@ func (t *tapSink) record(p []int16) {
 		p = t.conv
 		// What the filter still holds was played as well: the samples
 		// out so far end that much before the end of the write.
-		lat -= time.Duration(t.rs.Delay() * float64(time.Second) / float64(t.ref.rate))
+		held = time.Duration(t.rs.Delay() * float64(time.Second) / float64(t.ref.rate))
 	}
-	t.ref.Played(p, lat)
+	t.ref.playedHeld(p, lat, held, time.Now())
 }
 
 // keep writes silence whenever nothing was written for a while.

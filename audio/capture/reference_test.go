@@ -185,6 +185,7 @@ func (b bufferedSink) Latency() time.Duration { return b.lat }
 // still holds was played too, so a write that gives none is not the
 // speaker running dry. A new run would place the reference by one write's
 // bound (a late write moves it) and the canceller would learn it again.
+// After 100 ms with nothing written, it is a new run.
 func TestATapOnAStereoSpeakerFedWithoutAGapKeepsOneRun(t *testing.T) {
 	for _, f := range []audio.Format{{Rate: rate, Channels: 1}, {Rate: 48000, Channels: 2}} {
 		synctest.Test(t, func(t *testing.T) {
@@ -204,6 +205,13 @@ func TestATapOnAStereoSpeakerFedWithoutAGapKeepsOneRun(t *testing.T) {
 			}
 			if b := ref.Breaks(); b != 0 {
 				t.Errorf("%v: %d breaks in 2 s of steady playback, want 0", f, b)
+			}
+			time.Sleep(100 * time.Millisecond) // the speaker runs dry
+			for range 5 {
+				sink.Write(p)
+			}
+			if b := ref.Breaks(); b != 1 {
+				t.Errorf("%v: %d breaks after the speaker ran dry, want 1", f, b)
 			}
 			sink.Close()
 		})
