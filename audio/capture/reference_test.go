@@ -217,3 +217,49 @@ func TestATapOnAStereoSpeakerFedWithoutAGapKeepsOneRun(t *testing.T) {
 		})
 	}
 }
+
+// TestATapKeepsWhatItsResamplerHeldWhereItWasPlayedAfterTheSpeakerRanDry:
+// a 48 kHz stereo speaker (30 ms buffer) plays 0.5 s of a level, runs dry
+// for 200 ms, then plays silence. The end of the level, which the tap's
+// resampler still held when the speaker ran dry, is in the reference where
+// it was heard (else its echo is not cancelled), and the reference is
+// silent in the gap (else the canceller takes off the echo of a sound that
+// is not playing).
+func TestATapKeepsWhatItsResamplerHeldWhereItWasPlayedAfterTheSpeakerRanDry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ref := NewReference(rate)
+		sink, err := TapSinkFormat(bufferedSink{clockedSink{48000, 2}, 30 * time.Millisecond}, ref, audio.Format{Rate: 48000, Channels: 2}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		level, quiet := make([]int16, 2*960), make([]int16, 2*960)
+		for i := range level {
+			level[i] = 8000
+		}
+		t0 := time.Now()
+		for range 25 { // 0.5 s, heard until t0+530ms
+			sink.Write(level)
+		}
+		time.Sleep(200 * time.Millisecond)
+		for range 25 { // heard from t0+730ms
+			sink.Write(quiet)
+		}
+		end := make([]int16, rate/50) // the level's last 20 ms
+		ref.Read(end, t0.Add(510*time.Millisecond))
+		gap := make([]int16, rate/40) // the 25 ms before the silence
+		ref.Read(gap, t0.Add(705*time.Millisecond))
+		var sum float64
+		for _, v := range end {
+			sum += float64(v)
+		}
+		if mean := sum / float64(len(end)); mean < 7000 {
+			t.Errorf("the level's last 20 ms average %.0f in the reference, want 8000", mean)
+		}
+		for i, v := range gap {
+			if v > 100 || v < -100 {
+				t.Fatalf("the reference has %d at %v into the gap, where nothing played", v, 175*time.Millisecond+time.Duration(i)*time.Second/rate)
+			}
+		}
+		sink.Close()
+	})
+}
