@@ -230,6 +230,11 @@ type tapSink struct {
 	turn   chan struct{}
 	last   time.Time // when the last write returned
 	closed bool
+
+	// When the last record was made, the device's latency then, and when
+	// the speaker runs dry if nothing more is written.
+	at, dry time.Time
+	lat     time.Duration
 }
 
 func (t *tapSink) lock()   { t.turn <- struct{}{} }
@@ -242,6 +247,9 @@ func (t *tapSink) Write(p []int16) (int, error) {
 }
 
 func (t *tapSink) writeLocked(p []int16) (int, error) {
+	if t.rs != nil && !t.dry.IsZero() && time.Now().After(t.dry.Add(clockJump/2)) {
+		t.flushHeld()
+	}
 	n, err := t.sink.Write(p)
 	if n > 0 {
 		t.record(p[:n-n%t.ch])
@@ -250,9 +258,23 @@ func (t *tapSink) writeLocked(p []int16) (int, error) {
 	return n, err
 }
 
+// flushHeld puts what the resampler still holds in the reference where it
+// was heard, at the end of the last write, and clears the filter: the
+// speaker ran dry, and that tail does not belong before the next sound.
+func (t *tapSink) flushHeld() {
+	var err error
+	if t.conv, err = t.rs.Flush(t.conv[:0]); err != nil {
+		return // closed
+	}
+	t.ref.playedHeld(t.conv, t.lat, 0, t.at)
+	t.rs.Reset()
+	t.dry = time.Time{}
+}
+
 // record puts what was just played in the reference, mono at its rate.
 func (t *tapSink) record(p []int16) {
-	lat := LatencyOf(t.sink)
+	lat, now := LatencyOf(t.sink), time.Now()
+	t.at, t.lat, t.dry = now, lat, now.Add(lat)
 	if t.ch > 1 {
 		t.mono = audio.Remix(t.mono[:0], p, t.ch, 1)
 		p = t.mono
@@ -268,7 +290,7 @@ func (t *tapSink) record(p []int16) {
 		// out so far end that much before the end of the write.
 		held = time.Duration(t.rs.Delay() * float64(time.Second) / float64(t.ref.rate))
 	}
-	t.ref.playedHeld(p, lat, held, time.Now())
+	t.ref.playedHeld(p, lat, held, now)
 }
 
 // keep writes silence whenever nothing was written for a while.

@@ -220,7 +220,7 @@ func TestATapOnAStereoSpeakerFedWithoutAGapKeepsOneRun(t *testing.T) {
 
 // TestATapKeepsWhatItsResamplerHeldWhereItWasPlayedAfterTheSpeakerRanDry:
 // a 48 kHz stereo speaker (30 ms buffer) plays 0.5 s of a level, runs dry
-// for 200 ms, then plays silence. The end of the level, which the tap's
+// for 200 ms, then plays half the level. The end of the level, which the tap's
 // resampler still held when the speaker ran dry, is in the reference where
 // it was heard (else its echo is not cancelled), and the reference is
 // silent in the gap (else the canceller takes off the echo of a sound that
@@ -232,9 +232,9 @@ func TestATapKeepsWhatItsResamplerHeldWhereItWasPlayedAfterTheSpeakerRanDry(t *t
 		if err != nil {
 			t.Fatal(err)
 		}
-		level, quiet := make([]int16, 2*960), make([]int16, 2*960)
+		level, half := make([]int16, 2*960), make([]int16, 2*960)
 		for i := range level {
-			level[i] = 8000
+			level[i], half[i] = 8000, 4000
 		}
 		t0 := time.Now()
 		for range 25 { // 0.5 s, heard until t0+530ms
@@ -242,18 +242,29 @@ func TestATapKeepsWhatItsResamplerHeldWhereItWasPlayedAfterTheSpeakerRanDry(t *t
 		}
 		time.Sleep(200 * time.Millisecond)
 		for range 25 { // heard from t0+730ms
-			sink.Write(quiet)
+			sink.Write(half)
 		}
 		end := make([]int16, rate/50) // the level's last 20 ms
 		ref.Read(end, t0.Add(510*time.Millisecond))
-		gap := make([]int16, rate/40) // the 25 ms before the silence
+		gap := make([]int16, rate/40) // the 25 ms before the next sound
 		ref.Read(gap, t0.Add(705*time.Millisecond))
-		var sum float64
-		for _, v := range end {
-			sum += float64(v)
+		next := make([]int16, rate/10)
+		ref.Read(next, t0.Add(900*time.Millisecond))
+		mean := func(p []int16) float64 {
+			var sum float64
+			for _, v := range p {
+				sum += float64(v)
+			}
+			return sum / float64(len(p))
 		}
-		if mean := sum / float64(len(end)); mean < 7000 {
-			t.Errorf("the level's last 20 ms average %.0f in the reference, want 8000", mean)
+		if m := mean(end); m < 7000 {
+			t.Errorf("the level's last 20 ms average %.0f in the reference, want 8000", m)
+		}
+		if m := mean(next); m < 3950 || m > 4050 {
+			t.Errorf("the next sound averages %.0f in the reference, want 4000", m)
+		}
+		if b := ref.Breaks(); b != 1 {
+			t.Errorf("%d breaks, want 1: the speaker ran dry once", b)
 		}
 		for i, v := range gap {
 			if v > 100 || v < -100 {
