@@ -274,3 +274,64 @@ func TestATapKeepsWhatItsResamplerHeldWhereItWasPlayedAfterTheSpeakerRanDry(t *t
 		sink.Close()
 	})
 }
+
+// convertingDevice is a 16 kHz mono speaker whose buffer holds 30 ms,
+// clocked by time.Sleep, that keeps each write and when it is heard.
+type convertingDevice struct {
+	writes [][]int16
+	heard  []time.Time // when each write's last sample is heard
+}
+
+func (d *convertingDevice) Write(p []int16) (int, error) {
+	time.Sleep(time.Duration(len(p)) * time.Second / rate)
+	d.writes = append(d.writes, append([]int16(nil), p...))
+	d.heard = append(d.heard, time.Now().Add(30*time.Millisecond))
+	return len(p), nil
+}
+func (d *convertingDevice) Close() error           { return nil }
+func (d *convertingDevice) Latency() time.Duration { return 30 * time.Millisecond }
+
+// TestATapOnAConvertingSpeakerThatRanDryKeepsTheReferenceOnWhatItPlays: a
+// speaker that converts 48 kHz stereo to 16 kHz mono itself (the echo
+// room's; a sound card opened at another rate) holds the end of a sound in
+// its own filter until the next write, and plays it then, after the gap:
+// the reference, kept by a tap with the same filter, has it there too, so
+// it is what the speaker played, sample for sample, before and after the
+// speaker ran dry.
+func TestATapOnAConvertingSpeakerThatRanDryKeepsTheReferenceOnWhatItPlays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ref := NewReference(rate)
+		dev := &convertingDevice{}
+		f := audio.Format{Rate: 48000, Channels: 2}
+		conv, err := audio.ConvertSink(dev, f, audio.Format{Rate: rate, Channels: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink, err := TapSinkFormat(conv, ref, f, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := make([]int16, 2*960)
+		for w := range 50 {
+			for i := range 960 {
+				v := int16(math.Round(8000 * math.Sin(2*math.Pi*300*float64(w*960+i)/48000)))
+				p[2*i], p[2*i+1] = v, v
+			}
+			if w == 25 {
+				time.Sleep(200 * time.Millisecond) // the speaker runs dry
+			}
+			sink.Write(p)
+		}
+		for w := 10; w < len(dev.writes); w++ {
+			want := dev.writes[w]
+			got := make([]int16, len(want))
+			ref.Read(got, dev.heard[w].Add(-time.Duration(len(want))*time.Second/rate))
+			for i := range want {
+				if d := int(got[i]) - int(want[i]); d > 200 || d < -200 {
+					t.Fatalf("write %d of %d to the speaker, sample %d of %d: the reference has %d, the speaker played %d", w, len(dev.writes), i, len(want), got[i], want[i])
+				}
+			}
+		}
+		sink.Close()
+	})
+}
