@@ -277,6 +277,10 @@ func (s *convertSink) Close() error {
 	return errors.Join(err, s.sink.Close())
 }
 
+// ConvertsRate reports whether the rate is converted: the end of what was
+// written then waits in the filter, and plays with the next write.
+func (s *convertSink) ConvertsRate() bool { return s.conv.rs != nil }
+
 // Latency is the wrapped sink's and what the converter holds: how long
 // the last sample written waits to be heard.
 func (s *convertSink) Latency() time.Duration {

@@ -247,7 +247,7 @@ func (t *tapSink) Write(p []int16) (int, error) {
 }
 
 func (t *tapSink) writeLocked(p []int16) (int, error) {
-	if t.rs != nil && !t.dry.IsZero() && time.Now().After(t.dry.Add(clockJump/2)) {
+	if t.rs != nil && !convertsRate(t.sink) && !t.dry.IsZero() && time.Now().After(t.dry.Add(clockJump/2)) {
 		t.flushHeld()
 	}
 	n, err := t.sink.Write(p)
@@ -256,6 +256,15 @@ func (t *tapSink) writeLocked(p []int16) (int, error) {
 	}
 	t.last = time.Now()
 	return n, err
+}
+
+// convertsRate: x converts the rate itself (audio.ConvertSink, a PortAudio
+// sink open at another rate), so the end of a sound waits in its filter
+// too and plays after a gap, just before the next sound, where the tap's
+// own filter puts it as well.
+func convertsRate(x any) bool {
+	c, ok := x.(interface{ ConvertsRate() bool })
+	return ok && c.ConvertsRate()
 }
 
 // flushHeld puts what the resampler still holds in the reference where it
