@@ -526,3 +526,31 @@ func TestAConvertingSinkCountsWhatItHoldsInItsLatency(t *testing.T) {
 		t.Fatalf("Close: %v; %d of 1600 samples out", err, len(dev.got))
 	}
 }
+
+// TestASurroundStreamOnAStereoOutputKeepsItsCentreInTheMiddle: frames of
+// 3 to 8 channels in the usual order (FL FR, then FC and LFE where the
+// layout has them, then the surrounds in left-right pairs) mapped to stereo
+// keep a centre channel (a film's dialogue) on both sides at one level, and
+// every left channel left, every right channel right.
+func TestASurroundStreamOnAStereoOutputKeepsItsCentreInTheMiddle(t *testing.T) {
+	layouts := map[int]string{3: "LRC", 4: "LRLR", 5: "LRCLR", 6: "LRCCLR", 7: "LRCCCLR", 8: "LRCCLRLR"}
+	for from, roles := range layouts {
+		for i, role := range roles {
+			frame := make([]int16, from)
+			frame[i] = 6000
+			got := Remix(nil, frame, from, 2)
+			if len(got) != 2 {
+				t.Fatalf("%d channels: %d samples out for one frame", from, len(got))
+			}
+			l, r := got[0], got[1]
+			switch {
+			case role == 'C' && (l != r || l == 0):
+				t.Errorf("%d channels: centre channel %d comes out %d left, %d right", from, i, l, r)
+			case role == 'L' && (l == 0 || r != 0):
+				t.Errorf("%d channels: left channel %d comes out %d left, %d right", from, i, l, r)
+			case role == 'R' && (r == 0 || l != 0):
+				t.Errorf("%d channels: right channel %d comes out %d left, %d right", from, i, l, r)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package audio
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -123,10 +124,18 @@ func (c *fromWire) delay() time.Duration {
 
 // Remix appends frames of from channels to dst as frames of to channels:
 // equal counts copy; one channel goes to every channel at the same level
-// (a mono sound centred); to one channel, the channels are averaged; other
-// counts map channel i of the output to the average of the input channels
-// i, i+to, … (more outputs than inputs: channel i takes input i mod from).
+// (a mono sound centred); to one channel, the channels are averaged; 3–8
+// channels to stereo, in the usual layouts (FL FR, then FC and LFE where
+// they have them, then the surrounds in left-right pairs), average the
+// left and the right channels on each side and the centre ones on both;
+// other counts map channel i of the output to the average of the input
+// channels i, i+to, … (more outputs than inputs: channel i takes input
+// i mod from).
 func Remix(dst, frames []int16, from, to int) []int16 { return remix(dst, frames, from, to) }
+
+// stereoRoles are the 3–8 channel layouts for a stereo downmix: L, R, or
+// C for both sides (WAVE_FORMAT_EXTENSIBLE's default masks).
+var stereoRoles = [...]string{3: "LRC", 4: "LRLR", 5: "LRCLR", 6: "LRCCLR", 7: "LRCCCLR", 8: "LRCCLRLR"}
 
 func remix(dst, frames []int16, from, to int) []int16 {
 	switch {
@@ -136,6 +145,26 @@ func remix(dst, frames []int16, from, to int) []int16 {
 		return upmix(dst, frames, to)
 	case to == 1:
 		return downmix(dst, frames, from)
+	case to == 2 && from < len(stereoRoles):
+		roles := stereoRoles[from]
+		nc := strings.Count(roles, "C")
+		nl, nr := int32(strings.Count(roles, "L")+nc), int32(strings.Count(roles, "R")+nc)
+		for i := 0; i+from <= len(frames); i += from {
+			var l, r int32
+			for j, v := range frames[i : i+from] {
+				switch roles[j] {
+				case 'L':
+					l += int32(v)
+				case 'R':
+					r += int32(v)
+				default:
+					l += int32(v)
+					r += int32(v)
+				}
+			}
+			dst = append(dst, int16(l/nl), int16(r/nr))
+		}
+		return dst
 	}
 	for i := 0; i+from <= len(frames); i += from {
 		f := frames[i : i+from]
@@ -247,6 +276,10 @@ func (s *convertSink) Close() error {
 	s.conv.close()
 	return errors.Join(err, s.sink.Close())
 }
+
+// ConvertsRate reports whether the rate is converted: the end of what was
+// written then waits in the filter, and plays with the next write.
+func (s *convertSink) ConvertsRate() bool { return s.conv.rs != nil }
 
 // Latency is the wrapped sink's and what the converter holds: how long
 // the last sample written waits to be heard.

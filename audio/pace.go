@@ -159,3 +159,9 @@ func (s *pacedSource) Latency() time.Duration { return latencyOf(s.src) }
 
 // Latency is the wrapped sink's.
 func (s *pacedSink) Latency() time.Duration { return latencyOf(s.sink) }
+
+// ConvertsRate is the wrapped sink's (see PortAudioSink.ConvertsRate).
+func (s *pacedSink) ConvertsRate() bool {
+	c, ok := s.sink.(interface{ ConvertsRate() bool })
+	return ok && c.ConvertsRate()
+}

@@ -459,6 +459,9 @@ func TestASpeakerIsOpenedAtItsOwnFormatAndFallsBackToOneItTakes(t *testing.T) {
 		if f := sink.DeviceFormat(); f != opened {
 			t.Errorf("OnOpen was told %v, the device is at %v", opened, f)
 		}
+		if c := sink.ConvertsRate(); c != (opened.Rate != 48000) {
+			t.Errorf("a sink for 48 kHz on a device at %v: ConvertsRate %v", opened, c)
+		}
 		for i := 0; i < len(frames); i += 1920 {
 			if _, err := sink.Write(frames[i:min(len(frames), i+1920)]); err != nil {
 				t.Fatal(err)

@@ -282,6 +282,14 @@ func (s *PortAudioSink) drop() {
 	s.conv = nil
 }
 
+// ConvertsRate reports whether the device is open at another rate than
+// Write takes: the end of what was written then waits in the converter,
+// and plays with the next write.
+func (s *PortAudioSink) ConvertsRate() bool {
+	d := s.cur.Load()
+	return d != nil && d.fmt.Rate != s.o.Rate
+}
+
 // Format is what Write takes: Options.Rate and Options.Channels.
 func (s *PortAudioSink) Format() Format { return Format{Rate: s.o.Rate, Channels: s.o.Channels} }
 

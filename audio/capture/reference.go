@@ -81,11 +81,22 @@ func (r *Reference) Played(p []int16, lat time.Duration) {
 }
 
 func (r *Reference) played(p []int16, lat time.Duration, now time.Time) {
-	if len(p) == 0 {
-		return
-	}
+	r.playedHeld(p, lat, 0, now)
+}
+
+// playedHeld is played for a speaker fed through a filter (a resampler)
+// that still holds held of what was written: the end of the write is heard
+// lat from now, p ends held before it, and the run goes on to that end
+// (a write that gave nothing out is no gap either).
+func (r *Reference) playedHeld(p []int16, lat, held time.Duration, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if len(p) == 0 {
+		if held > 0 && r.inRun && !now.After(r.runEnd.Add(clockJump/2)) {
+			r.runEnd = r.run.anchor.Add(r.run.dur(r.runN) + held)
+		}
+		return
+	}
 	if !r.inRun || now.After(r.runEnd.Add(clockJump/2)) {
 		if r.inRun {
 			r.breaks.Add(1)
@@ -94,7 +105,7 @@ func (r *Reference) played(p []int16, lat time.Duration, now time.Time) {
 		r.inRun, r.runN = true, 0
 	}
 	jumps := r.run.jumps
-	r.run.bound(now.Add(lat), len(p))
+	r.run.bound(now.Add(lat-held), len(p))
 	if r.run.jumps != jumps {
 		r.breaks.Add(1) // a settled run moved: as good as a new one
 	}
@@ -117,7 +128,7 @@ func (r *Reference) played(p []int16, lat time.Duration, now time.Time) {
 		}
 		r.hi = end
 	}
-	r.runEnd = r.run.anchor.Add(r.run.dur(r.runN))
+	r.runEnd = r.run.anchor.Add(r.run.dur(r.runN) + held)
 }
 
 // move shifts the newest part of the current run to start at base.
@@ -219,6 +230,11 @@ type tapSink struct {
 	turn   chan struct{}
 	last   time.Time // when the last write returned
 	closed bool
+
+	// When the last record was made, the device's latency then, and when
+	// the speaker runs dry if nothing more is written.
+	at, dry time.Time
+	lat     time.Duration
 }
 
 func (t *tapSink) lock()   { t.turn <- struct{}{} }
@@ -231,6 +247,9 @@ func (t *tapSink) Write(p []int16) (int, error) {
 }
 
 func (t *tapSink) writeLocked(p []int16) (int, error) {
+	if t.rs != nil && !convertsRate(t.sink) && !t.dry.IsZero() && time.Now().After(t.dry.Add(clockJump/2)) {
+		t.flushHeld()
+	}
 	n, err := t.sink.Write(p)
 	if n > 0 {
 		t.record(p[:n-n%t.ch])
@@ -239,13 +258,37 @@ func (t *tapSink) writeLocked(p []int16) (int, error) {
 	return n, err
 }
 
+// convertsRate: x converts the rate itself (audio.ConvertSink, a PortAudio
+// sink open at another rate), so the end of a sound waits in its filter
+// too and plays after a gap, just before the next sound, where the tap's
+// own filter puts it as well.
+func convertsRate(x any) bool {
+	c, ok := x.(interface{ ConvertsRate() bool })
+	return ok && c.ConvertsRate()
+}
+
+// flushHeld puts what the resampler still holds in the reference where it
+// was heard, at the end of the last write, and clears the filter: the
+// speaker ran dry, and that tail does not belong before the next sound.
+func (t *tapSink) flushHeld() {
+	var err error
+	if t.conv, err = t.rs.Flush(t.conv[:0]); err != nil {
+		return // closed
+	}
+	t.ref.playedHeld(t.conv, t.lat, 0, t.at)
+	t.rs.Reset()
+	t.dry = time.Time{}
+}
+
 // record puts what was just played in the reference, mono at its rate.
 func (t *tapSink) record(p []int16) {
-	lat := LatencyOf(t.sink)
+	lat, now := LatencyOf(t.sink), time.Now()
+	t.at, t.lat, t.dry = now, lat, now.Add(lat)
 	if t.ch > 1 {
 		t.mono = audio.Remix(t.mono[:0], p, t.ch, 1)
 		p = t.mono
 	}
+	var held time.Duration
 	if t.rs != nil {
 		var err error
 		if t.conv, err = t.rs.Append(t.conv[:0], p); err != nil {
@@ -254,9 +297,9 @@ func (t *tapSink) record(p []int16) {
 		p = t.conv
 		// What the filter still holds was played as well: the samples
 		// out so far end that much before the end of the write.
-		lat -= time.Duration(t.rs.Delay() * float64(time.Second) / float64(t.ref.rate))
+		held = time.Duration(t.rs.Delay() * float64(time.Second) / float64(t.ref.rate))
 	}
-	t.ref.Played(p, lat)
+	t.ref.playedHeld(p, lat, held, now)
 }
 
 // keep writes silence whenever nothing was written for a while.

@@ -168,3 +168,170 @@ func TestATapOnAStereoSpeakerKeepsTheReferenceMonoAtItsRate(t *testing.T) {
 		}
 	})
 }
+
+// bufferedSink is clockedSink with a buffer that holds lat of sound when a
+// write returns (a fake device clocked by time.Sleep, for the bubble).
+type bufferedSink struct {
+	clockedSink
+	lat time.Duration
+}
+
+func (b bufferedSink) Latency() time.Duration { return b.lat }
+
+// TestATapOnAStereoSpeakerFedWithoutAGapKeepsOneRun: a 48 kHz stereo
+// speaker whose buffer holds 30 ms, written 20 ms at a time without a gap,
+// is one run in the 16 kHz reference, as a 16 kHz mono one is: the
+// resampler's output comes in bursts (a write may give none), and what it
+// still holds was played too, so a write that gives none is not the
+// speaker running dry. A new run would place the reference by one write's
+// bound (a late write moves it) and the canceller would learn it again.
+// After 100 ms with nothing written, it is a new run.
+func TestATapOnAStereoSpeakerFedWithoutAGapKeepsOneRun(t *testing.T) {
+	for _, f := range []audio.Format{{Rate: rate, Channels: 1}, {Rate: 48000, Channels: 2}} {
+		synctest.Test(t, func(t *testing.T) {
+			ref := NewReference(rate)
+			sink, err := TapSinkFormat(bufferedSink{clockedSink{f.Rate, f.Channels}, 30 * time.Millisecond}, ref, f, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := make([]int16, f.Rate/50*f.Channels)
+			for i := range p {
+				p[i] = int16(1000 + i%100)
+			}
+			for range 100 { // 2 s
+				if _, err := sink.Write(p); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if b := ref.Breaks(); b != 0 {
+				t.Errorf("%v: %d breaks in 2 s of steady playback, want 0", f, b)
+			}
+			time.Sleep(100 * time.Millisecond) // the speaker runs dry
+			for range 5 {
+				sink.Write(p)
+			}
+			if b := ref.Breaks(); b != 1 {
+				t.Errorf("%v: %d breaks after the speaker ran dry, want 1", f, b)
+			}
+			sink.Close()
+		})
+	}
+}
+
+// TestATapKeepsWhatItsResamplerHeldWhereItWasPlayedAfterTheSpeakerRanDry:
+// a 48 kHz stereo speaker (30 ms buffer) plays 0.5 s of a level, runs dry
+// for 200 ms, then plays half the level. The end of the level, which the tap's
+// resampler still held when the speaker ran dry, is in the reference where
+// it was heard (else its echo is not cancelled), and the reference is
+// silent in the gap (else the canceller takes off the echo of a sound that
+// is not playing).
+func TestATapKeepsWhatItsResamplerHeldWhereItWasPlayedAfterTheSpeakerRanDry(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ref := NewReference(rate)
+		sink, err := TapSinkFormat(bufferedSink{clockedSink{48000, 2}, 30 * time.Millisecond}, ref, audio.Format{Rate: 48000, Channels: 2}, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		level, half := make([]int16, 2*960), make([]int16, 2*960)
+		for i := range level {
+			level[i], half[i] = 8000, 4000
+		}
+		t0 := time.Now()
+		for range 25 { // 0.5 s, heard until t0+530ms
+			sink.Write(level)
+		}
+		time.Sleep(200 * time.Millisecond)
+		for range 25 { // heard from t0+730ms
+			sink.Write(half)
+		}
+		end := make([]int16, rate/50) // the level's last 20 ms
+		ref.Read(end, t0.Add(510*time.Millisecond))
+		gap := make([]int16, rate/40) // the 25 ms before the next sound
+		ref.Read(gap, t0.Add(705*time.Millisecond))
+		next := make([]int16, rate/10)
+		ref.Read(next, t0.Add(900*time.Millisecond))
+		mean := func(p []int16) float64 {
+			var sum float64
+			for _, v := range p {
+				sum += float64(v)
+			}
+			return sum / float64(len(p))
+		}
+		if m := mean(end); m < 7000 {
+			t.Errorf("the level's last 20 ms average %.0f in the reference, want 8000", m)
+		}
+		if m := mean(next); m < 3950 || m > 4050 {
+			t.Errorf("the next sound averages %.0f in the reference, want 4000", m)
+		}
+		if b := ref.Breaks(); b != 1 {
+			t.Errorf("%d breaks, want 1: the speaker ran dry once", b)
+		}
+		for i, v := range gap {
+			if v > 100 || v < -100 {
+				t.Fatalf("the reference has %d at %v into the gap, where nothing played", v, 175*time.Millisecond+time.Duration(i)*time.Second/rate)
+			}
+		}
+		sink.Close()
+	})
+}
+
+// convertingDevice is a 16 kHz mono speaker whose buffer holds 30 ms,
+// clocked by time.Sleep, that keeps each write and when it is heard.
+type convertingDevice struct {
+	writes [][]int16
+	heard  []time.Time // when each write's last sample is heard
+}
+
+func (d *convertingDevice) Write(p []int16) (int, error) {
+	time.Sleep(time.Duration(len(p)) * time.Second / rate)
+	d.writes = append(d.writes, append([]int16(nil), p...))
+	d.heard = append(d.heard, time.Now().Add(30*time.Millisecond))
+	return len(p), nil
+}
+func (d *convertingDevice) Close() error           { return nil }
+func (d *convertingDevice) Latency() time.Duration { return 30 * time.Millisecond }
+
+// TestATapOnAConvertingSpeakerThatRanDryKeepsTheReferenceOnWhatItPlays: a
+// speaker that converts 48 kHz stereo to 16 kHz mono itself (the echo
+// room's; a sound card opened at another rate) holds the end of a sound in
+// its own filter until the next write, and plays it then, after the gap:
+// the reference, kept by a tap with the same filter, has it there too, so
+// it is what the speaker played, sample for sample, before and after the
+// speaker ran dry.
+func TestATapOnAConvertingSpeakerThatRanDryKeepsTheReferenceOnWhatItPlays(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ref := NewReference(rate)
+		dev := &convertingDevice{}
+		f := audio.Format{Rate: 48000, Channels: 2}
+		conv, err := audio.ConvertSink(dev, f, audio.Format{Rate: rate, Channels: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sink, err := TapSinkFormat(conv, ref, f, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := make([]int16, 2*960)
+		for w := range 50 {
+			for i := range 960 {
+				v := int16(math.Round(8000 * math.Sin(2*math.Pi*300*float64(w*960+i)/48000)))
+				p[2*i], p[2*i+1] = v, v
+			}
+			if w == 25 {
+				time.Sleep(200 * time.Millisecond) // the speaker runs dry
+			}
+			sink.Write(p)
+		}
+		for w := 10; w < len(dev.writes); w++ {
+			want := dev.writes[w]
+			got := make([]int16, len(want))
+			ref.Read(got, dev.heard[w].Add(-time.Duration(len(want))*time.Second/rate))
+			for i := range want {
+				if d := int(got[i]) - int(want[i]); d > 200 || d < -200 {
+					t.Fatalf("write %d of %d to the speaker, sample %d of %d: the reference has %d, the speaker played %d", w, len(dev.writes), i, len(want), got[i], want[i])
+				}
+			}
+		}
+		sink.Close()
+	})
+}
