@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 )
 
@@ -58,3 +59,23 @@ func (s *silence) Read(p []int16) (int, error) {
 }
 
 func (s *silence) Close() error { s.closed.Store(true); return nil }
+
+// TestAPacedStreamInASynctestBubbleKeepsTheBubblesClock: tests that run
+// the conversation in virtual time (testing/synctest) pace its microphone
+// by the bubble's clock, not by the system's.
+func TestAPacedStreamInASynctestBubbleKeepsTheBubblesClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		src := Paced(&silence{}, 16000)
+		defer src.Close()
+		buf := make([]int16, 16000*60) // a minute of samples
+		start := time.Now()
+		for range 3 {
+			if _, err := src.Read(buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if got := time.Since(start); got != 3*time.Minute {
+			t.Errorf("three minutes of samples took %v of the bubble's time", got)
+		}
+	})
+}
