@@ -4,6 +4,7 @@ package audio
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sync"
 	"syscall"
@@ -21,16 +22,26 @@ import (
 // 20 µs while the frame is handled and preempts it on a stale clock. A
 // timerfd wakes the poller once, to the nanosecond; raw calls (they do not
 // block: the fd is non-blocking) do not wake the monitor.
+//
+// A stream in a testing/synctest bubble, whose clock is not the system's
+// (it starts in 2000), waits on a Go timer instead, which that clock drives.
 type timerFD struct {
-	once sync.Once
-	f    *os.File
-	rc   syscall.RawConn
-	err  error
+	once     sync.Once
+	f        *os.File
+	rc       syscall.RawConn
+	err      error
+	fallback goTimer
 }
 
 func newSleeper() sleeper { return &timerFD{} }
 
 func (t *timerFD) open() {
+	var ts unix.Timespec
+	unix.RawSyscall(unix.SYS_CLOCK_GETTIME, unix.CLOCK_REALTIME, uintptr(unsafe.Pointer(&ts)), 0)
+	if skew := time.Since(time.Unix(ts.Unix())); skew > time.Hour || skew < -time.Hour {
+		t.err = errors.New("not the system's clock")
+		return
+	}
 	fd, err := unix.TimerfdCreate(unix.CLOCK_MONOTONIC, unix.TFD_NONBLOCK|unix.TFD_CLOEXEC)
 	if err != nil {
 		t.err = err
@@ -50,7 +61,7 @@ func (t *timerFD) sleep(ctx context.Context, d time.Duration) error {
 	}
 	t.once.Do(t.open)
 	if t.err != nil {
-		return sleepCtx(ctx, d)
+		return t.fallback.sleep(ctx, d)
 	}
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(d), 1))}
 	var errno syscall.Errno
@@ -60,7 +71,7 @@ func (t *timerFD) sleep(ctx context.Context, d time.Duration) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return sleepCtx(ctx, d)
+		return t.fallback.sleep(ctx, d)
 	}
 	var buf [8]byte // the number of expirations
 	err := t.rc.Read(func(fd uintptr) bool {
