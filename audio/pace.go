@@ -16,15 +16,22 @@ type pacer struct {
 	n     int64
 	now   func() time.Time
 	sleep func(ctx context.Context, d time.Duration) error
-	timer *time.Timer
+	stop  func() // ends a pending sleep for good
 }
 
 const maxLag = 500 * time.Millisecond
 
 func newPacer(rate int) *pacer {
-	p := &pacer{rate: rate, now: time.Now}
-	p.sleep = p.sleepTimer
-	return p
+	s := newSleeper()
+	return &pacer{rate: rate, now: time.Now, sleep: s.sleep, stop: s.close}
+}
+
+// A sleeper is a pacer's one timer, made once and reused for every wait
+// (timerFD on Linux, a Go timer elsewhere).
+type sleeper interface {
+	// sleep waits d, or until ctx is done or close is called.
+	sleep(ctx context.Context, d time.Duration) error
+	close()
 }
 
 func (p *pacer) wait(ctx context.Context, samples int) error {
@@ -45,23 +52,27 @@ func (p *pacer) wait(ctx context.Context, samples int) error {
 	return p.sleep(ctx, d)
 }
 
-// sleepTimer waits d on the pacer's one timer, made once and reset for
-// every wait: a stream waits every frame, and a timer that stays in the
-// runtime's heap wakes the poller without an extra system call each time.
-func (p *pacer) sleepTimer(ctx context.Context, d time.Duration) error {
-	if p.timer == nil {
-		p.timer = time.NewTimer(d)
+// goTimer waits on one Go timer, made once and reset for every wait: a
+// timer that stays in the runtime's heap wakes the poller without an extra
+// system call each time.
+type goTimer struct{ t *time.Timer }
+
+func (g *goTimer) sleep(ctx context.Context, d time.Duration) error {
+	if g.t == nil {
+		g.t = time.NewTimer(d)
 	} else {
-		p.timer.Reset(d)
+		g.t.Reset(d)
 	}
 	select {
-	case <-p.timer.C:
+	case <-g.t.C:
 		return nil
 	case <-ctx.Done():
-		p.timer.Stop()
+		g.t.Stop()
 		return ctx.Err()
 	}
 }
+
+func (g *goTimer) close() {} // the caller's ctx ends the wait
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
@@ -90,7 +101,7 @@ func PacedSink(sink Sink, rate int) Sink {
 }
 
 // gate serialises a stream's calls and holds each one until its samples are
-// due; Close ends a pending wait.
+// due; close ends a pending wait.
 type gate struct {
 	p      *pacer
 	mu     sync.Mutex
@@ -118,6 +129,12 @@ func (g *gate) pass(io func() (int, error)) (int, error) {
 	return n, err
 }
 
+// close ends a pending wait and every later one.
+func (g *gate) close() {
+	g.cancel()
+	g.p.stop()
+}
+
 type pacedSource struct {
 	src Source
 	*gate
@@ -128,7 +145,7 @@ func (s *pacedSource) Read(p []int16) (int, error) {
 }
 
 func (s *pacedSource) Close() error {
-	s.cancel()
+	s.gate.close()
 	return s.src.Close()
 }
 
@@ -142,7 +159,7 @@ func (s *pacedSink) Write(p []int16) (int, error) {
 }
 
 func (s *pacedSink) Close() error {
-	s.cancel()
+	s.gate.close()
 	return s.sink.Close()
 }
 

@@ -17,6 +17,9 @@ const (
 	controlQueue = 256
 )
 
+// writeTimeout bounds one write to the server.
+const writeTimeout = 30 * time.Second
+
 // conn is one connection: its socket and its writer.
 type conn struct {
 	id      int
@@ -43,6 +46,7 @@ type conn struct {
 	lastRead  time.Time
 	live      liveness
 	enc       *voice.Encoder
+	deadline  time.Time // when the write deadline was last moved (under wmu)
 }
 
 func newConn(id int, nc net.Conn, o *settings, log *slog.Logger) *conn {
@@ -50,7 +54,7 @@ func newConn(id int, nc net.Conn, o *settings, log *slog.Logger) *conn {
 	return &conn{id: id, nc: nc, o: o, log: log, keep: o.keepalive,
 		audio: make(chan voice.Frame, audioQueue), control: make(chan voice.Frame, controlQueue), queued: make(chan struct{}, 1), wake: make(chan struct{}, 1),
 		done: make(chan struct{}), writeErr: make(chan error, 1), ackCh: make(chan struct{}),
-		lastWrite: now, lastRead: now, enc: voice.NewEncoder(nc)}
+		lastWrite: now, lastRead: now, enc: voice.NewEncoder(socketWriter(nc))}
 }
 
 // send queues f; audio is dropped with an error when its queue is full rather
@@ -158,8 +162,13 @@ func (c *conn) writeLoop() {
 	}
 }
 
+// writeNow writes f under a write deadline 29–30 s away: moving it
+// moves a runtime timer, so it moves at most once a second, not every frame.
 func (c *conn) writeNow(f voice.Frame) error {
-	c.nc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+	if now := time.Now(); now.Sub(c.deadline) >= time.Second {
+		c.nc.SetWriteDeadline(now.Add(writeTimeout))
+		c.deadline = now
+	}
 	if err := c.enc.Encode(f); err != nil {
 		return err
 	}

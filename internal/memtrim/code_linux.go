@@ -9,22 +9,19 @@ import (
 	"syscall"
 )
 
-// releaseCode drops this process's mappings of its own executable's pages
-// (they stay in the page cache, and come back on the next use). Start-up
-// touches most of the code once; an idle plugin needs little of it, and a
-// page that no process maps is the first the system reclaims under memory
-// pressure.
+// releaseCode drops this process's mappings of the pages of its executable
+// and of the libraries it maps (they stay in the page cache, and come back
+// on the next use). Start-up touches most of the code once; an idle process
+// needs little of it, and a page that no process maps is the first the
+// system reclaims under memory pressure.
 //
-// Only mappings that hold nothing but the file's own bytes are dropped: a
-// page the process changed (the loader's relocations in RELRO: type
-// descriptors, itabs, the GOT of a position-independent or cgo binary)
+// Only read-only mappings of regular files (not devices: a sound card's
+// status page is one) that hold nothing but the file's own bytes are
+// dropped: a page the process changed (the loader's relocations in RELRO:
+// type descriptors, itabs, the GOT of a position-independent or cgo binary)
 // shows as Anonymous in smaps, and dropping it would bring back the
 // unpatched file contents.
 func releaseCode() {
-	exe, err := os.Readlink("/proc/self/exe")
-	if err != nil {
-		return
-	}
 	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
 		return
@@ -36,8 +33,9 @@ func releaseCode() {
 		fields := strings.Fields(line)
 		if len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
 			cur = nil // a mapping's header: address range, permissions, offset, device, inode[, path]
-			if len(fields) < 6 || fields[5] != exe || strings.Contains(fields[1], "w") {
-				continue
+			if len(fields) != 6 || !strings.HasPrefix(fields[5], "/") || strings.HasPrefix(fields[5], "/dev/") ||
+				fields[3] == "00:00" || strings.Contains(fields[1], "w") {
+				continue // anonymous, a device or special file, deleted (a 7th field), or writable
 			}
 			lo, hi, _ := strings.Cut(fields[0], "-")
 			start, err1 := strconv.ParseUint(lo, 16, 64)
