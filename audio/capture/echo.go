@@ -105,6 +105,10 @@ type Echo struct {
 	yy      float64 // and the estimate's energy, to tell a diverged filter
 	dd      float64 // and the microphone's
 	divRun  int     // frames in a row the filter looked diverged
+	ir      []int32 // the filter's impulse response, looked at now and then
+	irE     float64 // its energy at the last look (0: just started)
+	irLook  int     // frames to the next look
+	slaps   int     // times speexdsp was seen to reset itself
 	breaks  int64   // the reference's breaks seen
 
 	delay atomic.Int64 // the applied delay, for Delay
@@ -269,7 +273,7 @@ func (e *Echo) filter(mic, far []int16, at int) {
 				// alone: the filter covers them, and near speech or a short
 				// reply can sway the estimate by a frame or two.)
 				e.shift = lag
-				e.aec.reset()
+				e.resetFilter()
 				e.hold()
 				e.moves.Add(1)
 				if e.o.Log != nil {
@@ -283,12 +287,22 @@ func (e *Echo) filter(mic, far []int16, at int) {
 		e.play[i] = e.hist[(from+i)%len(e.hist)]
 	}
 	e.aec.cancel(mic, e.play, e.out)
-	if e.diverged(mic) {
+	if e.slapped() {
+		e.slaps++
+		// speexdsp started its filter again on its own (it added more
+		// than it took off for 50 frames, or its sums overflowed): its
+		// output is the microphone as it came. Learn as after a change.
+		e.hold()
+		e.moves.Add(1)
+		if e.o.Log != nil {
+			e.o.Log.Debug("speexdsp reset its filter; the canceller learns the room again", "component", "capture")
+		}
+	} else if e.diverged(mic) {
 		// The echo path changed: the filter takes off an echo that is no
 		// longer there. speexdsp's filter then adapts as slowly as in
 		// double talk; started again it learns the new path at its
 		// fastest (and the output is held down meanwhile).
-		e.aec.reset()
+		e.resetFilter()
 		e.hold()
 		e.moves.Add(1)
 		if e.o.Log != nil {
@@ -351,6 +365,30 @@ func (e *Echo) diverged(mic []int16) bool {
 	return true
 }
 
+// resetFilter starts the filter again from nothing.
+func (e *Echo) resetFilter() {
+	e.aec.reset()
+	e.irE = 0
+}
+
+// slapped reports whether speexdsp reset its filter itself since the last
+// look (every slapLook frames): the energy of the filter's impulse response
+// fell by slapDrop or more. Nothing else empties a learnt filter that fast.
+func (e *Echo) slapped() bool {
+	if e.irLook--; e.irLook > 0 {
+		return false
+	}
+	e.irLook = slapLook
+	e.ir = e.aec.impulseResponse(e.ir)
+	var en float64
+	for _, v := range e.ir {
+		en += float64(v) * float64(v)
+	}
+	was := e.irE
+	e.irE = en
+	return was > 0 && en < slapDrop*was
+}
+
 // found reports whether the delay search found the echo (or there is none).
 func (e *Echo) found() bool { return e.est == nil || e.est.ok }
 
@@ -392,6 +430,9 @@ const (
 	divERLE  = 2.0  // the filter taking less than 3 dB off the microphone,
 	divRun   = 20   // for this many frames in a row: diverged
 	divFloor = 10.0 // mean square of the estimate (about −70 dBFS) below which it is not looked at
+
+	slapLook = 10   // frames between looks at the filter for speexdsp's own reset
+	slapDrop = 0.01 // its response's energy fell by 20 dB or more since the last: reset
 )
 
 func energy(x []int16) float64 {
