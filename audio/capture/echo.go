@@ -301,9 +301,10 @@ func (e *Echo) filter(mic, far []int16, at int) {
 		// The echo path changed: the filter takes off an echo that is no
 		// longer there. speexdsp's filter then adapts as slowly as in
 		// double talk; started again it learns the new path at its
-		// fastest (and the output is held down meanwhile).
+		// fastest (and the output is held down meanwhile). The
+		// suppressor keeps what it learnt: the echo's level is the same.
 		e.resetFilter()
-		e.hold()
+		e.holdFilter()
 		e.moves.Add(1)
 		if e.o.Log != nil {
 			e.o.Log.Debug("echo path changed; the canceller learns the room again", "component", "capture")
@@ -399,11 +400,14 @@ func (e *Echo) hold() {
 		e.relearn = true // nothing learns while resting
 		return
 	}
-	e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0
+	e.holdFilter()
 	if e.post != nil {
 		e.post.reset()
 	}
 }
+
+// holdFilter holds the output down while the filter alone learns again.
+func (e *Echo) holdFilter() { e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0 }
 
 // A new filter converges in a few seconds of played sound (speexdsp's MDF
 // reaches ~15 dB in its first second, ~25 dB in its third). Frames that may
