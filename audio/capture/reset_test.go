@@ -61,3 +61,25 @@ func TestTheCancellerNoticesWhenSpeexResetsItself(t *testing.T) {
 		t.Fatalf("echo removed in the half second after speexdsp reset itself = %.1f dB, want ≥ 20 dB (held down while it learns again)", erle)
 	}
 }
+
+// TestTheCancellerTakesNoOtherChangeForSpeexResettingItself: speexdsp
+// also empties its learning filter when that one does worse than the one
+// giving its output (it copies the latter back, nothing while that is
+// young). The output does not change then: no reason to start again. In
+// the tuning set's rooms speexdsp never resets itself.
+func TestTheCancellerTakesNoOtherChangeForSpeexResettingItself(t *testing.T) {
+	for _, sc := range worldScenes(t, worldSets[0]) {
+		e, err := NewEcho(nil, EchoOptions{MaxDelay: DefaultMaxDelay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := slices.Clone(sc.echo.Mic)
+		for i := 0; i+frameLen <= len(out); i += frameLen {
+			e.Cancel(out[i:i+frameLen], sc.far[i:i+frameLen])
+		}
+		e.Close()
+		if e.slaps != 0 {
+			t.Errorf("%s: the canceller took %d changes of speexdsp's filter for its resetting itself, want none", sc.name(), e.slaps)
+		}
+	}
+}
