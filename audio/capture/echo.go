@@ -287,7 +287,7 @@ func (e *Echo) filter(mic, far []int16, at int) {
 		e.play[i] = e.hist[(from+i)%len(e.hist)]
 	}
 	e.aec.cancel(mic, e.play, e.out)
-	if e.slapped() {
+	if e.slapped(mic) {
 		e.slaps++
 		// speexdsp started its filter again on its own (it added more
 		// than it took off for 50 frames, or its sums overflowed): its
@@ -374,8 +374,13 @@ func (e *Echo) resetFilter() {
 
 // slapped reports whether speexdsp reset its filter itself since the last
 // look (every slapLook frames): the energy of the filter's impulse response
-// fell by slapDrop or more. Nothing else empties a learnt filter that fast.
-func (e *Echo) slapped() bool {
+// fell by slapDrop or more, and the filter now takes less than 1 dB off mic.
+// (speexdsp also copies the filter giving its output back into the one
+// learning, which the impulse response is, when the latter does worse: the
+// response may fall as much then, while the output does not change.) Not
+// while the output is held: the filter learns then, and what it passes is
+// held down anyway.
+func (e *Echo) slapped(mic []int16) bool {
 	if e.irLook--; e.irLook > 0 {
 		return false
 	}
@@ -387,7 +392,7 @@ func (e *Echo) slapped() bool {
 	}
 	was := e.irE
 	e.irE = en
-	return was > 0 && en < slapDrop*was
+	return !e.held && was > 0 && en < slapDrop*was && energy(mic) < slapERLE*energy(e.out)
 }
 
 // found reports whether the delay search found the echo (or there is none).
@@ -436,7 +441,8 @@ const (
 	divFloor = 10.0 // mean square of the estimate (about −70 dBFS) below which it is not looked at
 
 	slapLook = 10   // frames between looks at the filter for speexdsp's own reset
-	slapDrop = 0.01 // its response's energy fell by 20 dB or more since the last: reset
+	slapDrop = 0.01 // its response's energy fell by 20 dB or more since the last,
+	slapERLE = 1.26 // and the filter takes less than 1 dB off: reset
 )
 
 func energy(x []int16) float64 {
@@ -471,7 +477,8 @@ func (e *Echo) tailSamples() int { return int(e.o.Tail.Seconds() * float64(e.o.R
 func (e *Echo) Delay() time.Duration { return time.Duration(e.delay.Load()) }
 
 // Moves counts how often the filter started learning again: the delay
-// search moved its window, or the echo path changed under it.
+// search moved its window, the echo path changed under it, or speexdsp
+// reset it itself.
 func (e *Echo) Moves() int64 { return e.moves.Load() }
 
 // Close implements Stage.

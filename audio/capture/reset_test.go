@@ -13,8 +13,9 @@ import (
 // again on its own ("got slapped (reset)") when for 50 frames it adds more
 // than it takes off, as it does when loud music clips the microphone after
 // the echo path changed. Its output is then the microphone as it came, its
-// echo estimate nothing: the canceller must hold the output down and learn
-// the room again, as after a change it found itself, not pass the echo.
+// echo estimate nothing: the canceller must notice, and hold the output down
+// and learn the room again (counted in Moves) as after a change it found
+// itself, not pass the echo.
 func TestTheCancellerNoticesWhenSpeexResetsItself(t *testing.T) {
 	var room echoroom.World
 	for _, r := range echoroom.WorldRooms(1, 1) {
@@ -38,6 +39,7 @@ func TestTheCancellerNoticesWhenSpeexResetsItself(t *testing.T) {
 	var h []int32
 	reset := -1 // where speexdsp zeroed its filter
 	had := false
+	var moved []int64 // the canceller's restarts, per frame
 	for i := 0; i+frameLen <= len(out); i += frameLen {
 		moves, slaps := e.Moves(), e.slaps
 		e.Cancel(out[i:i+frameLen], far[i:i+frameLen])
@@ -50,11 +52,15 @@ func TestTheCancellerNoticesWhenSpeexResetsItself(t *testing.T) {
 			reset = i
 		}
 		had = !zero
+		moved = append(moved, e.Moves())
 	}
 	if reset < 0 {
 		t.Fatal("speexdsp never reset itself on this scene: the test provokes nothing")
 	}
 	n := rate / 2
+	if k := reset / frameLen; moved[min(len(moved)-1, k+slapLook)] == moved[k] {
+		t.Errorf("the canceller did not start learning again within %d frames of speexdsp's reset at %v", slapLook, time.Duration(reset)*time.Second/rate)
+	}
 	erle := echoroom.ERLE(s.Mic[reset:reset+n], out[reset:reset+n], 0)
 	t.Logf("speexdsp reset itself at %v; echo removed in the half second after: %.1f dB", time.Duration(reset)*time.Second/rate, erle)
 	if erle < 20 {
