@@ -30,6 +30,7 @@ type delayEstimator struct {
 	cand, held int // the onset leading (decimated samples) and for how many looks
 	est        int // full-rate samples
 	ok         bool
+	first      *firstLook // GCC-PHAT, until the first estimate
 }
 
 const (
@@ -63,6 +64,7 @@ func newDelayEstimator(frame, rate, maxLag int) (*delayEstimator, error) {
 	return &delayEstimator{
 		dec: dec, rate: rate / dec, aec: aec, lpFar: newDecimator(dec), lpMic: newDecimator(dec),
 		far: make([]int16, df), mic: make([]int16, df), out: make([]int16, df),
+		first: newFirstLook(rate/dec, maxLag/dec),
 	}, nil
 }
 
@@ -73,8 +75,21 @@ func (d *delayEstimator) add(far, near []int16) (int, bool) {
 	d.lpMic.run(near, d.mic)
 	d.aec.cancel(d.mic, d.far, d.out)
 	d.frames++
+	if d.first != nil {
+		d.first.add(d.far, d.mic)
+	}
 	if d.frames%delayLook != 0 {
 		return d.est, d.ok
+	}
+	if d.first != nil {
+		if gcc, sure := d.first.look(); sure && !d.ok {
+			// Taken as the filter's own estimate: the filter must lead
+			// with another for delayMove looks to change it.
+			d.cand, d.held, d.est, d.ok = gcc, 0, gcc*d.dec, true
+		}
+		if d.ok || d.first.done() {
+			d.first = nil
+		}
 	}
 	onset, ok := d.onset()
 	if !ok {
@@ -109,7 +124,9 @@ func (d *delayEstimator) onset() (int, bool) {
 			peak, at = a, i
 		}
 	}
-	if peak == 0 {
+	if peak == 0 || at <= 1 {
+		// A response peaking at its first taps is no echo's: sustained
+		// music gives one for seconds.
 		return 0, false
 	}
 	near := delayEarly * d.rate / 1000

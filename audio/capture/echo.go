@@ -105,6 +105,10 @@ type Echo struct {
 	yy      float64 // and the estimate's energy, to tell a diverged filter
 	dd      float64 // and the microphone's
 	divRun  int     // frames in a row the filter looked diverged
+	ir      []int32 // the filter's impulse response, looked at now and then
+	irE     float64 // its energy at the last look (0: just started)
+	irLook  int     // frames to the next look
+	slaps   int     // times speexdsp was seen to reset itself
 	breaks  int64   // the reference's breaks seen
 
 	delay atomic.Int64 // the applied delay, for Delay
@@ -269,7 +273,7 @@ func (e *Echo) filter(mic, far []int16, at int) {
 				// alone: the filter covers them, and near speech or a short
 				// reply can sway the estimate by a frame or two.)
 				e.shift = lag
-				e.aec.reset()
+				e.resetFilter()
 				e.hold()
 				e.moves.Add(1)
 				if e.o.Log != nil {
@@ -283,13 +287,24 @@ func (e *Echo) filter(mic, far []int16, at int) {
 		e.play[i] = e.hist[(from+i)%len(e.hist)]
 	}
 	e.aec.cancel(mic, e.play, e.out)
-	if e.diverged(mic) {
+	if e.slapped(mic) {
+		e.slaps++
+		// speexdsp started its filter again on its own (it added more
+		// than it took off for 50 frames, or its sums overflowed): its
+		// output is the microphone as it came. Learn as after a change.
+		e.hold()
+		e.moves.Add(1)
+		if e.o.Log != nil {
+			e.o.Log.Debug("speexdsp reset its filter; the canceller learns the room again", "component", "capture")
+		}
+	} else if e.diverged(mic) {
 		// The echo path changed: the filter takes off an echo that is no
 		// longer there. speexdsp's filter then adapts as slowly as in
 		// double talk; started again it learns the new path at its
-		// fastest (and the output is held down meanwhile).
-		e.aec.reset()
-		e.hold()
+		// fastest (and the output is held down meanwhile). The
+		// suppressor keeps what it learnt: the echo's level is the same.
+		e.resetFilter()
+		e.holdFilter()
 		e.moves.Add(1)
 		if e.o.Log != nil {
 			e.o.Log.Debug("echo path changed; the canceller learns the room again", "component", "capture")
@@ -351,6 +366,35 @@ func (e *Echo) diverged(mic []int16) bool {
 	return true
 }
 
+// resetFilter starts the filter again from nothing.
+func (e *Echo) resetFilter() {
+	e.aec.reset()
+	e.irE = 0
+}
+
+// slapped reports whether speexdsp reset its filter itself since the last
+// look (every slapLook frames): the energy of the filter's impulse response
+// fell by slapDrop or more, and the filter now takes less than 1 dB off mic.
+// (speexdsp also copies the filter giving its output back into the one
+// learning, which the impulse response is, when the latter does worse: the
+// response may fall as much then, while the output does not change.) Not
+// while the output is held: the filter learns then, and what it passes is
+// held down anyway.
+func (e *Echo) slapped(mic []int16) bool {
+	if e.irLook--; e.irLook > 0 {
+		return false
+	}
+	e.irLook = slapLook
+	e.ir = e.aec.impulseResponse(e.ir)
+	var en float64
+	for _, v := range e.ir {
+		en += float64(v) * float64(v)
+	}
+	was := e.irE
+	e.irE = en
+	return !e.held && was > 0 && en < slapDrop*was && energy(mic) < slapERLE*energy(e.out)
+}
+
 // found reports whether the delay search found the echo (or there is none).
 func (e *Echo) found() bool { return e.est == nil || e.est.ok }
 
@@ -361,11 +405,14 @@ func (e *Echo) hold() {
 		e.relearn = true // nothing learns while resting
 		return
 	}
-	e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0
+	e.holdFilter()
 	if e.post != nil {
 		e.post.reset()
 	}
 }
+
+// holdFilter holds the output down while the filter alone learns again.
+func (e *Echo) holdFilter() { e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0 }
 
 // A new filter converges in a few seconds of played sound (speexdsp's MDF
 // reaches ~15 dB in its first second, ~25 dB in its third). Frames that may
@@ -392,6 +439,10 @@ const (
 	divERLE  = 2.0  // the filter taking less than 3 dB off the microphone,
 	divRun   = 20   // for this many frames in a row: diverged
 	divFloor = 10.0 // mean square of the estimate (about −70 dBFS) below which it is not looked at
+
+	slapLook = 10   // frames between looks at the filter for speexdsp's own reset
+	slapDrop = 0.01 // its response's energy fell by 20 dB or more since the last,
+	slapERLE = 1.26 // and the filter takes less than 1 dB off: reset
 )
 
 func energy(x []int16) float64 {
@@ -426,7 +477,8 @@ func (e *Echo) tailSamples() int { return int(e.o.Tail.Seconds() * float64(e.o.R
 func (e *Echo) Delay() time.Duration { return time.Duration(e.delay.Load()) }
 
 // Moves counts how often the filter started learning again: the delay
-// search moved its window, or the echo path changed under it.
+// search moved its window, the echo path changed under it, or speexdsp
+// reset it itself.
 func (e *Echo) Moves() int64 { return e.moves.Load() }
 
 // Close implements Stage.

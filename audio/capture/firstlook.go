@@ -1,0 +1,143 @@
+package capture
+
+import (
+	"math"
+	"math/cmplx"
+
+	"github.com/agenthost/agenthost/audio/internal/fft"
+)
+
+// firstLook finds the echo's delay in the first second of sound played,
+// before the delay search's filter has learnt the room (0.7–3.7 s with
+// speech): the generalized cross-correlation of the reference and the
+// microphone with the phase transform (GCC-PHAT), over the last 1.5 s.
+// Whitened, the direct path stands out as a sharp peak even in a
+// reverberant room; a microphone without the echo, or one whose path is
+// changing, gives none; nor does a peak at the end of the range (a tune
+// repeating itself). It looks once, in the canceller's first 3 s of sound.
+type firstLook struct {
+	rate, maxLag int // decimated
+	far, mic     []float64
+	seen         int // samples taken
+	ft           *fft.FFT
+	x, y         []complex128
+	r            []float64
+	cand, held   int
+}
+
+const (
+	firstLen    = 1.5  // s: the stretch it looks over
+	firstGiveUp = 3    // s: how long it looks, at most
+	firstSound  = 0.3  // s of sound played before it looks
+	firstPeak   = 8.0  // the peak this many times the correlation's RMS over the lags
+	firstHold   = 2    // looks in a row the peak must hold
+	firstEdge   = 10   // ms: a peak this near the end of the range is none
+	firstLo     = 300  // Hz: the band looked at (the loudspeaker's high-pass,
+	firstHi     = 1600 // and the decimator's low-pass)
+)
+
+func newFirstLook(rate, maxLag int) *firstLook {
+	n := int(firstLen * float64(rate))
+	f := &firstLook{rate: rate, maxLag: maxLag, ft: fft.New(2 * n)}
+	f.x = make([]complex128, f.ft.N())
+	f.y = make([]complex128, f.ft.N())
+	f.r = make([]float64, maxLag+1)
+	return f
+}
+
+// add takes one decimated frame of reference and microphone.
+func (f *firstLook) add(far, mic []int16) {
+	if n := int(firstLen * float64(f.rate)); len(f.far)+len(far) > n {
+		k := len(f.far) + len(far) - n
+		f.far = append(f.far[:0], f.far[k:]...)
+		f.mic = append(f.mic[:0], f.mic[k:]...)
+	}
+	f.seen += len(far)
+	for i, v := range far {
+		f.far = append(f.far, float64(v))
+		f.mic = append(f.mic, float64(mic[i]))
+	}
+}
+
+// done reports whether it has looked long enough: the filter's search
+// finds what it did not.
+func (f *firstLook) done() bool { return f.seen >= firstGiveUp*f.rate }
+
+// look returns the delay (decimated samples) once a peak stood out for
+// firstHold looks in a row.
+func (f *firstLook) look() (int, bool) {
+	loud := 0
+	for _, v := range f.far {
+		if math.Abs(v) > 100 {
+			loud++
+		}
+	}
+	if len(f.far) < f.maxLag+f.rate/4 || loud < int(firstSound*float64(f.rate)) {
+		f.held = 0
+		return 0, false
+	}
+	clear(f.x)
+	clear(f.y)
+	// The microphone from maxLag on only: every lag looked at overlaps the
+	// reference fully (else a tune's repeats favour the shortest lag).
+	for i := range f.far {
+		f.x[i] = complex(f.far[i], 0)
+		if i >= f.maxLag {
+			f.y[i] = complex(f.mic[i], 0)
+		}
+	}
+	f.ft.Forward(f.x)
+	f.ft.Forward(f.y)
+	n := f.ft.N()
+	lo, hi := firstLo*n/f.rate, firstHi*n/f.rate
+	for k := range f.y {
+		kk := k
+		if k > n/2 {
+			kk = n - k
+		}
+		c := f.y[k] * cmplx.Conj(f.x[k])
+		if a := cmplx.Abs(c); kk >= lo && kk <= hi && a > 0 {
+			f.y[k] = c / complex(a, 0)
+		} else {
+			f.y[k] = 0
+		}
+	}
+	f.ft.Inverse(f.y)
+	var peak, ms float64
+	at := 0
+	for i := range f.r {
+		v := math.Abs(real(f.y[i]))
+		f.r[i] = v
+		ms += v * v
+		if v > peak {
+			peak, at = v, i
+		}
+	}
+	rms := math.Sqrt(ms / float64(len(f.r)))
+	if peak < firstPeak*rms || at >= len(f.r)-firstEdge*f.rate/1000 {
+		// No peak, or one at the end of the range: the edge of the
+		// stretch looked at, or a tune's repeat from beyond it.
+		f.held = 0
+		return 0, false
+	}
+	near := delayEarly * f.rate / 1000
+	for i, v := range f.r {
+		if (i < at-near || i > at+near) && v >= delayRival*peak {
+			f.held = 0
+			return 0, false
+		}
+	}
+	onset := at
+	for i := max(0, at-near); i < at; i++ {
+		if f.r[i] >= delayOnset*peak {
+			onset = i
+			break
+		}
+	}
+	if abs(onset-f.cand) <= delaySlack {
+		f.held++
+	} else {
+		f.cand, f.held = onset, 1
+	}
+	return f.cand, f.held >= firstHold
+}
