@@ -21,6 +21,10 @@ import (
 // type descriptors, itabs, the GOT of a position-independent or cgo binary)
 // shows as Anonymous in smaps, and dropping it would bring back the
 // unpatched file contents.
+// afterScan, when a test sets it, runs between the scan of the mappings
+// and the madvise calls: a seam to place a concurrent unmap and map there.
+var afterScan func()
+
 func releaseCode() {
 	smaps, err := os.ReadFile("/proc/self/smaps")
 	if err != nil {
@@ -49,6 +53,9 @@ func releaseCode() {
 		if cur != nil && len(fields) >= 2 && fields[0] == "Anonymous:" && fields[1] != "0" {
 			cur.end = cur.start // changed by this process: keep
 		}
+	}
+	if afterScan != nil {
+		afterScan()
 	}
 	for _, s := range drop {
 		if s.end > s.start {
