@@ -44,7 +44,7 @@ func TestATrimLeavesAloneWhatTookTheAddressOfAMappingAfterItsScan(t *testing.T) 
 		if errno != 0 || p != addr {
 			t.Fatalf("mmap over %x: %v", addr, errno)
 		}
-		data = unsafe.Slice((*byte)(unsafe.Pointer(p)), size)
+		data = m // now the anonymous memory
 		for i := range data {
 			data[i] = 0xab
 		}
