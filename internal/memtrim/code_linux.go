@@ -9,9 +9,45 @@ import (
 	"syscall"
 )
 
+// afterScan, when a test sets it, runs between the scan of the mappings
+// and the madvise calls: a seam to place a concurrent unmap and map there.
+var afterScan func()
+
+// atStart holds the header lines of the read-only file mappings the process
+// had when this package initialised: the executable and the libraries the
+// loader mapped before the program started (its DT_NEEDED closure), none of
+// which is ever unmapped. Only those are trimmed: a library loaded later
+// can be unloaded (dlclose) or still be loading (dlopen maps the file
+// read-only first, then its writable segments over it) while a trim runs,
+// and MADV_DONTNEED on a range that another thread remapped between the
+// scan and the madvise would zero memory the process wrote.
+var atStart = startMappings()
+
+func startMappings() map[string]bool {
+	maps, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		return nil
+	}
+	m := make(map[string]bool)
+	for _, line := range strings.Split(string(maps), "\n") {
+		if fields := strings.Fields(line); candidate(fields) {
+			m[strings.Join(fields, " ")] = true
+		}
+	}
+	return m
+}
+
+// candidate reports whether a mapping's header fields name a read-only
+// mapping of a regular file (not a device: a sound card's status page is
+// one), one the trim may drop.
+func candidate(fields []string) bool {
+	return len(fields) == 6 && strings.HasPrefix(fields[5], "/") && !strings.HasPrefix(fields[5], "/dev/") &&
+		fields[3] != "00:00" && !strings.Contains(fields[1], "w")
+}
+
 // releaseCode drops this process's mappings of the pages of its executable
-// and of the libraries it maps (they stay in the page cache, and come back
-// on the next use). Start-up touches most of the code once; an idle process
+// and of the libraries mapped before it started (see atStart; they stay in
+// the page cache, and come back on the next use). Start-up touches most of the code once; an idle process
 // needs little of it, and a page that no process maps is the first the
 // system reclaims under memory pressure.
 //
@@ -33,9 +69,8 @@ func releaseCode() {
 		fields := strings.Fields(line)
 		if len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
 			cur = nil // a mapping's header: address range, permissions, offset, device, inode[, path]
-			if len(fields) != 6 || !strings.HasPrefix(fields[5], "/") || strings.HasPrefix(fields[5], "/dev/") ||
-				fields[3] == "00:00" || strings.Contains(fields[1], "w") {
-				continue // anonymous, a device or special file, deleted (a 7th field), or writable
+			if !candidate(fields) || !atStart[strings.Join(fields, " ")] {
+				continue // anonymous, a device or special file, deleted (a 7th field), writable, or mapped since start
 			}
 			lo, hi, _ := strings.Cut(fields[0], "-")
 			start, err1 := strconv.ParseUint(lo, 16, 64)
@@ -49,6 +84,9 @@ func releaseCode() {
 		if cur != nil && len(fields) >= 2 && fields[0] == "Anonymous:" && fields[1] != "0" {
 			cur.end = cur.start // changed by this process: keep
 		}
+	}
+	if afterScan != nil {
+		afterScan()
 	}
 	for _, s := range drop {
 		if s.end > s.start {
