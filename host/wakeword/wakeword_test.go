@@ -293,7 +293,7 @@ func TestMissingLibraryTurnsTheWakeWordOff(t *testing.T) {
 // the phrase.
 func TestDetectorCrashAndHang(t *testing.T) {
 	r := newRig(t, settings(t))
-	pid := r.d.Status().PID
+	pid := r.detectorPID(t)
 	syscall.Kill(pid, syscall.SIGKILL)
 	waitFor(t, "a restart after a crash", func() bool { st := r.d.Status(); return st.On && st.PID != pid })
 	pcm, _ := phrase(t)
@@ -303,7 +303,7 @@ func TestDetectorCrashAndHang(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the restarted detector hears nothing; log:\n%s", r.log)
 	}
-	pid = r.d.Status().PID
+	pid = r.detectorPID(t)
 	syscall.Kill(pid, syscall.SIGSTOP)
 	waitFor(t, "a restart after a hang", func() bool { st := r.d.Status(); return st.On && st.PID != pid })
 	if !procs.Gone(pid, 5*time.Second) {
@@ -368,6 +368,17 @@ func TestFramesLongerThanASecondReachTheDetector(t *testing.T) {
 	if st := r.d.Status(); !st.On || st.PID != pid || st.Restarts != 0 || st.DroppedSeconds != 0 {
 		t.Fatalf("status %+v (the detector was %d); log:\n%s", st, pid, r.log)
 	}
+}
+
+// detectorPID waits for a running detector and returns its process ID,
+// never 0: syscall.Kill takes 0 for the test's own process group, which
+// go test shares (a SIGSTOP sent while the detector was between restarts
+// stopped the test and all that ran beside it).
+func (r *rig) detectorPID(t *testing.T) int {
+	t.Helper()
+	var pid int
+	waitFor(t, "a running detector", func() bool { st := r.d.Status(); pid = st.PID; return st.On && pid > 0 })
+	return pid
 }
 
 // park kills the detector until it is parked.
