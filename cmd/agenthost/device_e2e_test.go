@@ -278,6 +278,29 @@ func (d *hostProc) waitPlayed(class string, secs float64) {
 	}
 }
 
+// waitMorePlayed waits until sounds of class have played secs more on the
+// speaker than they had when it was called.
+func (d *hostProc) waitMorePlayed(class string, secs float64) {
+	d.t.Helper()
+	d.waitPlayed(class, d.played(class)+secs)
+}
+
+// played is how long sounds of class have played on the speaker, as
+// `agenthost status` says.
+func (d *hostProc) played(class string) float64 {
+	d.t.Helper()
+	var st struct {
+		Output struct {
+			Played map[string]float64 `json:"played_s"`
+		} `json:"output"`
+	}
+	out, err := d.cli("status")
+	if err != nil || json.Unmarshal([]byte(out), &st) != nil {
+		d.t.Fatalf("agenthost status: %v\n%s", err, out)
+	}
+	return st.Output.Played[class]
+}
+
 // chimeIn reports whether the WAV file at path holds the ring chime.
 func chimeIn(t *testing.T, path string) bool {
 	t.Helper()

@@ -29,7 +29,7 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 			t.Fatalf("sox %s: %v\n%s", name, err, out)
 		}
 	}
-	sox("music.wav", "44100", "2", "synth", "30", "sine", "300", "vol", "0.25")
+	sox("music.wav", "44100", "2", "synth", "60", "sine", "300", "vol", "0.25")
 	if out, err := exec.Command("lame", "--quiet", "-b", "192", filepath.Join(dir, "music.wav"), filepath.Join(dir, "music.mp3")).CombinedOutput(); err != nil {
 		t.Fatalf("lame: %v\n%s", err, out)
 	}
@@ -57,10 +57,14 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 		}
 		return o
 	}
+	// Each step waits for an amount of music played after the last one
+	// (the mixer's count, which stands still while the machine is too busy
+	// to feed it), never for a point in the music: a slow `agenthost` or a
+	// late duck's end lengthens the ducked part, not the loud one after it.
 	cli("play", srv.URL+"/music.mp3?token=s3cret")
 	d.waitPlayed("media", 1.5)
 	cli("talk", "start")
-	d.waitPlayed("media", 2.5)
+	d.waitMorePlayed("media", 1)
 	// The media plugin is told that the turn ducks it (AudioEvent.held).
 	waitFor(t, sim, "get_media_status saying held: ducked", func() bool {
 		return strings.Contains(string(call(t, sim, "get_media_status", `{}`).Data), `"held":"ducked"`)
@@ -70,17 +74,17 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 		t.Fatal("talk stop named no task")
 	}
 	waitFor(t, sim, "the reply", func() bool { return replyEnded(sim, 1, task[1]) })
-	d.waitPlayed("voice", 0.5)
-	d.waitPlayed("media", 6)
+	d.waitPlayed("voice", 0.9)
+	d.waitMorePlayed("media", 2)
 	cli("announce", srv.URL+"/news.wav")
 	d.waitPlayed("announcement", 2)
-	d.waitPlayed("media", 10)
+	d.waitMorePlayed("media", 2)
 	if res := call(t, sim, "set_timer", `{"seconds":1,"label":"tea"}`); !res.Success {
 		t.Fatalf("set_timer: %+v", res)
 	}
 	d.waitPlayed("ring", 1)
 	cli("stop")
-	d.waitPlayed("media", 14)
+	d.waitMorePlayed("media", 2)
 	if err := d.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -134,8 +138,9 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 	}
 	t.Logf("20 ms windows: music loud %d (%d after the ring), ducked %d; announcement %d (%d over loud music); chime %d (%d over loud music)",
 		loud, loudAfterRing, ducked, news, newsOverLoud, chime, chimeOverLoud)
-	// Music: 14 s in all, ≥ 6 s of it loud (≥ 0.5 s after the ring); ducked
-	// for the turn (1 s of listening and the reply), the announcement (2 s)
+	// Music: ≥ 6 s of it loud (of 8.5 s or more: 1.5 s, 2 s after each
+	// duck, and until the timer rings), ≥ 0.5 s after the ring; ducked for
+	// the turn (1 s of listening and the reply), the announcement (2 s)
 	// and the ring (1 s).
 	if loud < 300 || loudAfterRing < 25 || ducked < 150 || news < 90 || chime < 10 || newsOverLoud > 2 || chimeOverLoud > 2 {
 		t.Fatalf("want the music loud, and ducked under the turn, the announcement and the ring; music/announcement/chime dB per window:%s", b.String())

@@ -25,7 +25,7 @@ import (
 func TestStereoMusicKeepsItsChannelsAndAReplyIsCentred(t *testing.T) {
 	dir := t.TempDir()
 	if out, err := exec.Command("sox", "-n", "-r", "44100", "-c", "2", filepath.Join(dir, "music.wav"),
-		"synth", "8", "sine", "300", "sine", "660", "vol", "0.25").CombinedOutput(); err != nil {
+		"synth", "15", "sine", "300", "sine", "660", "vol", "0.25").CombinedOutput(); err != nil {
 		t.Fatalf("sox: %v\n%s", err, out)
 	}
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
@@ -72,7 +72,7 @@ func TestStereoMusicKeepsItsChannelsAndAReplyIsCentred(t *testing.T) {
 	}
 	waitFor(t, sim, "the reply", func() bool { return replyEnded(sim, 1, task[1]) })
 	d.waitPlayed("voice", 0.9)
-	d.waitPlayed("media", 5)
+	d.waitMorePlayed("media", 3)
 	if err := d.stop(); err != nil {
 		t.Fatal(err)
 	}

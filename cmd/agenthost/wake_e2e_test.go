@@ -284,6 +284,9 @@ func TestWakeWordDetectorKilled(t *testing.T) {
 	var st hostStatusWake
 	st.get(t, d)
 	pid := st.WakeWord.PID
+	if pid <= 0 { // syscall.Kill would take it for the test's process group
+		t.Fatalf("status names no detector process: %+v", st.WakeWord)
+	}
 	syscall.Kill(pid, syscall.SIGKILL)
 	d.logShows("wake-word detector restarted")
 	st.get(t, d)

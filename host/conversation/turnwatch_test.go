@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
@@ -116,29 +117,34 @@ func TestATurnOfWhichNothingComesFailsAndTheOwnerIsTold(t *testing.T) {
 
 // TestAnAnsweredTurnGivesTheAttentionBack: a push-to-talk turn holds the
 // link's attention from its start until its reply's END_FRAME; nothing fails.
+// In virtual time: the reply comes at once after TalkStop, however busy the
+// machine (in real time a test late by reply_timeout failed the turn).
 func TestAnAnsweredTurnGivesTheAttentionBack(t *testing.T) {
-	hooks, lines := hookLog(t, "turn_failed")
-	att := &attention{}
-	r := newRig(t, Options{Mode: "manual", ReplyTimeout: 300 * time.Millisecond, Attend: att.attend, Hooks: hooks})
-	r.c.LinkUp()
-	task, err := r.c.TalkStart()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, held := att.state(); held != 1 {
-		t.Fatalf("%d attentions held during the turn", held)
-	}
-	time.Sleep(500 * time.Millisecond) // talking longer than reply_timeout is no failure
-	r.c.TalkStop()
-	r.c.Frame(reply(task, 1, 60*time.Millisecond))
-	r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 2})
-	if _, held := att.state(); held != 0 {
-		t.Fatalf("%d attentions held after the reply", held)
-	}
-	time.Sleep(500 * time.Millisecond)
-	if l := lines(); hasLine(l, "turn_failed", "") {
-		t.Fatalf("an answered turn failed: %q", l)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		hooks, lines := hookLog(t, "turn_failed")
+		att := &attention{}
+		r := newRig(t, Options{Mode: "manual", ReplyTimeout: 300 * time.Millisecond, Attend: att.attend, Hooks: hooks})
+		r.c.LinkUp()
+		task, err := r.c.TalkStart()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, held := att.state(); held != 1 {
+			t.Fatalf("%d attentions held during the turn", held)
+		}
+		time.Sleep(500 * time.Millisecond) // talking longer than reply_timeout is no failure
+		r.c.TalkStop()
+		r.c.Frame(reply(task, 1, 60*time.Millisecond))
+		r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: task, Seq: 2})
+		if _, held := att.state(); held != 0 {
+			t.Fatalf("%d attentions held after the reply", held)
+		}
+		time.Sleep(500 * time.Millisecond)
+		synctest.Wait()
+		if l := lines(); hasLine(l, "turn_failed", "") {
+			t.Fatalf("an answered turn failed: %q", l)
+		}
+	})
 }
 
 // TestALinkThatGoesDownMidTurnTellsTheOwner: an outage during a turn runs

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/agenthost/agenthost/audio"
@@ -150,43 +151,45 @@ func TestWakeTurnPushToTalk(t *testing.T) {
 func TestWakeVADModeWaitsForTheWakeWord(t *testing.T) {
 	for _, followUp := range []time.Duration{0, 3 * time.Second} {
 		t.Run("follow_up="+followUp.String(), func(t *testing.T) {
-			var loudFrom atomic.Int64
-			loudFrom.Store(1 << 40)
-			var fed atomic.Int64
-			r := newWakeRig(t, Options{Mode: "vad", Wake: &WakeOptions{FollowUp: followUp}},
-				func(i int64) bool { return i >= loudFrom.Load() }, &fed)
-			r.c.LinkUp()
-			time.Sleep(500 * time.Millisecond)
-			if n := len(r.out.all()); n != 0 {
-				t.Fatalf("%d frames sent before the wake word", n)
-			}
-			r.c.Wake(Detection{Model: "alexa", Score: 0.8, End: fed.Load()})
-			eventually(t, "LISTEN start and audio", func() bool { return len(audioFrames(r.out.all())) >= 3 })
-			a := r.out.all()[0]
-			if a.Type != voice.TypeListen || listenOf(t, a).State != voice.ListenStart {
-				t.Fatalf("first frame %v", a)
-			}
-			r.c.Frame(voice.ListenFrame(a.Task, voice.ListenStop, "vad"))
-			r.c.Frame(reply(a.Task, 1, 180*time.Millisecond))
-			r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: a.Task, Seq: 2})
-			n := len(r.out.all())
-			eventually(t, "the reply to play", func() bool { return r.sink.count() >= 3 })
-			time.Sleep(time.Second)
-			if followUp == 0 {
-				if m := len(r.out.all()); m > n+1 { // one frame may have been on its way
-					t.Fatalf("%d frames sent after the reply without a wake word", m-n)
+			synctest.Test(t, func(t *testing.T) {
+				var loudFrom atomic.Int64
+				loudFrom.Store(1 << 40)
+				var fed atomic.Int64
+				r := newWakeRig(t, Options{Mode: "vad", Wake: &WakeOptions{FollowUp: followUp}},
+					func(i int64) bool { return i >= loudFrom.Load() }, &fed)
+				r.c.LinkUp()
+				time.Sleep(500 * time.Millisecond)
+				if n := len(r.out.all()); n != 0 {
+					t.Fatalf("%d frames sent before the wake word", n)
 				}
-				return
-			}
-			// Speech in the follow-up window starts a turn without the wake word.
-			loudFrom.Store(r.mic.read())
-			eventually(t, "a follow-up turn", func() bool {
-				for _, f := range r.out.all()[n:] {
-					if f.Type == voice.TypeListen && f.Task != a.Task && listenOf(t, f).State == voice.ListenStart {
-						return true
+				r.c.Wake(Detection{Model: "alexa", Score: 0.8, End: fed.Load()})
+				eventually(t, "LISTEN start and audio", func() bool { return len(audioFrames(r.out.all())) >= 3 })
+				a := r.out.all()[0]
+				if a.Type != voice.TypeListen || listenOf(t, a).State != voice.ListenStart {
+					t.Fatalf("first frame %v", a)
+				}
+				r.c.Frame(voice.ListenFrame(a.Task, voice.ListenStop, "vad"))
+				r.c.Frame(reply(a.Task, 1, 180*time.Millisecond))
+				r.c.Frame(voice.Frame{Type: voice.TypeEnd, Task: a.Task, Seq: 2})
+				n := len(r.out.all())
+				eventually(t, "the reply to play", func() bool { return r.sink.count() >= 3 })
+				time.Sleep(time.Second)
+				if followUp == 0 {
+					if m := len(r.out.all()); m > n+1 { // one frame may have been on its way
+						t.Fatalf("%d frames sent after the reply without a wake word", m-n)
 					}
+					return
 				}
-				return false
+				// Speech in the follow-up window starts a turn without the wake word.
+				loudFrom.Store(r.mic.read())
+				eventually(t, "a follow-up turn", func() bool {
+					for _, f := range r.out.all()[n:] {
+						if f.Type == voice.TypeListen && f.Task != a.Task && listenOf(t, f).State == voice.ListenStart {
+							return true
+						}
+					}
+					return false
+				})
 			})
 		})
 	}

@@ -75,21 +75,15 @@ func newRig(t *testing.T, s Settings, tags ...string) *rig {
 }
 
 // newRigOf runs the detector binary command until the test ends, pinged
-// as the daemon pings it: a busy machine delays the answer a while, and a
-// restart in the middle of a test's phrase would lose it.
+// as the daemon pings it (every 10 s, an answer due within 6 s): a busy
+// machine delays the answer a while, and a restart in the middle of a
+// test's phrase would lose it.
 func newRigOf(t *testing.T, command string, s Settings) *rig {
-	t.Helper()
-	return newRigPinged(t, command, s, 0)
-}
-
-// newRigPinged is newRigOf with the detector pinged every interval (the
-// daemon's 10 s when 0).
-func newRigPinged(t *testing.T, command string, s Settings, interval time.Duration) *rig {
 	t.Helper()
 	r := &rig{log: &logBuf{}, wakes: make(chan wakeword.Detection, 16)}
 	r.d = New(Options{Command: command, Settings: s,
-		Log:    slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		OnWake: func(d wakeword.Detection) { r.wakes <- d }, HealthInterval: interval,
+		Log:     slog.New(slog.NewTextHandler(r.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		OnWake:  func(d wakeword.Detection) { r.wakes <- d },
 		Restart: backoff.Backoff{Base: 50 * time.Millisecond, Cap: 100 * time.Millisecond}, MaxCrashes: 3, CrashWindow: time.Minute})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -292,10 +286,14 @@ func TestMissingLibraryTurnsTheWakeWordOff(t *testing.T) {
 
 // TestDetectorCrashAndHang: a detector killed is restarted (and hears
 // again); one that hangs (stopped) fails its ping and is restarted; one
-// that keeps dying is parked, and status says so.
+// that keeps dying is parked, and status says so. The detector is pinged
+// as the daemon pings it: with a ping every 300 ms, due within 1.15 s, a
+// ping waited behind up to 1.5 s of the phrase queued for a detector that a
+// busy machine slowed, which was then restarted as hung and never heard
+// the phrase.
 func TestDetectorCrashAndHang(t *testing.T) {
-	r := newRigPinged(t, testbin.Build(t, "./cmd/agenthost-wakeword"), settings(t), 300*time.Millisecond)
-	pid := r.d.Status().PID
+	r := newRig(t, settings(t))
+	pid := r.detectorPID(t)
 	syscall.Kill(pid, syscall.SIGKILL)
 	waitFor(t, "a restart after a crash", func() bool { st := r.d.Status(); return st.On && st.PID != pid })
 	pcm, _ := phrase(t)
@@ -305,7 +303,7 @@ func TestDetectorCrashAndHang(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("the restarted detector hears nothing; log:\n%s", r.log)
 	}
-	pid = r.d.Status().PID
+	pid = r.detectorPID(t)
 	syscall.Kill(pid, syscall.SIGSTOP)
 	waitFor(t, "a restart after a hang", func() bool { st := r.d.Status(); return st.On && st.PID != pid })
 	if !procs.Gone(pid, 5*time.Second) {
@@ -370,6 +368,17 @@ func TestFramesLongerThanASecondReachTheDetector(t *testing.T) {
 	if st := r.d.Status(); !st.On || st.PID != pid || st.Restarts != 0 || st.DroppedSeconds != 0 {
 		t.Fatalf("status %+v (the detector was %d); log:\n%s", st, pid, r.log)
 	}
+}
+
+// detectorPID waits for a running detector and returns its process ID,
+// never 0: syscall.Kill takes 0 for the test's own process group, which
+// go test shares (a SIGSTOP sent while the detector was between restarts
+// stopped the test and all that ran beside it).
+func (r *rig) detectorPID(t *testing.T) int {
+	t.Helper()
+	var pid int
+	waitFor(t, "a running detector", func() bool { st := r.d.Status(); pid = st.PID; return st.On && pid > 0 })
+	return pid
 }
 
 // park kills the detector until it is parked.
