@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"net/http"
@@ -14,14 +15,17 @@ import (
 
 	"github.com/agenthost/agenthost/audio/audiotest"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestMusicIsDuckedForATurnAnAnnouncementAndARing: the bundled media plugin
 // plays music (a 300 Hz tone, 44.1 kHz stereo MP3 over HTTP, `agenthost
 // play`) through the daemon's mixer into the speaker's file; a push-to-talk
-// turn ducks it (and the plugin is told) and its reply plays over it; an announcement (660 Hz WAV,
-// `agenthost announce`) plays over the ducked music; a timer's ring (1175 Hz)
-// is heard over it all; between them the music is loud again.
+// turn ducks it (and the plugin is told) and its reply plays over it; an
+// announcement (660 Hz WAV, `agenthost announce`), then one an MCP client
+// asks the media plugin for (520 Hz, `play_media` through `agenthost mcp`),
+// plays over the ducked music; a timer's ring (1175 Hz) is heard over it
+// all; between them the music is loud again.
 func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 	dir := t.TempDir()
 	sox := func(name, rate, channels string, effects ...string) {
@@ -34,6 +38,7 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 		t.Fatalf("lame: %v\n%s", err, out)
 	}
 	sox("news.wav", "22050", "1", "synth", "2", "sine", "660", "vol", "0.25")
+	sox("bulletin.wav", "16000", "1", "synth", "2", "sine", "520", "vol", "0.25")
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	t.Cleanup(srv.Close)
 
@@ -79,6 +84,14 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 	cli("announce", srv.URL+"/news.wav")
 	d.waitPlayed("announcement", 2)
 	d.waitMorePlayed("media", 2)
+	cs := mcpSession(t, d)
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "play_media",
+		Arguments: map[string]any{"url": srv.URL + "/bulletin.wav", "class": "announcement"}})
+	if err != nil || res.IsError {
+		t.Fatalf("an MCP client's play_media: %v %s", err, mcpText(res))
+	}
+	d.waitPlayed("announcement", 4)
+	d.waitMorePlayed("media", 2)
 	if res := call(t, sim, "set_timer", `{"seconds":1,"label":"tea"}`); !res.Success {
 		t.Fatalf("set_timer: %+v", res)
 	}
@@ -109,9 +122,9 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 	full := 0.25 * math.MaxInt16
 	db := func(l float64) float64 { return 20 * math.Log10(max(l, 1)/full) }
 	var b strings.Builder
-	var loud, ducked, news, newsOverLoud, chime, chimeOverLoud, loudAfterRing int
+	var loud, ducked, news, newsOverLoud, bulletin, bulletinOverLoud, chime, chimeOverLoud, loudAfterRing int
 	for i := 0; i+w <= len(s); i += w {
-		music, ann, ring := db(level(s[i:i+w], 300)), db(level(s[i:i+w], 660)), db(level(s[i:i+w], 1174.66))
+		music, ann, mcpAnn, ring := db(level(s[i:i+w], 300)), db(level(s[i:i+w], 660)), db(level(s[i:i+w], 520)), db(level(s[i:i+w], 1174.66))
 		fmt.Fprintf(&b, " %.0f/%.0f/%.0f", music, ann, ring)
 		isLoud := math.Abs(music) < 1.5
 		switch {
@@ -129,6 +142,12 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 				newsOverLoud++
 			}
 		}
+		if mcpAnn > -6 {
+			bulletin++
+			if isLoud {
+				bulletinOverLoud++
+			}
+		}
 		if ring > -6 {
 			chime++
 			if isLoud {
@@ -136,13 +155,14 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("20 ms windows: music loud %d (%d after the ring), ducked %d; announcement %d (%d over loud music); chime %d (%d over loud music)",
-		loud, loudAfterRing, ducked, news, newsOverLoud, chime, chimeOverLoud)
+	t.Logf("20 ms windows: music loud %d (%d after the ring), ducked %d; announcement %d (%d over loud music), the MCP client's %d (%d); chime %d (%d over loud music)",
+		loud, loudAfterRing, ducked, news, newsOverLoud, bulletin, bulletinOverLoud, chime, chimeOverLoud)
 	// Music: ≥ 6 s of it loud (of 8.5 s or more: 1.5 s, 2 s after each
 	// duck, and until the timer rings), ≥ 0.5 s after the ring; ducked for
-	// the turn (1 s of listening and the reply), the announcement (2 s)
-	// and the ring (1 s).
-	if loud < 300 || loudAfterRing < 25 || ducked < 150 || news < 90 || chime < 10 || newsOverLoud > 2 || chimeOverLoud > 2 {
+	// the turn (1 s of listening and the reply), the announcements (2 s
+	// each) and the ring (1 s).
+	if loud < 300 || loudAfterRing < 25 || ducked < 250 || news < 90 || bulletin < 90 || chime < 10 ||
+		newsOverLoud > 2 || bulletinOverLoud > 2 || chimeOverLoud > 2 {
 		t.Fatalf("want the music loud, and ducked under the turn, the announcement and the ring; music/announcement/chime dB per window:%s", b.String())
 	}
 }
