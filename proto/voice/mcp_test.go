@@ -17,8 +17,12 @@ func TestParsingACallAllocatesOnlyWhatItKeeps(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if allocs > 4 {
-		t.Fatalf("parsing a call: %v allocations, want at most 4 (the Call, call_id, method, params)", allocs)
+	want := 4.0
+	if raceDetector {
+		want++ // json.Valid's scanner comes from a sync.Pool, which -race empties at random
+	}
+	if allocs > want {
+		t.Fatalf("parsing a call: %v allocations, want at most %v (the Call, call_id, method, params)", allocs, want)
 	}
 }
 
