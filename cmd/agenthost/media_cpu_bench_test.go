@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -107,7 +105,7 @@ func BenchmarkMediaCPUBesideMpg123(b *testing.B) {
 		seen := map[int]int64{} // the plugin's and its ffmpeg's ticks, last seen alive
 		for mediaPlaying(b, d) && time.Since(start) < time.Duration(secs+30)*time.Second {
 			for _, pid := range append(childrenOf(plugin), plugin) {
-				if t, ok := procTicks(pid); ok {
+				if _, _, t, ok := procStat(pid); ok {
 					seen[pid] = t
 				}
 			}
@@ -124,38 +122,4 @@ func BenchmarkMediaCPUBesideMpg123(b *testing.B) {
 		b.Logf("agenthost (daemon + media plugin + ffmpeg): %.1f s of CPU in %.1f s played, %.2f%% of one core above its idle %.2f%%", total, wall, share, 100*idle)
 		d.stop()
 	}
-}
-
-// childrenOf lists the pids whose parent is ppid.
-func childrenOf(ppid int) []int {
-	var out []int
-	ents, _ := os.ReadDir("/proc")
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		s, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			continue
-		}
-		st := string(s)
-		if f := strings.Fields(st[strings.LastIndexByte(st, ')')+2:]); len(f) > 1 && f[1] == strconv.Itoa(ppid) {
-			out = append(out, pid)
-		}
-	}
-	return out
-}
-
-// procTicks is a process's utime+stime in 10 ms ticks, if it still runs.
-func procTicks(pid int) (int64, bool) {
-	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	st := string(s)
-	f := strings.Fields(st[strings.LastIndexByte(st, ')')+2:])
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	k, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + k, true
 }

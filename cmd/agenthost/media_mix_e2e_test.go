@@ -121,6 +121,7 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 	const w = 320 // 20 ms
 	full := 0.25 * math.MaxInt16
 	db := func(l float64) float64 { return 20 * math.Log10(max(l, 1)/full) }
+	level := func(p []int16, hz float64) float64 { return 32768 * audiotest.Goertzel(p, hz, 16000) }
 	var b strings.Builder
 	var loud, ducked, news, newsOverLoud, bulletin, bulletinOverLoud, chime, chimeOverLoud, loudAfterRing int
 	for i := 0; i+w <= len(s); i += w {
@@ -165,17 +166,4 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 		newsOverLoud > 2 || bulletinOverLoud > 2 || chimeOverLoud > 2 {
 		t.Fatalf("want the music loud, and ducked under the turn, the announcement and the ring; music/announcement/chime dB per window:%s", b.String())
 	}
-}
-
-// level is the amplitude of the hz component of p (16 kHz), Hann-windowed.
-func level(p []int16, hz float64) float64 {
-	var re, im, wsum float64
-	for i, v := range p {
-		w := 0.5 - 0.5*math.Cos(2*math.Pi*float64(i)/float64(len(p)))
-		a := 2 * math.Pi * hz * float64(i) / 16000
-		re += w * float64(v) * math.Cos(a)
-		im -= w * float64(v) * math.Sin(a)
-		wsum += w
-	}
-	return 2 * math.Hypot(re, im) / wsum
 }

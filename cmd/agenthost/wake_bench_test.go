@@ -154,23 +154,8 @@ func speechHalf(b *testing.B, rng *rand.Rand, n int) []int16 {
 func waitChild(b *testing.B, ppid int, comm string) int {
 	deadline := time.Now().Add(60 * time.Second)
 	for time.Now().Before(deadline) {
-		ents, _ := os.ReadDir("/proc")
-		for _, e := range ents {
-			pid, err := strconv.Atoi(e.Name())
-			if err != nil {
-				continue
-			}
-			s, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-			if err != nil {
-				continue
-			}
-			st := string(s)
-			open, end := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
-			if open < 0 || end < 0 {
-				continue
-			}
-			f := strings.Fields(st[end+2:])
-			if strings.HasPrefix(st[open+1:end], comm[:min(len(comm), 15)]) && len(f) > 1 && f[1] == strconv.Itoa(ppid) {
+		for _, pid := range childrenOf(ppid) {
+			if name, _, _, ok := procStat(pid); ok && strings.HasPrefix(name, comm[:min(len(comm), 15)]) {
 				return pid
 			}
 		}
@@ -180,15 +165,49 @@ func waitChild(b *testing.B, ppid int, comm string) int {
 	return 0
 }
 
+// childrenOf lists the pids whose parent is ppid.
+func childrenOf(ppid int) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if _, parent, _, ok := procStat(pid); ok && parent == ppid {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
 // ticks is a process's utime+stime, in USER_HZ (10 ms) ticks.
 func ticks(b *testing.B, pid int) int64 {
+	_, _, t, ok := procStat(pid)
+	if !ok {
+		b.Fatalf("process %d is gone", pid)
+	}
+	return t
+}
+
+// procStat reads a process's name, parent and utime+stime (in 10 ms
+// ticks) from /proc/PID/stat; ok is false once it is gone.
+func procStat(pid int) (comm string, ppid int, ticks int64, ok bool) {
 	s, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		b.Fatal(err)
+		return "", 0, 0, false
 	}
 	st := string(s)
-	f := strings.Fields(st[strings.LastIndexByte(st, ')')+2:])
+	open, end := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
+	if open < 0 || end < 0 || end+2 > len(st) {
+		return "", 0, 0, false
+	}
+	f := strings.Fields(st[end+2:])
+	if len(f) < 13 {
+		return "", 0, 0, false
+	}
+	ppid, _ = strconv.Atoi(f[1])
 	u, _ := strconv.ParseInt(f[11], 10, 64)
 	k, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + k
+	return st[open+1 : end], ppid, u + k, true
 }

@@ -45,7 +45,6 @@ func BenchmarkWakeWordOverItsOwnMusic(b *testing.B) {
 	const (
 		speechAt    = 35 * time.Second
 		speechEvery = 7 * time.Second
-		roomGain    = -6.0 // dB, the echo relative to what the speaker plays
 		phraseDBFS  = -26.0
 	)
 	dir := b.TempDir()
@@ -67,33 +66,15 @@ func BenchmarkWakeWordOverItsOwnMusic(b *testing.B) {
 		b.Run(fmt.Sprintf("music=%gdB", music), func(b *testing.B) {
 			// The music's RMS in the file, so that its echo is music dB
 			// relative to the phrase at the microphone.
-			vol := math.Pow(10, (phraseDBFS+music-roomGain)/20) / chords
 			name := fmt.Sprintf("music%g.mp3", music)
 			if !math.IsInf(music, -1) {
-				wav := filepath.Join(dir, "scaled.wav")
-				runCmd(b, "sox", filepath.Join(dir, "chords.wav"), wav, "vol", strconv.FormatFloat(vol, 'f', 4, 64))
-				runCmd(b, "lame", "--quiet", "-b", "192", wav, filepath.Join(dir, name))
+				musicMP3(b, dir, name, chords, phraseDBFS+music)
 			}
 			for b.Loop() {
-				sim, err := voicetest.NewServer(voicetest.Options{ReplyDuration: 120 * time.Millisecond})
-				if err != nil {
-					b.Fatal(err)
-				}
+				sim, d := startMusicRoom(b, dir, speech, "audio.echo_room.speech="+speech,
+					"audio.echo_room.speech_at="+speechAt.String(), "audio.echo_room.speech_every="+speechEvery.String())
 				defer sim.Close()
-				d, _ := startPluginHost(b, sim, func(dir string) { copyExec(b, bundled(b, "media"), filepath.Join(dir, "media")) },
-					append(wakeSets(b, speech), "audio.backend=echo_room", "audio.capture.echo_cancel=true", "server.params.mode=manual",
-						"device.volume=100", "log.level=info", "audio.output_file="+filepath.Join(dir, "out.wav"),
-						"audio.echo_room.delay=60ms", "audio.echo_room.gain="+strconv.FormatFloat(roomGain, 'f', -1, 64),
-						"audio.echo_room.reverb=400ms", "audio.echo_room.noise=-65", "audio.echo_room.speech="+speech,
-						"audio.echo_room.speech_at="+speechAt.String(), "audio.echo_room.speech_every="+speechEvery.String())...)
-				d.logShows("wake word on")
 				t0 := time.Now()
-				wctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-				err = sim.WaitFor(wctx, func() bool { return len(sim.Registers()) >= 1 })
-				cancel()
-				if err != nil {
-					b.Fatalf("the media plugin never registered: %v", err)
-				}
 				if !math.IsInf(music, -1) {
 					if out, err := d.cli("play", srv.URL+"/"+name); err != nil {
 						b.Fatalf("agenthost play: %v\n%s", err, out)
@@ -118,6 +99,45 @@ func BenchmarkWakeWordOverItsOwnMusic(b *testing.B) {
 			}
 		})
 	}
+}
+
+// musicRoomGain is the echo in the music benchmarks' room relative to
+// what the speaker plays, in dB.
+const musicRoomGain = -6.0
+
+// musicMP3 writes name in dir: chords.wav (soxMusic, whose RMS is rms)
+// scaled so that its echo in the music room is at echoDBFS at the
+// microphone, as lame's 192 kb/s MP3.
+func musicMP3(b *testing.B, dir, name string, rms, echoDBFS float64) {
+	wav := filepath.Join(dir, "scaled.wav")
+	vol := math.Pow(10, (echoDBFS-musicRoomGain)/20) / rms
+	runCmd(b, "sox", filepath.Join(dir, "chords.wav"), wav, "vol", strconv.FormatFloat(vol, 'f', 4, 64))
+	runCmd(b, "lame", "--quiet", "-b", "192", wav, filepath.Join(dir, name))
+}
+
+// startMusicRoom starts the simulator and the daemon with the bundled
+// media plugin, the wake word (its file microphone input) and the echo
+// canceller in the music room (RT60 0.4 s, the echo musicRoomGain dB down
+// after 60 ms, noise at -65 dBFS), with more settings in extra, and waits
+// for the detector and the plugin's register.
+func startMusicRoom(b *testing.B, dir, input string, extra ...string) (*voicetest.Server, *hostProc) {
+	sim, err := voicetest.NewServer(voicetest.Options{ReplyDuration: 120 * time.Millisecond})
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, _ := startPluginHost(b, sim, func(dir string) { copyExec(b, bundled(b, "media"), filepath.Join(dir, "media")) },
+		append(append(wakeSets(b, input), "audio.backend=echo_room", "audio.capture.echo_cancel=true", "server.params.mode=manual",
+			"device.volume=100", "log.level=info", "audio.output_file="+filepath.Join(dir, "out.wav"),
+			"audio.echo_room.delay=60ms", "audio.echo_room.gain="+strconv.FormatFloat(musicRoomGain, 'f', -1, 64),
+			"audio.echo_room.reverb=400ms", "audio.echo_room.noise=-65"), extra...)...)
+	d.logShows("wake word on")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := sim.WaitFor(ctx, func() bool { return len(sim.Registers()) >= 1 }); err != nil {
+		sim.Close()
+		b.Fatalf("the media plugin never registered: %v", err)
+	}
+	return sim, d
 }
 
 // soxMusic writes chords.wav in dir, secs long (C major and A minor

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -14,7 +12,6 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
-	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
 
 // BenchmarkNoFalseWakesFromItsOwnMusicAndSpeech (issue 25's false-wake
@@ -35,15 +32,11 @@ func BenchmarkNoFalseWakesFromItsOwnMusicAndSpeech(b *testing.B) {
 		minutes, _ = strconv.ParseFloat(s, 64)
 	}
 	const (
-		roomGain   = -6.0  // dB, the echo relative to what the speaker plays
 		musicDBFS  = -26.0 // the music's echo at the microphone
 		replyEvery = 20 * time.Second
 	)
 	dir := b.TempDir()
-	chords := soxMusic(b, dir, 300)
-	wav := filepath.Join(dir, "scaled.wav")
-	runCmd(b, "sox", filepath.Join(dir, "chords.wav"), wav, "vol", strconv.FormatFloat(math.Pow(10, (musicDBFS-roomGain)/20)/chords, 'f', 4, 64))
-	runCmd(b, "lame", "--quiet", "-b", "192", wav, filepath.Join(dir, "music.mp3"))
+	musicMP3(b, dir, "music.mp3", soxMusic(b, dir, 300), musicDBFS)
 	srv := httptest.NewServer(http.FileServer(http.Dir(dir)))
 	defer srv.Close()
 
@@ -68,23 +61,8 @@ func BenchmarkNoFalseWakesFromItsOwnMusicAndSpeech(b *testing.B) {
 	}
 
 	for b.Loop() {
-		sim, err := voicetest.NewServer(voicetest.Options{ReplyDuration: 120 * time.Millisecond})
-		if err != nil {
-			b.Fatal(err)
-		}
+		sim, d := startMusicRoom(b, dir, silence)
 		defer sim.Close()
-		d, _ := startPluginHost(b, sim, func(dir string) { copyExec(b, bundled(b, "media"), filepath.Join(dir, "media")) },
-			append(wakeSets(b, silence), "audio.backend=echo_room", "audio.capture.echo_cancel=true", "server.params.mode=manual",
-				"device.volume=100", "log.level=info", "audio.output_file="+filepath.Join(dir, "out.wav"),
-				"audio.echo_room.delay=60ms", "audio.echo_room.gain="+strconv.FormatFloat(roomGain, 'f', -1, 64),
-				"audio.echo_room.reverb=400ms", "audio.echo_room.noise=-65")...)
-		d.logShows("wake word on")
-		wctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		err = sim.WaitFor(wctx, func() bool { return len(sim.Registers()) >= 1 })
-		cancel()
-		if err != nil {
-			b.Fatalf("the media plugin never registered: %v", err)
-		}
 		start := time.Now()
 		end := start.Add(time.Duration(minutes * float64(time.Minute)))
 		said, plays := 0, 0
