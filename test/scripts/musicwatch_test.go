@@ -2,10 +2,14 @@ package scripts
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/audio/mixer"
 	"github.com/agenthost/agenthost/host"
@@ -57,5 +61,47 @@ func TestDemoSaysWhetherTheMusicWasDuckedOrPaused(t *testing.T) {
 	}
 	if strings.Join(said, "\n") != strings.Join(want, "\n") {
 		t.Errorf("music-watch.sh said:\n%s\nwant:\n%s", strings.Join(said, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestTheMusicWatchFollowsTheDaemonAndEndsWithIt: demo.sh --music runs
+// `music-watch.sh --follow PID CMD…`, which asks CMD for the status while
+// the daemon PID lives and ends when it is gone (the demo waited for it at
+// exit, and a loop that went on asking a stopped daemon kept it waiting).
+func TestTheMusicWatchFollowsTheDaemonAndEndsWithIt(t *testing.T) {
+	need(t, "bash", "python3", "sleep", "cat")
+	b, err := json.Marshal(host.Status{Output: &host.Output{Active: true, Ducks: 1,
+		Streams: []mixer.StreamStatus{{Name: "plugin:media/music.mp3", Class: "media", Ducked: true}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := filepath.Join(t.TempDir(), "status.json")
+	if err := os.WriteFile(status, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	daemon := exec.Command("sleep", "1")
+	if err := daemon.Start(); err != nil {
+		t.Fatal(err)
+	}
+	watch := exec.Command("bash", script(t, "music-watch.sh"), "--follow", strconv.Itoa(daemon.Process.Pid), "cat", status)
+	var out strings.Builder
+	watch.Stdout = &out
+	if err := watch.Start(); err != nil {
+		t.Fatal(err)
+	}
+	daemon.Wait()
+	ended := make(chan error, 1)
+	go func() { ended <- watch.Wait() }()
+	select {
+	case err := <-ended:
+		if err != nil {
+			t.Fatalf("music-watch.sh: %v\n%s", err, out.String())
+		}
+	case <-time.After(60 * time.Second):
+		watch.Process.Kill()
+		t.Fatalf("music-watch.sh --follow still runs a minute after the daemon it follows ended:\n%s", out.String())
+	}
+	if !strings.Contains(out.String(), "the assistant is listening: music ducked (ducks so far: 1)") {
+		t.Errorf("music-watch.sh --follow did not say what the status showed:\n%s", out.String())
 	}
 }
