@@ -152,8 +152,7 @@ if [ "$music" = 1 ]; then
   ah play "http://127.0.0.1:$port/music.mp3"
   echo "== each wake-word turn ducks the music (audio.mix.duck_db; or pauses it: media_while_active) while the host listens and the reply plays over it"
   # What the mixer does, as it happens: the assistant's turns duck (or pause) the music, and it comes back.
-  # (The loop ends with the watcher: printf to its closed pipe ends the subshell.)
-  ( while sleep 0.2; do st=$(ah status 2>/dev/null) || continue; printf '%s\n' "$st"; done ) | scripts/music-watch.sh &
+  scripts/music-watch.sh --follow "${pids[1]}" bin/agenthost status --config examples/demo.yaml &
   monitor_pid=$!
 fi
 if [ -n "${DEMO_SECONDS:-}" ]; then sleep "$DEMO_SECONDS"; else wait "${pids[1]}"; fi

@@ -5,7 +5,14 @@
 # did to the music, with the output of the status that showed it.
 #
 # Usage: while sleep 0.2; do agenthost status; done | scripts/music-watch.sh
+#        scripts/music-watch.sh --follow PID CMD...
+#   --follow: runs CMD (agenthost status) every 0.2 s itself while the process
+#   PID (the daemon) lives, and ends when it is gone.
 set -euo pipefail
+if [ "${1:-}" = --follow ]; then
+  pid=$2; shift 2
+  exec < <(while sleep 0.2 && kill -0 "$pid" 2>/dev/null; do "$@" 2>/dev/null || true; done)
+fi
 exec python3 -u -c '
 import json, sys, time
 
