@@ -465,7 +465,7 @@ func (m *Manager) load(p *plugin, again bool) {
 	p.loadMu.Lock()
 	defer p.loadMu.Unlock()
 	p.settle()
-	b, err := fileBuild(p.path)
+	b, err := fileBuild(p.path, false)
 	hash := b.hash
 	if err != nil {
 		p.sup.Load(failing(fmt.Errorf("cannot read %s: %w", p.path, err)), nil)

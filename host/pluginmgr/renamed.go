@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"sync"
+	"time"
 
 	"github.com/agenthost/agenthost/host/supervise"
 )
@@ -23,6 +25,15 @@ import (
 // pinned plugin is always hashed first (load): its pin is checked before
 // anything runs.
 
+// hashAfter is how long the hash of a build renamed in, started, waits
+// after its start was handled, unless something needs it sooner (settle:
+// a status, the next load). Hashing at once took the processor the
+// register of the new services needed: the register left 1.5 ms later,
+// or, once the hash yielded, reached the server 1.5 ms later (two busy
+// cores, BenchmarkHostPluginReload); by 100 ms it is out and the old
+// process stopped.
+const hashAfter = 100 * time.Millisecond
+
 // build is a binary's sha256 (hex) and its print.
 type build struct{ hash, print string }
 
@@ -30,23 +41,41 @@ type build struct{ hash, print string }
 // notes are in its first pages.
 const headBytes = 64 << 10
 
-// fileBuild hashes the binary at path, and prints it, in one read.
-func fileBuild(path string) (build, error) {
+// fileBuild hashes the binary at path, and prints it, in one read. In the
+// background (a build renamed in, hashed after its start), it yields
+// between reads: see yielding.
+func fileBuild(path string, background bool) (build, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return build{}, err
 	}
 	defer f.Close()
+	var r io.Reader = f
+	if background {
+		r = yielding{f}
+	}
 	h, head := sha256.New(), sha256.New()
-	n, err := io.Copy(io.MultiWriter(h, head), io.LimitReader(f, headBytes))
+	n, err := io.Copy(io.MultiWriter(h, head), io.LimitReader(r, headBytes))
 	if err != nil {
 		return build{}, err
 	}
-	rest, err := io.Copy(h, f)
+	rest, err := io.Copy(h, r)
 	if err != nil {
 		return build{}, err
 	}
 	return build{hash: hex.EncodeToString(h.Sum(nil)), print: printText(n+rest, head.Sum(nil))}, nil
+}
+
+// yielding lets the goroutines that are ready run before each read (32
+// KiB for io.Copy, some 25 µs of hashing): a hash in the background does
+// not hold a processor for its 15 ms while a register or a call's
+// goroutine waits on it (up to 4 ms on two busy cores,
+// BenchmarkHostPluginReload).
+type yielding struct{ r io.Reader }
+
+func (y yielding) Read(p []byte) (int, error) {
+	runtime.Gosched()
+	return y.r.Read(p)
 }
 
 // printOf returns the print of the binary at path: two binaries whose
@@ -146,7 +175,7 @@ func (m *Manager) loadRenamed(p *plugin) {
 	handled := p.sup.Load(start, nil)
 	go func() {
 		<-handled
-		pending.kick()
+		time.AfterFunc(hashAfter, pending.kick)
 	}()
 	p.mu.Lock()
 	pending.handled = handled
@@ -158,7 +187,7 @@ func (m *Manager) loadRenamed(p *plugin) {
 // build handed, and on the instance started before it was known.
 func (m *Manager) hashRenamed(p *plugin, pending *pendingLoad, d *digest, path string) {
 	startFault(p.name, "hashing")
-	b, err := fileBuild(path)
+	b, err := fileBuild(path, true)
 	p.mu.Lock()
 	d.b, d.err = b, err
 	if err == nil {
