@@ -30,9 +30,9 @@ type EchoOptions struct {
 	// start, a move or an underrun) until it takes 25 dB off: the
 	// canceller before issue 24. Near speech is lost with the echo then,
 	// for up to 6 s in a reverberant room. Without it (and with the
-	// residual suppressor) the output is held down only until the delay
-	// search found the echo and the suppressor learnt its level: about
-	// 0.5 s of sound played after that.
+	// residual suppressor) the output is held down until the delay search
+	// found the echo, the suppressor learnt its level and 2 s of sound
+	// were played; near speech the suppressor tells from echo passes.
 	Hold bool
 	// Log, if set, hears when the delay search moves the filter.
 	Log *slog.Logger
@@ -243,7 +243,7 @@ func (e *Echo) Cancel(mic, far []int16) {
 		}
 		learned := e.warm >= warmMin && e.eIn >= warmERLE*e.eOut
 		if ours {
-			learned = e.found() && e.post.learnt() && e.eIn >= holdERLE*e.eOut
+			learned = e.found() && e.post.learnt() && e.eIn >= holdERLE*e.eOut && e.warm >= holdMin
 		}
 		if learned || e.warm >= warmMax {
 			e.held = false
@@ -274,7 +274,11 @@ func (e *Echo) filter(mic, far []int16, at int) {
 				// reply can sway the estimate by a frame or two.)
 				e.shift = lag
 				e.resetFilter()
-				e.hold()
+				if e.postLag == 0 {
+					e.holdFilter() // the first delay found: see below
+				} else {
+					e.hold()
+				}
 				e.moves.Add(1)
 				if e.o.Log != nil {
 					e.o.Log.Debug("echo path delay found; the canceller learns the room again", "component", "capture", "delay", time.Duration(e.delay.Load()))
@@ -321,8 +325,19 @@ func (e *Echo) filter(mic, far []int16, at int) {
 			lag = e.est.est
 		}
 		if abs(lag-e.postLag) > e.frame {
+			if e.postLag == 0 {
+				// The first delay found: the suppressor keeps what it
+				// learnt (the echo's level, its reference not yet
+				// aligned) and goes on learning, aligned, so that near
+				// speech is told from echo, and passes the hold, without
+				// another half second of far end alone. What it learnt
+				// unaligned weighs a tenth: the aligned model soon leads.
+				e.holdFilter()
+				e.post.soften(softenFirst)
+			} else {
+				e.hold() // the suppressor learns the echo's level again
+			}
 			e.postLag = lag
-			e.hold() // the suppressor learns the echo's level again
 		}
 		from := at - e.postLag + len(e.hist)
 		for i := range e.aligned {
@@ -423,8 +438,9 @@ func (e *Echo) holdFilter() { e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0 }
 // a barge-in during the first reply after a start, a move of the delay or
 // an underrun is not heard. With the residual suppressor, until the delay
 // search found the echo, the suppressor learnt its level (0.5 s of far end
-// alone) and both take 20 dB off while nobody speaks; meanwhile what the
-// suppressor takes for near speech passes.
+// alone; at the first delay found it keeps what it learnt unaligned), both
+// take 20 dB off while nobody speaks, and 2 s of sound were played;
+// meanwhile what the suppressor takes for near speech passes.
 const (
 	warmMin   = 100   // frames of played sound
 	warmMax   = 600   // frames of played sound
@@ -433,6 +449,9 @@ const (
 	warmTail  = 15    // frames after the last sound that may still echo
 	warmDiv   = 32    // -30 dB
 	holdERLE  = 100.0 // 20 dB, with the residual suppressor
+	holdMin   = 200   // and for at least 2 s of played sound (near speech passes)
+
+	softenFirst = 0.1 // the weight the suppressor's unaligned model keeps at the first delay found
 
 	divDecay = 0.9  // per frame: about the last 100 ms count for a divergence
 	divCorr  = 0.2  // the output and the echo estimate anticorrelated this much,

@@ -214,3 +214,14 @@ func (r *residual) reset() { *r = *newResidual(r.frame) }
 // learnt reports whether the far end played alone long enough for the
 // suppressor to know the echo's level.
 func (r *residual) learnt() bool { return r.trained >= resTrained }
+
+// soften keeps what was learnt at weight k (0…1): the echo's level stays,
+// and what comes next soon outweighs it.
+func (r *residual) soften(k float64) {
+	for b := range r.gm {
+		r.gm[b] *= k
+		r.ge[b] *= k
+		r.gd[b] *= k
+	}
+	r.hang = 0
+}
