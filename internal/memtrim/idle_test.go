@@ -1,0 +1,33 @@
+package memtrim
+
+import (
+	"runtime"
+	"testing"
+	"time"
+)
+
+// TestAGarbageCollectionWhileIdleTrimsAgain: Go collects at least every two
+// minutes even in an idle process, and the collection brings back pages of
+// the executable (its data, the collector's code and tables), ~3 MB of a
+// trimmed host, so the trim runs again after a collection while the process
+// stays idle.
+func TestAGarbageCollectionWhileIdleTrimsAgain(t *testing.T) {
+	done := make(chan struct{}, 64)
+	f := func() {
+		select {
+		case done <- struct{}{}:
+		default:
+		}
+	}
+	trimmed.Store(&f)
+	defer trimmed.Store(nil)
+	tr := Start(Options{IdleAfter: time.Millisecond})
+	defer tr.Busy()
+	<-done // the idle trim
+	runtime.GC()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("no trim after a garbage collection while idle")
+	}
+}
