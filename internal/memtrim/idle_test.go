@@ -22,7 +22,12 @@ func TestAGarbageCollectionWhileIdleTrimsAgain(t *testing.T) {
 	trimmed.Store(&f)
 	defer trimmed.Store(nil)
 	tr := Start(Options{IdleAfter: time.Millisecond})
-	defer tr.Busy()
+	defer func() { // end the idle period, and no other with it
+		tr.mu.Lock()
+		tr.idle = time.Hour
+		tr.mu.Unlock()
+		tr.Busy()
+	}()
 	<-done // the idle trim
 	runtime.GC()
 	select {

@@ -8,6 +8,7 @@ package memtrim
 
 import (
 	"os"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"sync/atomic"
@@ -24,11 +25,18 @@ type Options struct {
 	IdleAfter   time.Duration // trim this long after the last Busy
 }
 
-// Trimmer trims the process when it has been idle for IdleAfter.
+// Trimmer trims the process when it has been idle for IdleAfter, and again
+// after each garbage collection while it stays idle: Go collects at least
+// every two minutes, and a collection faults back the pages of the
+// executable it reads (its data, the collector's code, the stack maps),
+// ~3 MB of the host. The re-trim drops only those mappings (no forced
+// collection); its cost is one read of /proc/self/smaps and the pages the
+// next collection faults in again from the page cache.
 type Trimmer struct {
 	idle time.Duration
 	mu   sync.Mutex
 	t    *time.Timer
+	gen  uint64 // counts Busy calls: a watch of an older idle period ends
 }
 
 // Start applies the settings and trims once the process has been idle for
@@ -41,8 +49,41 @@ func Start(o Options) *Trimmer {
 		debug.SetMemoryLimit(o.MemoryLimit)
 	}
 	t := &Trimmer{idle: o.IdleAfter}
-	t.t = time.AfterFunc(o.IdleAfter, Trim)
+	t.t = time.AfterFunc(o.IdleAfter, t.idleTrim)
 	return t
+}
+
+// idleTrim trims, then watches the collections of this idle period.
+func (t *Trimmer) idleTrim() {
+	t.mu.Lock()
+	gen := t.gen
+	t.mu.Unlock()
+	debug.FreeOSMemory()
+	releaseCode()
+	t.watchGC(gen)
+	signalTrim()
+}
+
+// watchGC re-trims after the next garbage collection if the idle period
+// gen has not ended by then, and watches the one after it.
+func (t *Trimmer) watchGC(gen uint64) {
+	runtime.AddCleanup(&sentinel{}, func(gen uint64) { go t.afterGC(gen) }, gen)
+}
+
+// sentinel is garbage from birth: its cleanup runs after the next
+// collection (it holds a pointer, so it is not a tiny allocation).
+type sentinel struct{ _ *byte }
+
+func (t *Trimmer) afterGC(gen uint64) {
+	t.mu.Lock()
+	idle := t.gen == gen
+	t.mu.Unlock()
+	if !idle {
+		return
+	}
+	releaseCode()
+	t.watchGC(gen)
+	signalTrim()
 }
 
 // Busy restarts the idle period: call it when work ends.
@@ -51,6 +92,7 @@ func (t *Trimmer) Busy() {
 		return
 	}
 	t.mu.Lock()
+	t.gen++
 	t.t.Reset(t.idle)
 	t.mu.Unlock()
 }
@@ -59,6 +101,10 @@ func (t *Trimmer) Busy() {
 func Trim() {
 	debug.FreeOSMemory()
 	releaseCode()
+	signalTrim()
+}
+
+func signalTrim() {
 	if f := trimmed.Load(); f != nil {
 		(*f)()
 	}
