@@ -21,6 +21,9 @@ func TestAGarbageCollectionWhileIdleTrimsAgain(t *testing.T) {
 	}
 	trimmed.Store(&f)
 	defer trimmed.Store(nil)
+	every := retrimEvery
+	retrimEvery = 0 // no least time between two trims
+	defer func() { retrimEvery = every }()
 	tr := Start(Options{IdleAfter: time.Millisecond})
 	defer func() { // end the idle period, and no other with it
 		tr.mu.Lock()

@@ -37,7 +37,16 @@ type Trimmer struct {
 	mu   sync.Mutex
 	t    *time.Timer
 	gen  uint64 // counts Busy calls: a watch of an older idle period ends
+	// every bounds the re-trims: a process that allocates while no call
+	// marks it busy (a stream, music) collects often, and each re-trim
+	// costs a read of smaps and the faults that bring the code back.
+	every time.Duration
+	last  time.Time // of the last trim
 }
+
+// retrimEvery is the least time between two trims after collections (Go
+// forces one every 2 min in an idle process).
+var retrimEvery = time.Minute
 
 // Start applies the settings and trims once the process has been idle for
 // o.IdleAfter (counted from now).
@@ -48,7 +57,7 @@ func Start(o Options) *Trimmer {
 	if os.Getenv("GOMEMLIMIT") == "" && o.MemoryLimit > 0 {
 		debug.SetMemoryLimit(o.MemoryLimit)
 	}
-	t := &Trimmer{idle: o.IdleAfter}
+	t := &Trimmer{idle: o.IdleAfter, every: retrimEvery}
 	t.t = time.AfterFunc(o.IdleAfter, t.idleTrim)
 	return t
 }
@@ -57,6 +66,7 @@ func Start(o Options) *Trimmer {
 func (t *Trimmer) idleTrim() {
 	t.mu.Lock()
 	gen := t.gen
+	t.last = time.Now()
 	t.mu.Unlock()
 	debug.FreeOSMemory()
 	releaseCode()
@@ -76,9 +86,16 @@ type sentinel struct{ _ *byte }
 
 func (t *Trimmer) afterGC(gen uint64) {
 	t.mu.Lock()
-	idle := t.gen == gen
+	idle, due := t.gen == gen, time.Since(t.last) >= t.every
+	if idle && due {
+		t.last = time.Now()
+	}
 	t.mu.Unlock()
 	if !idle {
+		return
+	}
+	if !due {
+		t.watchGC(gen)
 		return
 	}
 	releaseCode()
