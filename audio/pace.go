@@ -91,7 +91,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 // ALSA, files). Close stops a
 // pending wait and closes src.
 func Paced(src Source, rate int) Source {
-	return &pacedSource{src: src, gate: newGate(rate)}
+	l, _ := src.(latencer) // once: a failed assertion costs a table lookup every frame
+	return &pacedSource{src: src, lat: l, gate: newGate(rate)}
 }
 
 // PacedSink wraps sink so that Write accepts samples no faster than rate per
@@ -137,8 +138,11 @@ func (g *gate) close() {
 
 type pacedSource struct {
 	src Source
+	lat latencer // src, when it has a latency
 	*gate
 }
+
+type latencer interface{ Latency() time.Duration }
 
 func (s *pacedSource) Read(p []int16) (int, error) {
 	return s.pass(func() (int, error) { return s.src.Read(p) })
@@ -165,14 +169,19 @@ func (s *pacedSink) Close() error {
 
 // latencyOf is x's Latency (see Latencer in package audio/capture), or 0.
 func latencyOf(x any) time.Duration {
-	if l, ok := x.(interface{ Latency() time.Duration }); ok {
+	if l, ok := x.(latencer); ok {
 		return l.Latency()
 	}
 	return 0
 }
 
 // Latency is the wrapped source's.
-func (s *pacedSource) Latency() time.Duration { return latencyOf(s.src) }
+func (s *pacedSource) Latency() time.Duration {
+	if s.lat == nil {
+		return 0
+	}
+	return s.lat.Latency()
+}
 
 // Latency is the wrapped sink's.
 func (s *pacedSink) Latency() time.Duration { return latencyOf(s.sink) }

@@ -64,20 +64,27 @@ func (t *timerFD) sleep(ctx context.Context, d time.Duration) error {
 		return t.fallback.sleep(ctx, d)
 	}
 	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(d), 1))}
+	var buf [8]byte // the number of expirations
 	var errno syscall.Errno
-	if err := t.rc.Control(func(fd uintptr) {
-		_, _, errno = unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
-	}); err != nil || errno != 0 {
+	armed := false
+	// The timer is armed inside the poller's read (after it forgot any
+	// earlier readiness), so the first call need not try a read that
+	// cannot succeed yet: an expiry from then on wakes the wait.
+	err := t.rc.Read(func(fd uintptr) bool {
+		if !armed {
+			armed = true
+			_, _, errno = unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
+			return errno != 0
+		}
+		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
+		return e != unix.EAGAIN && e != unix.EINTR
+	})
+	if !armed || errno != 0 { // closed, or not armed
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
 		return t.fallback.sleep(ctx, d)
 	}
-	var buf [8]byte // the number of expirations
-	err := t.rc.Read(func(fd uintptr) bool {
-		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
-		return e != unix.EAGAIN && e != unix.EINTR
-	})
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}

@@ -79,6 +79,7 @@ func LatencyOf(x any) time.Duration {
 // Chain is an audio.Source that runs a source's samples through stages.
 type Chain struct {
 	src    audio.Source
+	lat    Latencer // src, when it has a latency
 	stages []Stage
 	clock  clock
 	rate   int
@@ -96,7 +97,8 @@ func NewChain(src audio.Source, rate int, stages ...Stage) (*Chain, error) {
 	if rate <= 0 || rate%100 != 0 {
 		return nil, fmt.Errorf("capture: rate %d Hz is not a whole number of samples per 10 ms", rate)
 	}
-	return &Chain{src: src, stages: stages, rate: rate, clock: clock{rate: rate}}, nil
+	lat, _ := src.(Latencer) // once: an assertion looks up a table every frame
+	return &Chain{src: src, lat: lat, stages: stages, rate: rate, clock: clock{rate: rate}}, nil
 }
 
 // Read delivers processed samples. It reads the source as many whole
@@ -119,7 +121,7 @@ func (c *Chain) Read(p []int16) (int, error) {
 		if _, err := audio.ReadFull(c.src, block); err != nil {
 			return 0, err
 		}
-		now, lat := time.Now(), LatencyOf(c.src)
+		now, lat := time.Now(), c.latency()
 		for j := 0; j < k; j++ {
 			// Frame j's newest sample was (k-1-j) frames before the block's.
 			c.frame.PCM = block[j*size : (j+1)*size]
@@ -154,4 +156,11 @@ func (c *Chain) Close() error {
 }
 
 // Latency is the source's latency plus what the chain holds back.
-func (c *Chain) Latency() time.Duration { return LatencyOf(c.src) }
+func (c *Chain) Latency() time.Duration { return c.latency() }
+
+func (c *Chain) latency() time.Duration {
+	if c.lat == nil {
+		return 0
+	}
+	return c.lat.Latency()
+}

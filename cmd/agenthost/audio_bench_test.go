@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/speaker"
+	"github.com/agenthost/agenthost/internal/testbin"
 	"github.com/agenthost/agenthost/proto/voice"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
@@ -30,11 +33,21 @@ import (
 // testkit, e.g. from an older commit), it runs that one too, first, as
 // before/pcm, before/opus, for figures in one run.
 //
+// Beside the PCM stream, in the same windows, `arecord` (alsa-utils) records
+// the same audio at the same rate and format (S16_LE, 16 kHz, mono, 60 ms
+// periods) from a headless ALSA device whose input is a FIFO that the
+// benchmark fills in real time, 60 ms at a time: arecord-%-of-one-core is the
+// floor, what the plainest capture program takes to wake for each period and
+// move its bytes (the FIFO's filler is the "device", not counted).
+//
 // Issue 27 (one run, busy 2-core machine, before = bc24656): PCM 0.517% →
 // 0.278% of a core (steady 0.464% → 0.240%), Opus 1.135% → 0.952%; per
 // 60 ms PCM frame (perf stat -e 'syscalls:sys_enter_*,context-switches'
 // -p PID) 14.8 → 2.3 context switches, 6.7 → 0.2 nanosleeps (sysmon), 4.0 →
-// 0.2 futex, 0.5 → 0 preemption signals; talk-stop→END unchanged.
+// 0.2 futex, 0.5 → 0 preemption signals; talk-stop→END unchanged. Later
+// (one run, before = main 439f1b4): PCM steady 0.266% → 0.266% of a core
+// beside arecord's 0.09–0.10% (its floor), Opus 1.053% → 0.924%; per frame
+// read(2) 2.1 → 1.1 (the timerfd is armed inside the poller's read).
 func BenchmarkAudioStreaming(b *testing.B) {
 	type host struct{ name, bin string }
 	hosts := []host{{"", testbinHost(b)}}
@@ -81,13 +94,29 @@ func audioStreaming(b *testing.B, prefix, bin string) {
 			}
 			// CPU while streaming 20 s of audio.
 			pid := d.cmd.Process.Pid
+			floor := 0 // arecord's pid, beside PCM
+			if codec == "pcm" {
+				floor = startArecord(b, in)
+			}
 			talk("start")
 			time.Sleep(500 * time.Millisecond)
 			cpu0, t0 := cpuSeconds(b, pid), time.Now()
+			var f0, fMid float64
+			if floor != 0 {
+				f0 = cpuSeconds(b, floor)
+			}
 			time.Sleep(10 * time.Second)
 			cpuMid, tMid := cpuSeconds(b, pid), time.Now()
+			if floor != 0 {
+				fMid = cpuSeconds(b, floor)
+			}
 			time.Sleep(10 * time.Second)
 			cpu1, wall := cpuSeconds(b, pid), time.Since(t0).Seconds()
+			if floor != 0 {
+				f1 := cpuSeconds(b, floor)
+				b.ReportMetric((f1-f0)/wall*100, "arecord-%-of-one-core")
+				b.ReportMetric((f1-fMid)/time.Since(tMid).Seconds()*100, "arecord-steady-%-of-one-core")
+			}
 			task := talk("stop")
 			perMinute := (cpu1 - cpu0) / wall * 60
 			b.ReportMetric(perMinute, "cpu-s/min-audio")
@@ -114,6 +143,75 @@ func audioStreaming(b *testing.B, prefix, bin string) {
 			b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "talk-stop→END-max-µs")
 		})
 	}
+}
+
+// startArecord runs `arecord` on the raw 16 kHz mono file in (looped) fed
+// through a FIFO in real time, 60 ms at a time, until the benchmark ends,
+// and returns its pid.
+func startArecord(b *testing.B, in string) int {
+	if _, err := exec.LookPath("arecord"); err != nil {
+		b.Skip("arecord is not installed (apt-get install alsa-utils)")
+	}
+	pcm, err := os.ReadFile(in)
+	if err != nil {
+		b.Fatal(err)
+	}
+	dir := b.TempDir()
+	fifo := filepath.Join(dir, "mic.fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	conf, err := audiotest.WriteALSAConfig(dir, audiotest.ALSADevice{Name: "default", Capture: fifo})
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command("arecord", "-q", "-t", "raw", "-f", "S16_LE", "-r", "16000", "-c", "1",
+		"--period-size=960", "--buffer-size=3840", os.DevNull)
+	cmd.Env = append(os.Environ(), "ALSA_CONFIG_PATH="+conf)
+	var out testbin.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	fed := make(chan struct{})
+	go func() { // the device: 60 ms every 60 ms
+		defer close(fed)
+		w, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer w.Close()
+		const chunk = 2 * 960
+		next := time.Now()
+		for off := 0; ; off = (off + chunk) % (len(pcm) / chunk * chunk) {
+			if _, err := w.Write(pcm[off : off+chunk]); err != nil {
+				return
+			}
+			next = next.Add(60 * time.Millisecond)
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Until(next)):
+			}
+		}
+	}()
+	b.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		// A reader, so that a feeder still waiting to open the FIFO
+		// (arecord failed) gets it and ends.
+		r, err := os.OpenFile(fifo, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+		close(done)
+		<-fed
+		if err == nil {
+			r.Close()
+		}
+		if b.Failed() {
+			b.Logf("arecord: %s", &out)
+		}
+	})
+	return cmd.Process.Pid
 }
 
 func waitEnd(b *testing.B, sim *voicetest.Server, task string) {

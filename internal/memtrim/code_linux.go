@@ -3,6 +3,8 @@
 package memtrim
 
 import (
+	"bufio"
+	"bytes"
 	"os"
 	"strconv"
 	"strings"
@@ -57,18 +59,32 @@ func candidate(fields []string) bool {
 // type descriptors, itabs, the GOT of a position-independent or cgo binary)
 // shows as Anonymous in smaps, and dropping it would bring back the
 // unpatched file contents.
+// header reports whether a line of smaps starts a mapping: its first word
+// is an address range ("7f…-7f…"), where the other lines start with a
+// field name ending in ':'.
+func header(line []byte) bool {
+	word, _, _ := bytes.Cut(line, []byte(" "))
+	return bytes.IndexByte(word, '-') > 0 && !bytes.HasSuffix(word, []byte(":"))
+}
+
 func releaseCode() {
-	smaps, err := os.ReadFile("/proc/self/smaps")
+	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		return
 	}
+	defer f.Close()
 	type span struct{ start, end uint64 }
 	var drop []span
 	var cur *span // the mapping being read, if it is a candidate
-	for _, line := range strings.Split(string(smaps), "\n") {
-		fields := strings.Fields(line)
-		if len(fields) >= 5 && strings.Contains(fields[0], "-") && !strings.HasSuffix(fields[0], ":") {
+	// Line by line through a small buffer: the re-trim after each
+	// collection while idle must not grow the heap it just left.
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 4096), 64<<10)
+	for sc.Scan() {
+		line := sc.Bytes()
+		if header(line) {
 			cur = nil // a mapping's header: address range, permissions, offset, device, inode[, path]
+			fields := strings.Fields(string(line))
 			if !candidate(fields) || !atStart[strings.Join(fields, " ")] {
 				continue // anonymous, a device or special file, deleted (a 7th field), writable, or mapped since start
 			}
@@ -81,9 +97,14 @@ func releaseCode() {
 			}
 			continue
 		}
-		if cur != nil && len(fields) >= 2 && fields[0] == "Anonymous:" && fields[1] != "0" {
-			cur.end = cur.start // changed by this process: keep
+		if cur != nil && bytes.HasPrefix(line, []byte("Anonymous:")) {
+			if v := bytes.TrimSpace(line[len("Anonymous:"):]); !bytes.HasPrefix(v, []byte("0 ")) && !bytes.Equal(v, []byte("0")) {
+				cur.end = cur.start // changed by this process: keep
+			}
 		}
+	}
+	if sc.Err() != nil {
+		return
 	}
 	if afterScan != nil {
 		afterScan()
