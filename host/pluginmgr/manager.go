@@ -232,6 +232,11 @@ func (m *Manager) stopAll() {
 		m.stopPlugin(p)
 	}
 	m.wg.Wait()
+	// A build renamed in just before is hashed now, not by its timer
+	// (hashAfter) after Run returned.
+	for _, p := range all {
+		p.settle()
+	}
 }
 
 func (m *Manager) stopPlugin(p *plugin) {

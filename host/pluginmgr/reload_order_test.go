@@ -191,3 +191,31 @@ func TestANewBuildIsHashedAfterItsStart(t *testing.T) {
 		t.Fatalf("the new build's stages: %q, want %q", stages, want)
 	}
 }
+
+// TestNoBinaryIsHashedAfterTheManagerStopped: the hash of a new build
+// renamed in waits 100 ms after its start (renamed.go); a stop within them
+// hashes it before Run returns, so that nothing of the manager (its timer,
+// a hash goroutine reading the binary, a lazy plugin's cache written) is
+// left running after it (found by review: the hash began 100 ms after the
+// stop, after Run had returned).
+func TestNoBinaryIsHashedAfterTheManagerStopped(t *testing.T) {
+	var armed, stopped, late atomic.Bool
+	pluginmgr.SetStartHook(t.Cleanup, func(name, stage string) {
+		if name == "clock" && stage == "hashing" && armed.Load() && stopped.Load() {
+			late.Store(true)
+		}
+	})
+	x := startManager(t, func(dir string) { install(t, clockBin(t), dir, "clock", 0) }, nil)
+	x.running("clock", "get_current_time")
+	armed.Store(true)
+	install(t, clockBin(t), x.dir, "clock", 1)
+	x.waitLog(`msg="plugin reloaded"`, "plugin=clock")
+	x.stop()
+	stopped.Store(true)
+	// Time for a hash left behind to begin (5 × its 100 ms); with none
+	// left, nothing begins however busy the machine is.
+	time.Sleep(500 * time.Millisecond)
+	if late.Load() {
+		t.Fatal("the new build was hashed after Run returned")
+	}
+}
