@@ -34,17 +34,7 @@ func TestALivingRoomsEchoIsTakenOff(t *testing.T) {
 }
 
 func TestABargeInInTheFirstSecondsIsHeard(t *testing.T) {
-	sc := livingScene(t)
-	out := cancel(t, sc.dt.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay})
-	from, to := sc.segs[0][0], sc.segs[0][1] // said from 1 s on, as loud as the echo
-	_, lag := echoroom.Correlation(out, sc.dt.Near, from, to, rate/50)
-	var xy, xx float64
-	for i := from; i < to; i++ {
-		x := float64(sc.dt.Near[i])
-		xy += x * float64(out[i+lag])
-		xx += x * x
-	}
-	lost := -20 * math.Log10(max(xy/xx, 1e-3))
+	lost := firstBargeInLost(t, livingScene(t))
 	t.Logf("near speech said from 1 s on, over the reply: %.1f dB of it lost", lost)
 	if lost > 6 {
 		t.Fatalf("a barge-in 1 s into a reply lost %.1f dB, want ≤ 6 dB", lost)
@@ -71,19 +61,25 @@ func TestABargeInInTheFirstSecondsIsHeardInEveryRoomOfTheTuningSet(t *testing.T)
 		if sc.music || (sc.room.Kind != echoroom.Dry && sc.room.Kind != echoroom.Living) {
 			continue
 		}
-		out := cancel(t, sc.dt.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay})
-		from, to := sc.segs[0][0], sc.segs[0][1] // said from 1 s on, as loud as the echo
-		_, lag := echoroom.Correlation(out, sc.dt.Near, from, to, rate/50)
-		var xy, xx float64
-		for i := from; i < to; i++ {
-			x := float64(sc.dt.Near[i])
-			xy += x * float64(out[i+lag])
-			xx += x * x
-		}
-		lost := -20 * math.Log10(max(xy/xx, 1e-3))
+		lost := firstBargeInLost(t, sc)
 		t.Logf("%s: near speech said from 1 s on, over the reply: %.1f dB of it lost", sc.name(), lost)
 		if lost > 6 {
 			t.Errorf("%s: a barge-in 1 s into a reply lost %.1f dB, want ≤ 6 dB", sc.name(), lost)
 		}
 	}
+}
+
+// firstBargeInLost returns how much of the scene's first near speech, said
+// from 1 s into the reply as loud as the echo, the canceller takes away (dB).
+func firstBargeInLost(t *testing.T, sc worldScene) float64 {
+	out := cancel(t, sc.dt.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay})
+	from, to := sc.segs[0][0], sc.segs[0][1]
+	_, lag := echoroom.Correlation(out, sc.dt.Near, from, to, rate/50)
+	var xy, xx float64
+	for i := from; i < to; i++ {
+		x := float64(sc.dt.Near[i])
+		xy += x * float64(out[i+lag])
+		xx += x * x
+	}
+	return -20 * math.Log10(max(xy/xx, 1e-3))
 }
