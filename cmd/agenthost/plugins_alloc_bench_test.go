@@ -23,13 +23,13 @@ import (
 // go_gc_duration_seconds_count) before and after the calls, less what one
 // scrape costs, and the reads and writes of the host and the plugin. Counts,
 // not times: the figures hold on a busy machine. It runs the host at its own
-// GOGC (host/calls sets it through internal/memtrim) and at the plugins' 50,
-// and reports beside the GC cycles what each costs in memory after the
-// calls: the heap goal (go_memstats_next_gc_bytes) and the host's RSS.
+// GOGC (host/calls sets it through internal/memtrim), at Go's default 100
+// and at the plugins' 50, and reports beside the GC cycles what each costs
+// in memory after the calls: the heap goal (go_memstats_next_gc_bytes) and the host's RSS.
 //
 //	go test -run='^$' -bench='^BenchmarkPluginCallAllocs$' -benchtime=3000x ./cmd/agenthost/
 func BenchmarkPluginCallAllocs(b *testing.B) {
-	for _, gogc := range []string{"host", "50"} {
+	for _, gogc := range []string{"host", "100", "50"} {
 		b.Run("gogc="+gogc, func(b *testing.B) {
 			var env []string
 			if gogc != "host" {
