@@ -7,8 +7,8 @@
 # whole) and BenchmarkCapturePath in a quiet room and with a reply playing.
 # Under emulation only the ratio (quiet vs speaking) means something; the
 # script prints the same benchmark natively after it.
-# The detector itself does not run under qemu-user: ONNX Runtime 1.30's
-# arm64 library faults in its initialisation (in dlopen) there.
+# The detector's models under qemu-user: scripts/bench-arm64-gate.sh (ONNX
+# Runtime faults in dlopen there unless /proc/cpuinfo is an ARM one's).
 # Usage: scripts/bench-wake-arm64.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."

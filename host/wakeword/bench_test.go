@@ -49,22 +49,12 @@ func frontEnd(b *testing.B, quiet, gate bool) {
 	}
 	f := settingsB(b)
 	f.Gate = gate
-	phrase := audiotest.Say(b, audiotest.SpeechOptions{Voice: "en-gb", WPM: 140}, "hey jarvis")
-	phrase = phrase[:voicedEndB(phrase)]
-	reply := audiotest.Say(b, audiotest.SpeechOptions{Voice: "en-us", WPM: 170}, "It is twenty past four. The weather stays dry until the evening, with light winds from the west.")
-	n := int(dur.Seconds()) * rate
-	far := make([]int16, n)
-	near := make([]int16, n)
-	var ends []int // where each phrase's voice ends
-	for at := 3 * rate; at+len(phrase) < n; at += 8 * rate {
-		copy(near[at:], phrase)
-		ends = append(ends, at+len(phrase))
-		if r := at + len(phrase) + rate; r+len(reply) < n && !quiet {
-			copy(far[r:], reply) // the speaker answers; its echo comes back
-		}
+	kind := "replies"
+	if quiet {
+		kind = "quiet"
 	}
-	room := echoroom.Room{Delay: 60 * time.Millisecond, Gain: -10, Noise: -60, Seed: 7}
-	mic := room.Render(far, near).Mic
+	mic, far, ends := frontEndRoom(b, dur, kind)
+	n := len(mic)
 
 	detected := make(chan time.Time, 64)
 	d := New(Options{Command: testbin.BuildRelease(b, "./cmd/agenthost-wakeword"), Settings: f, Log: slog.New(slog.DiscardHandler),
@@ -136,6 +126,30 @@ func frontEnd(b *testing.B, quiet, gate bool) {
 	}
 }
 
+// frontEndRoom is BenchmarkFrontEnd's room, dur long, at 16 kHz: "hey
+// jarvis" every 8 s from 3 s on, and after each phrase the speaker's reply
+// (kind "replies"); only the phrases ("quiet"); or nobody speaking at all
+// ("empty"). It returns what the microphone hears, what the speaker plays
+// and where each phrase's voice ends.
+func frontEndRoom(b *testing.B, dur time.Duration, kind string) (mic, far []int16, ends []int) {
+	const rate = 16000
+	phrase := audiotest.Say(b, audiotest.SpeechOptions{Voice: "en-gb", WPM: 140}, "hey jarvis")
+	phrase = phrase[:voicedEndB(phrase)]
+	reply := audiotest.Say(b, audiotest.SpeechOptions{Voice: "en-us", WPM: 170}, "It is twenty past four. The weather stays dry until the evening, with light winds from the west.")
+	n := int(dur.Seconds()) * rate
+	far = make([]int16, n)
+	near := make([]int16, n)
+	for at := 3 * rate; at+len(phrase) < n && kind != "empty"; at += 8 * rate {
+		copy(near[at:], phrase)
+		ends = append(ends, at+len(phrase))
+		if r := at + len(phrase) + rate; r+len(reply) < n && kind == "replies" {
+			copy(far[r:], reply) // the speaker answers; its echo comes back
+		}
+	}
+	room := echoroom.Room{Delay: 60 * time.Millisecond, Gain: -10, Noise: -60, Seed: 7}
+	return room.Render(far, near).Mic, far, ends
+}
+
 func pct(sorted []float64, p int) float64 {
 	if len(sorted) == 0 {
 		return 0
@@ -168,7 +182,10 @@ func contextB() (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.Background())
 }
 
-func settingsB(b *testing.B) Settings {
+// settingsB are the detector's settings with the fetched models and ONNX
+// Runtime, or the library $AGENTHOST_TEST_ONNXRUNTIME names (another
+// architecture's, for scripts/bench-arm64-gate.sh).
+func settingsB(b testing.TB) Settings {
 	f := wakewordtest.Fetch(b)
 	lib := f.ONNXRuntime
 	if l := os.Getenv("AGENTHOST_TEST_ONNXRUNTIME"); l != "" {

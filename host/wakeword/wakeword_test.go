@@ -19,7 +19,6 @@ import (
 	"github.com/agenthost/agenthost/audio/audiotest"
 	"github.com/agenthost/agenthost/audio/vad"
 	"github.com/agenthost/agenthost/audio/wakeword"
-	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
 	"github.com/agenthost/agenthost/host/supervise"
 	"github.com/agenthost/agenthost/internal/backoff"
 	"github.com/agenthost/agenthost/internal/procs"
@@ -64,8 +63,9 @@ type rig struct {
 }
 
 func settings(t *testing.T) Settings {
-	f := wakewordtest.Fetch(t)
-	return Settings{Models: []string{"hey_jarvis"}, Threshold: 0.5, Dir: f.Dir, ONNXRuntime: f.ONNXRuntime, Gate: true}
+	s := settingsB(t)
+	s.Gate = true
+	return s
 }
 
 // newRig runs a detector (the real binary, built with tags) until the test ends.
