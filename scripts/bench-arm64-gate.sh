@@ -25,7 +25,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 bench='GatedFrontEnd/room=(empty|replies)/gate=true'
-[ "${1:-}" = -bench ] && bench=$2
+if [ $# -eq 2 ] && [ "$1" = -bench ]; then
+  bench=$2
+elif [ $# -ne 0 ]; then
+  echo "usage: scripts/bench-arm64-gate.sh [-bench REGEXP]" >&2; exit 2
+fi
 [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || { echo "bench-arm64-gate: no binfmt_misc entry for aarch64: scripts/install-cross-deps.sh (qemu-user-static, binfmt-support)" >&2; exit 1; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
