@@ -25,7 +25,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/env.sh
 bench='GatedFrontEnd/room=(empty|replies)/gate=true'
-[ "${1:-}" = -bench ] && bench=$2
+if [ $# -eq 2 ] && [ "$1" = -bench ]; then
+  bench=$2
+elif [ $# -ne 0 ]; then
+  echo "usage: scripts/bench-arm64-gate.sh [-bench REGEXP]" >&2; exit 2
+fi
 [ -e /proc/sys/fs/binfmt_misc/qemu-aarch64 ] || { echo "bench-arm64-gate: no binfmt_misc entry for aarch64: scripts/install-cross-deps.sh (qemu-user-static, binfmt-support)" >&2; exit 1; }
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
@@ -45,14 +49,20 @@ CGO_ENABLED=1 GOOS=linux GOARCH=arm64 CC=aarch64-linux-gnu-gcc \
   nice -n 19 go test -c -o "$out/wakeword.test" ./host/wakeword
 file "$out/wakeword.test" | cut -d, -f1-2
 
+# Only the Benchmark lines are shown as they come; a failed run, or one
+# where -bench matched nothing, shows its whole output before the trap
+# removes it.
+failed() { echo "bench-arm64-gate: the run failed or ran no benchmark; its output:" >&2; cat "$1" >&2; exit 1; }
 ns=(unshare -m)
 [ "$(id -u)" = 0 ] || ns=(unshare -Urm)
 echo "arm64 under $(qemu-aarch64-static --version | head -1), QEMU_CPU=cortex-a53:"
 (cd host/wakeword && AGENTHOST_TEST_ONNXRUNTIME=$ort QEMU_CPU=cortex-a53 nice -n 19 "${ns[@]}" \
   sh -c 'mount --bind "$1" /proc/cpuinfo && shift && exec "$@"' sh "$out/cpuinfo" \
-  "$out/wakeword.test" -test.run='^$' -test.bench="$bench" -test.benchtime=1x) | tee "$out/arm64.txt" | grep -E '^Benchmark'
+  "$out/wakeword.test" -test.run='^$' -test.bench="$bench" -test.benchtime=1x) | tee "$out/arm64.txt" | grep -E '^Benchmark' ||
+  failed "$out/arm64.txt"
 echo "$(go env GOARCH), natively:"
-nice -n 19 go test ./host/wakeword/ -run='^$' -bench="$bench" -benchtime=1x | tee "$out/native.txt" | grep -E '^Benchmark'
+nice -n 19 go test ./host/wakeword/ -run='^$' -bench="$bench" -benchtime=1x | tee "$out/native.txt" | grep -E '^Benchmark' ||
+  failed "$out/native.txt"
 
 # The figures, and each room's relative to the empty room with the gate in the same state.
 summary() {

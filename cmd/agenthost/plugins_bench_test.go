@@ -177,6 +177,7 @@ func BenchmarkPluginCall(b *testing.B) {
 		direct()
 	}
 	hostTimes(b, simP, "get_current_time") // forget the warm-up
+	hostTimes(b, simB, "get_current_time")
 
 	var plugin, builtin, rpc []time.Duration
 	for b.Loop() {
