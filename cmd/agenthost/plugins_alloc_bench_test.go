@@ -25,7 +25,8 @@ import (
 // not times: the figures hold on a busy machine. It runs the host at its own
 // GOGC (host/calls sets it through internal/memtrim), at Go's default 100
 // and at the plugins' 50, and reports beside the GC cycles what each costs
-// in memory after the calls: the heap goal (go_memstats_next_gc_bytes) and the host's RSS.
+// in memory after the calls: the heap goal (go_memstats_next_gc_bytes) and
+// the host's RSS.
 //
 //	go test -run='^$' -bench='^BenchmarkPluginCallAllocs$' -benchtime=3000x ./cmd/agenthost/
 func BenchmarkPluginCallAllocs(b *testing.B) {

@@ -42,11 +42,7 @@ func BenchmarkFrontEnd(b *testing.B) {
 
 func frontEnd(b *testing.B, quiet, gate bool) {
 	const rate = 16000
-	dur := 90 * time.Second
-	if s := os.Getenv("AGENTHOST_BENCH_SECONDS"); s != "" {
-		n, _ := strconv.Atoi(s)
-		dur = time.Duration(n) * time.Second
-	}
+	dur := benchLength(b, 90*time.Second)
 	f := settingsB(b)
 	f.Gate = gate
 	kind := "replies"
@@ -124,6 +120,20 @@ func frontEnd(b *testing.B, quiet, gate bool) {
 		b.Logf("%s of audio in real time, gate %v, %.0f s held back: front end %.2f%% of one core (cancel+suppress and feeding %.2f%%, detector %.2f%%); %d of %d phrases detected, latency after the phrase's end p50 %.0f ms, p95 %.0f ms (%v); detector RSS %.1f MiB (ONNX Runtime %s)",
 			dur, gate, d.Status().GatedSeconds, share(self+child), share(self), share(child), len(lat), len(ends), pct(lat, 50), pct(lat, 95), lat, float64(mem.RSS)/(1<<20), st.ONNXRuntime)
 	}
+}
+
+// benchLength is the benchmarks' room length: $AGENTHOST_BENCH_SECONDS,
+// else def.
+func benchLength(b *testing.B, def time.Duration) time.Duration {
+	s := os.Getenv("AGENTHOST_BENCH_SECONDS")
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		b.Fatalf("AGENTHOST_BENCH_SECONDS=%q: want a whole number of seconds above 0", s)
+	}
+	return time.Duration(n) * time.Second
 }
 
 // frontEndRoom is BenchmarkFrontEnd's room, dur long, at 16 kHz: "hey

@@ -2,8 +2,6 @@ package wakeword
 
 import (
 	"fmt"
-	"os"
-	"strconv"
 	"testing"
 	"time"
 
@@ -39,11 +37,7 @@ func BenchmarkGatedFrontEnd(b *testing.B) {
 
 func gatedFrontEnd(b *testing.B, room string, on bool) {
 	const rate, frame = wakeword.Rate, 960
-	dur := 40 * time.Second
-	if s := os.Getenv("AGENTHOST_BENCH_SECONDS"); s != "" {
-		n, _ := strconv.Atoi(s)
-		dur = time.Duration(n) * time.Second
-	}
+	dur := benchLength(b, 40*time.Second)
 	mic, far, ends := frontEndRoom(b, dur, room)
 	rt := &countingRuntime{Runtime: openRuntimeB(b)}
 	for b.Loop() {
