@@ -11,6 +11,7 @@ import (
 type Denoise struct {
 	pre   *speexPre
 	frame int
+	runs  int // frames handed to speexdsp
 }
 
 // Bounds of Denoise's level, in dB of attenuation.
@@ -47,6 +48,7 @@ func (d *Denoise) Name() string { return "denoise" }
 func (d *Denoise) Process(f *Frame) {
 	if len(f.PCM) == d.frame {
 		d.pre.run(f.PCM)
+		d.runs++
 	}
 }
 
