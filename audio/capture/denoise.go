@@ -7,12 +7,19 @@ import (
 
 // Denoise is the noise-suppressing stage: speexdsp's preprocessor, which
 // learns the noise's spectrum while nobody speaks and takes up to Level dB
-// off it.
+// off it. Digital silence (a microphone muted at the device, a suspended
+// source) goes past it untouched once its buffers are flushed: its output
+// would be the same, and its noise estimate keeps the room's.
 type Denoise struct {
 	pre   *speexPre
 	frame int
 	runs  int // frames handed to speexdsp
+	zeros int // digital silence in a row, in frames
 }
+
+// flushFrames of digital silence leave only zeros in speexdsp's overlap
+// buffers; after them its output for digital silence is digital silence.
+const flushFrames = 2
 
 // Bounds of Denoise's level, in dB of attenuation.
 const (
@@ -46,10 +53,26 @@ func (d *Denoise) Name() string { return "denoise" }
 
 // Process implements Stage.
 func (d *Denoise) Process(f *Frame) {
-	if len(f.PCM) == d.frame {
-		d.pre.run(f.PCM)
-		d.runs++
+	if len(f.PCM) != d.frame {
+		return
 	}
+	if d.zeros = d.zeros + 1; !allZero(f.PCM) {
+		d.zeros = 0
+	}
+	if d.zeros > flushFrames {
+		return // a call into C for nothing, and a wake-up of the runtime's monitor
+	}
+	d.pre.run(f.PCM)
+	d.runs++
+}
+
+func allZero(p []int16) bool {
+	for _, v := range p {
+		if v != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // Close implements Stage.
