@@ -27,33 +27,31 @@ func socketWriter(nc net.Conn) io.Writer {
 	if err != nil {
 		return nc
 	}
-	return &rawWriter{nc: tc, rc: rc}
+	return newRawWriter(tc, rc)
 }
 
 type rawWriter struct {
 	nc *net.TCPConn
 	rc syscall.RawConn
+	// One write at a time (the connection's write lock): its state lives
+	// here and writeFD is bound once, so a write allocates nothing.
+	p       []byte
+	n       int
+	errno   syscall.Errno
+	writeFD func(fd uintptr) bool
+}
+
+func newRawWriter(nc *net.TCPConn, rc syscall.RawConn) *rawWriter {
+	w := &rawWriter{nc: nc, rc: rc}
+	w.writeFD = w.write
+	return w
 }
 
 func (w *rawWriter) Write(p []byte) (int, error) {
-	n := 0
-	var errno syscall.Errno
-	err := w.rc.Write(func(fd uintptr) bool {
-		for n < len(p) {
-			m, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&p[n])), uintptr(len(p)-n))
-			switch e {
-			case 0:
-				n += int(m)
-			case unix.EINTR:
-			case unix.EAGAIN:
-				return false // the poller waits until the socket takes more
-			default:
-				errno = e
-				return true
-			}
-		}
-		return true
-	})
+	w.p, w.n, w.errno = p, 0, 0
+	err := w.rc.Write(w.writeFD)
+	n, errno := w.n, w.errno
+	w.p = nil
 	if err == nil && errno != 0 {
 		err = os.NewSyscallError("write", errno)
 	}
@@ -61,4 +59,23 @@ func (w *rawWriter) Write(p []byte) (int, error) {
 		err = &net.OpError{Op: "write", Net: "tcp", Source: w.nc.LocalAddr(), Addr: w.nc.RemoteAddr(), Err: err}
 	}
 	return n, err
+}
+
+// write is the poller's callback: it writes what is left of w.p, and
+// reports false while the socket is full.
+func (w *rawWriter) write(fd uintptr) bool {
+	for w.n < len(w.p) {
+		m, _, e := unix.RawSyscall(unix.SYS_WRITE, fd, uintptr(unsafe.Pointer(&w.p[w.n])), uintptr(len(w.p)-w.n))
+		switch e {
+		case 0:
+			w.n += int(m)
+		case unix.EINTR:
+		case unix.EAGAIN:
+			return false // the poller waits until the socket takes more
+		default:
+			w.errno = e
+			return true
+		}
+	}
+	return true
 }
