@@ -318,6 +318,7 @@ type pipeLink struct {
 var errPipeClosed = errors.New("the in-memory link is closed")
 
 func (p *pipeLink) Send(f voice.Frame) error {
+	f.Payload = append([]byte(nil), f.Payload...) // a Sender keeps no audio payload
 	select {
 	case p.queue <- f:
 		return nil

@@ -25,7 +25,9 @@ import (
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
-// Sender writes frames to the voice server (the link).
+// Sender writes frames to the voice server (the link). It keeps nothing of
+// an audio frame's Payload once Send returns (as an io.Writer keeps nothing
+// of p): the microphone's encoder reuses it for the next frame.
 type Sender interface {
 	Send(voice.Frame) error
 }
@@ -88,8 +90,11 @@ type Conversation struct {
 	earconStart, earconEnd, earconUnreachable []int16
 
 	enc *opus.Encoder
-	dec *opus.Decoder
-	wk  *waker // the wake word; nil when off
+	// payload is the microphone frame's encoding, reused frame after
+	// frame (capture's goroutine only).
+	payload []byte
+	dec     *opus.Decoder
+	wk      *waker // the wake word; nil when off
 
 	mu        sync.Mutex
 	up        bool

@@ -32,6 +32,9 @@ func (s *sent) Send(f voice.Frame) error {
 	if s.down {
 		return errors.New("the link is down")
 	}
+	if f.Type == voice.TypeAudio { // a Sender keeps no audio payload (see Sender)
+		f.Payload = append([]byte(nil), f.Payload...)
+	}
 	s.frames = append(s.frames, f)
 	return nil
 }

@@ -121,14 +121,18 @@ type Stats struct {
 	BargeIns  int64 // replies cut short by a new turn
 }
 
+// encode encodes pcm into c.payload, which the next frame reuses.
 func (c *Conversation) encode(pcm []int16) ([]byte, error) {
 	if c.enc != nil {
-		return c.enc.AppendEncodeFramed(nil, pcm, opus.BigEndian)
+		b, err := c.enc.AppendEncodeFramed(c.payload[:0], pcm, opus.BigEndian)
+		c.payload = b[:0]
+		return b, err
 	}
-	b := make([]byte, 2*len(pcm))
-	for i, s := range pcm {
-		b[2*i], b[2*i+1] = byte(s), byte(uint16(s)>>8)
+	b := c.payload[:0]
+	for _, s := range pcm {
+		b = append(b, byte(s), byte(uint16(s)>>8))
 	}
+	c.payload = b[:0]
 	voice.SanitizeAudio(b)
 	return b, nil
 }

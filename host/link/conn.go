@@ -81,6 +81,7 @@ func (c *conn) send(f voice.Frame) error {
 	q := c.control
 	if f.Type == voice.TypeAudio {
 		q = c.audio
+		f.Payload = append([]byte(nil), f.Payload...) // its sender reuses it
 	}
 	select {
 	case q <- f:

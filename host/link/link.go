@@ -180,6 +180,8 @@ func (l *Link) Check(ctx context.Context) error {
 
 // Send queues a frame on the current connection. Audio frames jump ahead of
 // everything else. It fails at once with ErrDown when no connection is up.
+// It keeps nothing of an audio frame's Payload once it returns (a queued
+// one is copied), so a stream can reuse its buffer.
 func (l *Link) Send(f voice.Frame) error {
 	if err := voice.Check(f); err != nil {
 		return err

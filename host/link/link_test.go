@@ -377,3 +377,28 @@ func TestCheckNamesAStuckFrameHandler(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A stream reuses its frame's buffer once Send returns: an audio frame
+// queued behind a write in progress is the link's own copy.
+func TestAQueuedAudioFrameIsTheLinksOwnCopy(t *testing.T) {
+	a, b := net.Pipe()
+	defer a.Close()
+	defer b.Close()
+	c := newConn(1, a, &settings{keepalive: time.Hour}, slog.New(slog.DiscardHandler))
+	defer c.close()
+	buf := []byte("first frame's audio")
+	c.wmu.Lock() // a write in progress: the frame is queued
+	if err := c.send(voice.Frame{Type: voice.TypeAudio, Task: "t1", Seq: 1, Payload: buf}); err != nil {
+		t.Fatal(err)
+	}
+	copy(buf, "next frame's audio!")
+	c.wmu.Unlock()
+	go c.writeLoop()
+	f, err := voice.NewDecoder(b).Decode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(f.Payload) != "first frame's audio" {
+		t.Errorf("the queued frame went out as %q", f.Payload)
+	}
+}
