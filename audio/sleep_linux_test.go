@@ -79,3 +79,21 @@ func TestAPacedStreamInASynctestBubbleKeepsTheBubblesClock(t *testing.T) {
 		}
 	})
 }
+
+// A paced stream sleeps every frame for as long as it runs: a sleep that
+// allocates is garbage every 60 ms.
+func TestAPacerSleepAllocatesNothing(t *testing.T) {
+	s := newSleeper()
+	defer s.close()
+	ctx := context.Background()
+	if err := s.sleep(ctx, time.Microsecond); err != nil { // opens the timer
+		t.Fatal(err)
+	}
+	if allocs := testing.AllocsPerRun(50, func() {
+		if err := s.sleep(ctx, time.Microsecond); err != nil {
+			t.Fatal(err)
+		}
+	}); allocs != 0 {
+		t.Errorf("%.1f allocations per sleep, want none", allocs)
+	}
+}
