@@ -31,6 +31,13 @@ type timerFD struct {
 	rc       syscall.RawConn
 	err      error
 	fallback goTimer
+	// One sleep at a time (its stream's gate): its state lives here and
+	// wait is bound once, so a sleep allocates nothing.
+	spec  unix.ItimerSpec
+	buf   [8]byte // the number of expirations
+	errno syscall.Errno
+	armed bool
+	wait  func(fd uintptr) bool
 }
 
 func newSleeper() sleeper { return &timerFD{} }
@@ -48,6 +55,7 @@ func (t *timerFD) open() {
 		return
 	}
 	t.f = os.NewFile(uintptr(fd), "timerfd")
+	t.wait = t.armOrRead
 	if t.rc, t.err = t.f.SyscallConn(); t.err != nil {
 		t.f.Close()
 	}
@@ -63,23 +71,10 @@ func (t *timerFD) sleep(ctx context.Context, d time.Duration) error {
 	if t.err != nil {
 		return t.fallback.sleep(ctx, d)
 	}
-	spec := unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(d), 1))}
-	var buf [8]byte // the number of expirations
-	var errno syscall.Errno
-	armed := false
-	// The timer is armed inside the poller's read (after it forgot any
-	// earlier readiness), so the first call need not try a read that
-	// cannot succeed yet: an expiry from then on wakes the wait.
-	err := t.rc.Read(func(fd uintptr) bool {
-		if !armed {
-			armed = true
-			_, _, errno = unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&spec)), 0, 0, 0)
-			return errno != 0
-		}
-		_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&buf[0])), uintptr(len(buf)))
-		return e != unix.EAGAIN && e != unix.EINTR
-	})
-	if !armed || errno != 0 { // closed, or not armed
+	t.spec = unix.ItimerSpec{Value: unix.NsecToTimespec(max(int64(d), 1))}
+	t.armed, t.errno = false, 0
+	err := t.rc.Read(t.wait)
+	if !t.armed || t.errno != 0 { // closed, or not armed
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -89,6 +84,20 @@ func (t *timerFD) sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	return err
+}
+
+// armOrRead is the poller's callback. The timer is armed inside the
+// poller's read (after it forgot any earlier readiness), so the first call
+// need not try a read that cannot succeed yet: an expiry from then on wakes
+// the wait.
+func (t *timerFD) armOrRead(fd uintptr) bool {
+	if !t.armed {
+		t.armed = true
+		_, _, t.errno = unix.RawSyscall6(unix.SYS_TIMERFD_SETTIME, fd, 0, uintptr(unsafe.Pointer(&t.spec)), 0, 0, 0)
+		return t.errno != 0
+	}
+	_, _, e := unix.RawSyscall(unix.SYS_READ, fd, uintptr(unsafe.Pointer(&t.buf[0])), uintptr(len(t.buf)))
+	return e != unix.EAGAIN && e != unix.EINTR
 }
 
 // close ends a pending sleep (its caller's ctx is done by then) and
