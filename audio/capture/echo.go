@@ -135,10 +135,11 @@ func NewEcho(ref *Reference, o EchoOptions) (*Echo, error) {
 		return nil, fmt.Errorf("echo canceller: %w", err)
 	}
 	e := &Echo{ref: ref, o: o, frame: frame, aec: aec, held: true}
+	maxLag := int(o.MaxDelay.Seconds() * float64(o.Rate))
 	switch {
 	case o.NoResidual:
 	case !o.SpeexResidual:
-		e.post = newResidual(frame)
+		e.post = newResidual(frame, (maxLag+frame-1)/frame+delayMargin)
 	default:
 		if e.res, err = newSpeexPre(frame, o.Rate); err != nil {
 			aec.close()
@@ -147,7 +148,6 @@ func NewEcho(ref *Reference, o EchoOptions) (*Echo, error) {
 		e.res.setEcho(aec)
 		e.res.set(ppNoiseSuppress, 0) // echo only: noise is the Denoise stage's
 	}
-	maxLag := int(o.MaxDelay.Seconds() * float64(o.Rate))
 	if maxLag > 0 {
 		if e.est, err = newDelayEstimator(frame, o.Rate, maxLag); err != nil {
 			e.Close()
@@ -249,7 +249,7 @@ func (e *Echo) Cancel(mic, far []int16) {
 			e.held = false
 		}
 	}
-	if e.held && echoing && !(ours && e.found() && e.post.learnt() && e.post.talking) {
+	if e.held && echoing && !(ours && (e.found() && e.post.learnt() && e.post.talking || !e.found() && e.post.bTalking)) {
 		// The filter is still learning the room: while its echo may be
 		// in the microphone, hold the output down rather than pass it
 		// (but not near speech, once the suppressor can tell it).
@@ -343,6 +343,7 @@ func (e *Echo) filter(mic, far []int16, at int) {
 		for i := range e.aligned {
 			e.aligned[i] = e.hist[(from+i)%len(e.hist)]
 		}
+		e.post.blind = !e.found()
 		e.post.run(mic, e.aligned, e.out)
 	}
 }
