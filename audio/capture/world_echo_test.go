@@ -99,3 +99,17 @@ func TestABargeInOverMusicIsHeardBeforeTheEchosDelayIsFound(t *testing.T) {
 		}
 	}
 }
+
+func TestTheEchoOfEveryLivingRoomInTheTuningSetIsTakenOffBy25dB(t *testing.T) {
+	for _, sc := range worldScenes(t, worldSets[0]) {
+		if sc.music || sc.room.Kind != echoroom.Living {
+			continue
+		}
+		out := cancel(t, sc.echo.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay})
+		erle := echoroom.ERLE(sc.echo.Mic, out, settle)
+		t.Logf("%s: echo removed from 2 s on: %.1f dB", sc.name(), erle)
+		if erle < 25 {
+			t.Errorf("%s: echo removed from 2 s on = %.1f dB, want ≥ 25 dB", sc.name(), erle)
+		}
+	}
+}
