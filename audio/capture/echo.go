@@ -32,7 +32,9 @@ type EchoOptions struct {
 	// for up to 6 s in a reverberant room. Without it (and with the
 	// residual suppressor) the output is held down until the delay search
 	// found the echo, the suppressor learnt its level and 2 s of sound
-	// were played; near speech the suppressor tells from echo passes.
+	// were played; near speech the suppressor tells from echo passes
+	// (before the delay is found, told against the loudest the echo could
+	// be at any lag).
 	Hold bool
 	// Log, if set, hears when the delay search moves the filter.
 	Log *slog.Logger
@@ -441,7 +443,8 @@ func (e *Echo) holdFilter() { e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0 }
 // search found the echo, the suppressor learnt its level (0.5 s of far end
 // alone; at the first delay found it keeps what it learnt unaligned), both
 // take 20 dB off while nobody speaks, and 2 s of sound were played;
-// meanwhile what the suppressor takes for near speech passes.
+// meanwhile what the suppressor takes for near speech passes (before the
+// delay is found, against the reference's envelope over the search's range).
 const (
 	warmMin   = 100   // frames of played sound
 	warmMax   = 600   // frames of played sound
