@@ -113,3 +113,28 @@ func TestTheEchoOfEveryLivingRoomInTheTuningSetIsTakenOffBy25dB(t *testing.T) {
 		}
 	}
 }
+
+// Rooms beyond the three sets (seed 17), with the tuning set's second tune:
+// after the path changed, the learning hold must not end while the tune's
+// onsets still pass the young filter and the suppressor.
+func TestAnEchoPathThatChangesUnderMusicIsCancelledAgainWithinASecond(t *testing.T) {
+	var far []int16
+	for _, sc := range worldScenes(t, worldSets[0]) {
+		if sc.music && sc.room.Kind == echoroom.Dry {
+			far = sc.far // the last: the second tune
+		}
+	}
+	for _, r := range echoroom.WorldRooms(17, 2) {
+		if r.Kind != echoroom.Moving {
+			continue
+		}
+		s := r.Render(far, nil)
+		out := cancel(t, s.Mic, far, EchoOptions{MaxDelay: DefaultMaxDelay})
+		a, b := worldMove+rate, worldMove+2*rate
+		erle := echoroom.ERLE(s.Mic[a:b], out[a:b], 0)
+		t.Logf("%s/music: echo removed in the second second after the path changed: %.1f dB", r, erle)
+		if erle < 20 {
+			t.Errorf("%s/music: echo removed in the second second after the path changed = %.1f dB, want ≥ 20 dB", r, erle)
+		}
+	}
+}
