@@ -442,7 +442,7 @@ func (e *Echo) holdFilter() { e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0 }
 // an underrun is not heard. With the residual suppressor, until the delay
 // search found the echo, the suppressor learnt its level (0.5 s of far end
 // alone; at the first delay found it keeps what it learnt unaligned), both
-// take 20 dB off while nobody speaks, and 2 s of sound were played;
+// take 25 dB off while nobody speaks, and 2 s of sound were played;
 // meanwhile what the suppressor takes for near speech passes (before the
 // delay is found, against the reference's envelope over the search's range).
 const (
@@ -452,7 +452,7 @@ const (
 	warmDecay = 0.95  // per frame: about the last half second counts
 	warmTail  = 15    // frames after the last sound that may still echo
 	warmDiv   = 32    // -30 dB
-	holdERLE  = 100.0 // 20 dB, with the residual suppressor
+	holdERLE  = 316.0 // 25 dB, with the residual suppressor
 	holdMin   = 200   // and for at least 2 s of played sound (near speech passes)
 
 	softenFirst = 0.1 // the weight the suppressor's unaligned model keeps at the first delay found
