@@ -32,7 +32,9 @@ type EchoOptions struct {
 	// for up to 6 s in a reverberant room. Without it (and with the
 	// residual suppressor) the output is held down until the delay search
 	// found the echo, the suppressor learnt its level and 2 s of sound
-	// were played; near speech the suppressor tells from echo passes.
+	// were played; near speech the suppressor tells from echo passes
+	// (before the delay is found, told against the loudest the echo could
+	// be at any lag).
 	Hold bool
 	// Log, if set, hears when the delay search moves the filter.
 	Log *slog.Logger
@@ -135,10 +137,11 @@ func NewEcho(ref *Reference, o EchoOptions) (*Echo, error) {
 		return nil, fmt.Errorf("echo canceller: %w", err)
 	}
 	e := &Echo{ref: ref, o: o, frame: frame, aec: aec, held: true}
+	maxLag := int(o.MaxDelay.Seconds() * float64(o.Rate))
 	switch {
 	case o.NoResidual:
 	case !o.SpeexResidual:
-		e.post = newResidual(frame)
+		e.post = newResidual(frame, (maxLag+frame-1)/frame+delayMargin)
 	default:
 		if e.res, err = newSpeexPre(frame, o.Rate); err != nil {
 			aec.close()
@@ -147,7 +150,6 @@ func NewEcho(ref *Reference, o EchoOptions) (*Echo, error) {
 		e.res.setEcho(aec)
 		e.res.set(ppNoiseSuppress, 0) // echo only: noise is the Denoise stage's
 	}
-	maxLag := int(o.MaxDelay.Seconds() * float64(o.Rate))
 	if maxLag > 0 {
 		if e.est, err = newDelayEstimator(frame, o.Rate, maxLag); err != nil {
 			e.Close()
@@ -249,7 +251,7 @@ func (e *Echo) Cancel(mic, far []int16) {
 			e.held = false
 		}
 	}
-	if e.held && echoing && !(ours && e.found() && e.post.learnt() && e.post.talking) {
+	if e.held && echoing && !(ours && (e.found() && e.post.learnt() && e.post.talking || !e.found() && e.post.bTalking)) {
 		// The filter is still learning the room: while its echo may be
 		// in the microphone, hold the output down rather than pass it
 		// (but not near speech, once the suppressor can tell it).
@@ -343,6 +345,7 @@ func (e *Echo) filter(mic, far []int16, at int) {
 		for i := range e.aligned {
 			e.aligned[i] = e.hist[(from+i)%len(e.hist)]
 		}
+		e.post.blind = !e.found()
 		e.post.run(mic, e.aligned, e.out)
 	}
 }
@@ -439,8 +442,9 @@ func (e *Echo) holdFilter() { e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0 }
 // an underrun is not heard. With the residual suppressor, until the delay
 // search found the echo, the suppressor learnt its level (0.5 s of far end
 // alone; at the first delay found it keeps what it learnt unaligned), both
-// take 20 dB off while nobody speaks, and 2 s of sound were played;
-// meanwhile what the suppressor takes for near speech passes.
+// take 25 dB off while nobody speaks, and 2 s of sound were played;
+// meanwhile what the suppressor takes for near speech passes (before the
+// delay is found, against the reference's envelope over the search's range).
 const (
 	warmMin   = 100   // frames of played sound
 	warmMax   = 600   // frames of played sound
@@ -448,7 +452,7 @@ const (
 	warmDecay = 0.95  // per frame: about the last half second counts
 	warmTail  = 15    // frames after the last sound that may still echo
 	warmDiv   = 32    // -30 dB
-	holdERLE  = 100.0 // 20 dB, with the residual suppressor
+	holdERLE  = 316.0 // 25 dB, with the residual suppressor
 	holdMin   = 200   // and for at least 2 s of played sound (near speech passes)
 
 	softenFirst = 0.1 // the weight the suppressor's unaligned model keeps at the first delay found

@@ -37,10 +37,13 @@ func TestAQuietRoomPassesThroughTheCanceller(t *testing.T) {
 	}
 }
 
-// A reply after a long pause is cancelled as well as the one before it: the
-// filter keeps what it learnt, and no hold starts because the speaker paused.
+// A reply after a long pause is cancelled as well as the same reply played
+// straight after the first: the filter keeps what it learnt, and no hold
+// starts because the speaker paused. (Not against the first reply: the
+// suppressor's young model over-estimates the residual for its first
+// seconds, which takes more off there than a learnt one does.)
 func TestAReplyAfterALongPauseIsCancelledAsBefore(t *testing.T) {
-	s, far, a, b, n := pausedScene(t)
+	s, far, _, b, n := pausedScene(t)
 	e, err := NewEcho(nil, EchoOptions{MaxDelay: DefaultMaxDelay})
 	if err != nil {
 		t.Fatal(err)
@@ -60,14 +63,17 @@ func TestAReplyAfterALongPauseIsCancelledAsBefore(t *testing.T) {
 	if e.Moves() != moves {
 		t.Errorf("the delay search moved the filter %d times in the reply after the pause", e.Moves()-moves)
 	}
-	before := echoroom.ERLE(s.Mic[a+settle:a+n], out[a+settle:a+n], 0)
+	sc := livingScene(t)
+	twice := append(append([]int16(nil), sc.far...), sc.far...)
+	st := sc.room.Render(twice, nil)
+	straight := cancel(t, st.Mic, twice, EchoOptions{MaxDelay: DefaultMaxDelay})
+	before := echoroom.ERLE(st.Mic[n+settle:2*n], straight[n+settle:2*n], 0)
+	beforeFirst := echoroom.ERLE(st.Mic[n:n+settle], straight[n:n+settle], 0)
 	after := echoroom.ERLE(s.Mic[b+settle:b+n], out[b+settle:b+n], 0)
 	first := echoroom.ERLE(s.Mic[b:b+settle], out[b:b+settle], 0)
-	t.Logf("echo removed: %.1f dB from 2 s on in the reply before the pause, %.1f dB in the reply after it (%.1f dB in its first 2 s)", before, after, first)
-	// 1.5 dB: the reply before the pause is the canceller's first, held
-	// for 2 s of sound; a better start there is no loss after the pause.
-	if after < before-1.5 || first < before-1.5 {
-		t.Fatalf("the reply after a 10 s pause lost %.1f dB (%.1f dB in its first 2 s) against the one before it, want ≤ 1.5 dB", before-after, before-first)
+	t.Logf("echo removed: %.1f dB from 2 s on in the reply played again at once (%.1f dB in its first 2 s), %.1f dB in the reply after a pause (%.1f dB)", before, beforeFirst, after, first)
+	if after < before-1.5 || first < beforeFirst-1.5 {
+		t.Fatalf("the reply after a 10 s pause lost %.1f dB (%.1f dB in its first 2 s) against the same reply without the pause, want ≤ 1.5 dB", before-after, beforeFirst-first)
 	}
 }
 

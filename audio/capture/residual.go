@@ -38,12 +38,27 @@ type residual struct {
 	hang       int       // frames the near speech is still taken to last
 	floor      float64   // the microphone's noise floor (power of a frame)
 	talking    bool      // whether this frame was taken for near speech
+
+	// Before the echo's delay is found (blind), near speech is told from
+	// echo against the loudest the echo could be at any lag of the search's
+	// range: per band, the most of the reference's decayed power over the
+	// last span frames, times a gain learnt while the far end plays alone.
+	blind    bool        // set by the canceller: the delay is not yet known
+	span     int         // frames of lag the echo may come after the reference
+	ring     [][]float64 // the last span frames' sx, per band
+	ringAt   int
+	env      []float64 // per band: the most of ring
+	bm, bd   []float64 // per band: smoothed microphone and env powers
+	bTrain   int       // frames the far end played alone, blind
+	bFar     int       // frames the far end played, blind
+	bHang    int
+	bTalking bool // whether this frame was taken for near speech, blind
 }
 
 const (
 	resDecay   = 0.76 // per frame: an RT60 of 0.5 s
 	resSmooth  = 0.98 // per frame: about half a second
-	resOver    = 5.0  // over-estimation of the residual in the gain
+	resOver    = 20.0 // over-estimation of the residual in the gain (13 dB)
 	resOverDT  = 3.0  // and while near speech is taken to be there, or the model is young
 	resSure    = 300  // frames of far end alone before the model is trusted with resOver
 	resFloor   = 0.01 // the most taken off a band: −40 dB
@@ -53,12 +68,12 @@ const (
 	resKept    = 0.25 // near speech: the filter takes at most 6 dB off the microphone
 )
 
-func newResidual(frame int) *residual {
+func newResidual(frame, span int) *residual {
 	n := 1
 	for n < 2*frame {
 		n <<= 1
 	}
-	r := &residual{frame: frame, n: n, ft: fft.New(n), buf: make([]complex128, n)}
+	r := &residual{frame: frame, n: n, ft: fft.New(n), buf: make([]complex128, n), span: max(1, span)}
 	r.win = make([]float64, 2*frame)
 	for i := range r.win {
 		r.win[i] = math.Sqrt(0.5 - 0.5*math.Cos(2*math.Pi*(float64(i)+0.5)/float64(2*frame)))
@@ -79,8 +94,12 @@ func newResidual(frame int) *residual {
 		lo = hi
 	}
 	nb := len(r.bands)
-	for _, p := range []*[]float64{&r.px, &r.pm, &r.pe, &r.sx, &r.gm, &r.ge, &r.gd, &r.gain} {
+	for _, p := range []*[]float64{&r.px, &r.pm, &r.pe, &r.sx, &r.gm, &r.ge, &r.gd, &r.gain, &r.env, &r.bm, &r.bd} {
 		*p = make([]float64, nb)
+	}
+	r.ring = make([][]float64, r.span)
+	for i := range r.ring {
+		r.ring[i] = make([]float64, nb)
 	}
 	for b := range r.gain {
 		r.gain[b] = 1
@@ -150,6 +169,10 @@ func (r *residual) run(mic, play, out []int16) {
 		r.hang--
 		talk = true
 	}
+	r.bTalking = r.blind && r.blindTalk(far, sumM, sumE)
+	if r.bTalking {
+		talk = true
+	}
 	if far > 0 && !talk {
 		r.trained++
 	}
@@ -208,8 +231,46 @@ func (r *residual) run(mic, play, out []int16) {
 	}
 }
 
+// blindTalk tells near speech from echo while the echo's delay is not
+// known (see blind), and learns the echo's level against the reference's
+// envelope over the lags meanwhile.
+func (r *residual) blindTalk(far, sumM, sumE float64) bool {
+	copy(r.ring[r.ringAt], r.sx)
+	r.ringAt = (r.ringAt + 1) % r.span
+	var expect float64
+	for b := range r.env {
+		m := 0.0
+		for _, x := range r.ring {
+			m = max(m, x[b])
+		}
+		r.env[b] = m
+		if r.bd[b] > 0 {
+			expect += r.bm[b] / r.bd[b] * m
+		}
+	}
+	talk := r.bTrain >= resTrained && sumM > resTalk*expect+4*r.floor && sumE > resKept*sumM
+	if talk {
+		r.bHang = resHang
+	} else if r.bHang > 0 {
+		r.bHang--
+		talk = true
+	}
+	if far > 0 {
+		r.bFar++
+	}
+	if far > 0 && !talk && r.bFar > r.span {
+		// (Not before the echo of the first sound played can have come.)
+		r.bTrain++
+		for b := range r.env {
+			r.bm[b] = resSmooth*r.bm[b] + r.pm[b]
+			r.bd[b] = resSmooth*r.bd[b] + r.env[b]
+		}
+	}
+	return talk
+}
+
 // reset forgets what was learnt: the reference's timing changed.
-func (r *residual) reset() { *r = *newResidual(r.frame) }
+func (r *residual) reset() { *r = *newResidual(r.frame, r.span) }
 
 // learnt reports whether the far end played alone long enough for the
 // suppressor to know the echo's level.

@@ -83,3 +83,58 @@ func firstBargeInLost(t *testing.T, sc worldScene) float64 {
 	}
 	return -20 * math.Log10(max(xy/xx, 1e-3))
 }
+
+func TestABargeInOverMusicIsHeardBeforeTheEchosDelayIsFound(t *testing.T) {
+	for _, sc := range worldScenes(t, worldSets[0]) {
+		if !sc.music {
+			continue
+		}
+		// Near speech 1 s into the music keeps the delay search from
+		// finding the echo for seconds in some rooms; the learning hold
+		// (−30 dB) must not take the near voice with the echo meanwhile.
+		lost := firstBargeInLost(t, sc)
+		t.Logf("%s: near speech said from 1 s on, over music: %.1f dB of it lost", sc.name(), lost)
+		if lost > 20 {
+			t.Errorf("%s: a barge-in 1 s into music lost %.1f dB, want ≤ 20 dB (not held down with the echo)", sc.name(), lost)
+		}
+	}
+}
+
+func TestTheEchoOfEveryLivingRoomInTheTuningSetIsTakenOffBy25dB(t *testing.T) {
+	for _, sc := range worldScenes(t, worldSets[0]) {
+		if sc.music || sc.room.Kind != echoroom.Living {
+			continue
+		}
+		out := cancel(t, sc.echo.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay})
+		erle := echoroom.ERLE(sc.echo.Mic, out, settle)
+		t.Logf("%s: echo removed from 2 s on: %.1f dB", sc.name(), erle)
+		if erle < 25 {
+			t.Errorf("%s: echo removed from 2 s on = %.1f dB, want ≥ 25 dB", sc.name(), erle)
+		}
+	}
+}
+
+// Rooms beyond the three sets (seed 17), with the tuning set's second tune:
+// after the path changed, the learning hold must not end while the tune's
+// onsets still pass the young filter and the suppressor.
+func TestAnEchoPathThatChangesUnderMusicIsCancelledAgainWithinASecond(t *testing.T) {
+	var far []int16
+	for _, sc := range worldScenes(t, worldSets[0]) {
+		if sc.music && sc.room.Kind == echoroom.Dry {
+			far = sc.far // the last: the second tune
+		}
+	}
+	for _, r := range echoroom.WorldRooms(17, 2) {
+		if r.Kind != echoroom.Moving {
+			continue
+		}
+		s := r.Render(far, nil)
+		out := cancel(t, s.Mic, far, EchoOptions{MaxDelay: DefaultMaxDelay})
+		a, b := worldMove+rate, worldMove+2*rate
+		erle := echoroom.ERLE(s.Mic[a:b], out[a:b], 0)
+		t.Logf("%s/music: echo removed in the second second after the path changed: %.1f dB", r, erle)
+		if erle < 20 {
+			t.Errorf("%s/music: echo removed in the second second after the path changed = %.1f dB, want ≥ 20 dB", r, erle)
+		}
+	}
+}
