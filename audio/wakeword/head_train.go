@@ -1,0 +1,217 @@
+package wakeword
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+)
+
+// HeadData is what a head is trained on: windows of embeddings (Window×96
+// values, as a stream gives a wake model), each with its label (1: the
+// phrase has just ended; 0: not) and its weight in the loss.
+type HeadData interface {
+	Len() int
+	// Example i's window (written into dst, which has room), label and
+	// weight.
+	Example(i int, dst []float32) (window []float32, label, weight float32)
+}
+
+// HeadOptions are a head's training settings; zero values take the
+// defaults.
+type HeadOptions struct {
+	Window int   // embeddings per window (16)
+	Hidden []int // the hidden layers' sizes ({32, 32}: openWakeWord's)
+	Epochs int   // passes over the data (12)
+	Batch  int   // examples per step (256)
+	LR     float64
+	Decay  float64 // decoupled weight decay per step, times LR (1e-4)
+	Seed   uint64
+	// Progress, when set, hears each epoch's mean loss.
+	Progress func(epoch int, loss float64)
+}
+
+// TrainHead fits a head to data: binary cross-entropy, each example
+// weighted, by Adam over shuffled minibatches, the inputs standardized
+// per embedding value (folded into the first layer at the end). It runs
+// on one goroutine in a fixed order: the same data and options give the
+// same head, bit for bit.
+func TrainHead(data HeadData, o HeadOptions) (*Head, error) {
+	if o.Window == 0 {
+		o.Window = 16
+	}
+	if o.Hidden == nil {
+		o.Hidden = []int{32, 32}
+	}
+	if o.Epochs == 0 {
+		o.Epochs = 12
+	}
+	if o.Batch == 0 {
+		o.Batch = 256
+	}
+	if o.LR == 0 {
+		o.LR = 1e-3
+	}
+	if o.Decay == 0 {
+		o.Decay = 1e-4
+	}
+	n, d := data.Len(), o.Window*embedSize
+	if n == 0 {
+		return nil, errors.New("no examples to train on")
+	}
+	buf := make([]float32, d)
+	// Standardization: each of the 96 embedding values' mean and spread.
+	var sum, sq [embedSize]float64
+	var wsum float64
+	for i := 0; i < n; i++ {
+		w, _, _ := data.Example(i, buf)
+		if len(w) != d {
+			return nil, fmt.Errorf("example %d has %d values; a window of %d embeddings has %d", i, len(w), o.Window, d)
+		}
+		for k, v := range w {
+			sum[k%embedSize] += float64(v)
+			sq[k%embedSize] += float64(v) * float64(v)
+		}
+		wsum += float64(o.Window)
+	}
+	mean, inv := make([]float32, d), make([]float32, d)
+	for k := 0; k < d; k++ {
+		m := sum[k%embedSize] / wsum
+		sd := math.Sqrt(max(sq[k%embedSize]/wsum-m*m, 0))
+		if sd < 1e-6 {
+			sd = 1
+		}
+		mean[k], inv[k] = float32(m), float32(1/sd)
+	}
+
+	rng := rand.New(rand.NewPCG(o.Seed, 24))
+	sizes := append(append([]int{d}, o.Hidden...), 1)
+	var ls []Layer
+	for i := 0; i+1 < len(sizes); i++ {
+		l := Layer{In: sizes[i], Out: sizes[i+1], W: make([]float32, sizes[i]*sizes[i+1]), B: make([]float32, sizes[i+1])}
+		a := math.Sqrt(6 / float64(l.In)) // He (uniform)
+		for k := range l.W {
+			l.W[k] = float32(a * (2*rng.Float64() - 1))
+		}
+		ls = append(ls, l)
+	}
+	// Adam's state and the gradients, per layer.
+	type state struct{ gW, gB, mW, mB, vW, vB []float32 }
+	st := make([]state, len(ls))
+	for i, l := range ls {
+		st[i] = state{make([]float32, len(l.W)), make([]float32, len(l.B)), make([]float32, len(l.W)), make([]float32, len(l.B)), make([]float32, len(l.W)), make([]float32, len(l.B))}
+	}
+	acts := make([][]float32, len(sizes)) // acts[0] is the standardized input
+	grads := make([][]float32, len(sizes))
+	for i, s := range sizes {
+		acts[i], grads[i] = make([]float32, s), make([]float32, s)
+	}
+	order := make([]int, n)
+	for i := range order {
+		order[i] = i
+	}
+	const b1, b2, eps = 0.9, 0.999, 1e-8
+	t := 0
+	for ep := 0; ep < o.Epochs; ep++ {
+		rng.Shuffle(n, func(a, b int) { order[a], order[b] = order[b], order[a] })
+		lr := o.LR
+		if ep >= o.Epochs*2/3 {
+			lr *= 0.3
+		}
+		var loss float64
+		for from := 0; from < n; from += o.Batch {
+			batch := order[from:min(from+o.Batch, n)]
+			for i := range st {
+				clear(st[i].gW)
+				clear(st[i].gB)
+			}
+			for _, ex := range batch {
+				w, y, wt := data.Example(ex, buf)
+				for k, v := range w {
+					acts[0][k] = (v - mean[k]) * inv[k]
+				}
+				for i, l := range ls {
+					x, out := acts[i], acts[i+1]
+					for j := 0; j < l.Out; j++ {
+						s := l.B[j]
+						for k, v := range l.W[j*l.In : (j+1)*l.In] {
+							s += v * x[k]
+						}
+						if i < len(ls)-1 && s < 0 {
+							s = 0
+						}
+						out[j] = s
+					}
+				}
+				z := float64(acts[len(ls)][0])
+				p := 1 / (1 + math.Exp(-z))
+				// The loss, from the logit: stable for large |z|.
+				loss += float64(wt) * (max(z, 0) - z*float64(y) + math.Log1p(math.Exp(-math.Abs(z))))
+				grads[len(ls)][0] = wt * float32(p-float64(y))
+				for i := len(ls) - 1; i >= 0; i-- {
+					l, x, g := ls[i], acts[i], grads[i+1]
+					if i > 0 {
+						clear(grads[i])
+					}
+					for j := 0; j < l.Out; j++ {
+						gj := g[j]
+						if gj == 0 {
+							continue
+						}
+						st[i].gB[j] += gj
+						row, grow := l.W[j*l.In:(j+1)*l.In], st[i].gW[j*l.In:(j+1)*l.In]
+						for k, v := range x {
+							grow[k] += gj * v
+						}
+						if i > 0 {
+							gi := grads[i]
+							for k, v := range row {
+								gi[k] += gj * v
+							}
+						}
+					}
+					if i > 0 {
+						for k, v := range acts[i] {
+							if v <= 0 {
+								grads[i][k] = 0
+							}
+						}
+					}
+				}
+			}
+			t++
+			c1, c2 := 1-math.Pow(b1, float64(t)), 1-math.Pow(b2, float64(t))
+			step := float32(lr * math.Sqrt(c2) / c1)
+			decay := float32(1 - lr*o.Decay)
+			scale := 1 / float32(len(batch))
+			for i := range ls {
+				adam := func(p, g, m, v []float32, dec float32) {
+					for k := range p {
+						gk := g[k] * scale
+						m[k] = b1*m[k] + (1-b1)*gk
+						v[k] = b2*v[k] + (1-b2)*gk*gk
+						p[k] = p[k]*dec - step*m[k]/(float32(math.Sqrt(float64(v[k])))+eps)
+					}
+				}
+				adam(ls[i].W, st[i].gW, st[i].mW, st[i].vW, decay)
+				adam(ls[i].B, st[i].gB, st[i].mB, st[i].vB, 1)
+			}
+		}
+		if o.Progress != nil {
+			o.Progress(ep+1, loss/float64(n))
+		}
+	}
+	// Over the raw values: W' = W·inv, B' = B − Σ W·inv·mean.
+	l0 := &ls[0]
+	for j := 0; j < l0.Out; j++ {
+		row := l0.W[j*l0.In : (j+1)*l0.In]
+		var b float64
+		for k := range row {
+			row[k] *= inv[k]
+			b += float64(row[k]) * float64(mean[k])
+		}
+		l0.B[j] -= float32(b)
+	}
+	h := &Head{Window: o.Window, Layers: ls}
+	return h, h.Check()
+}
