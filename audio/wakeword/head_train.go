@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 )
 
 // HeadData is what a head is trained on: windows of embeddings (Window×96
@@ -33,9 +34,9 @@ type HeadOptions struct {
 
 // TrainHead fits a head to data: binary cross-entropy, each example
 // weighted, by Adam over shuffled minibatches, the inputs standardized
-// per embedding value (folded into the first layer at the end). It runs
-// on one goroutine in a fixed order: the same data and options give the
-// same head, bit for bit.
+// per embedding value (folded into the first layer at the end). Two
+// goroutines share each minibatch, their gradients summed in a fixed
+// order: the same data and options give the same head, bit for bit.
 func TrainHead(data HeadData, o HeadOptions) (*Head, error) {
 	if o.Window == 0 {
 		o.Window = 16
@@ -95,16 +96,15 @@ func TrainHead(data HeadData, o HeadOptions) (*Head, error) {
 		}
 		ls = append(ls, l)
 	}
-	// Adam's state and the gradients, per layer.
-	type state struct{ gW, gB, mW, mB, vW, vB []float32 }
-	st := make([]state, len(ls))
+	// Adam's moments, per layer; each worker's gradients and activations.
+	type moments struct{ mW, mB, vW, vB []float32 }
+	mo := make([]moments, len(ls))
 	for i, l := range ls {
-		st[i] = state{make([]float32, len(l.W)), make([]float32, len(l.B)), make([]float32, len(l.W)), make([]float32, len(l.B)), make([]float32, len(l.W)), make([]float32, len(l.B))}
+		mo[i] = moments{make([]float32, len(l.W)), make([]float32, len(l.B)), make([]float32, len(l.W)), make([]float32, len(l.B))}
 	}
-	acts := make([][]float32, len(sizes)) // acts[0] is the standardized input
-	grads := make([][]float32, len(sizes))
-	for i, s := range sizes {
-		acts[i], grads[i] = make([]float32, s), make([]float32, s)
+	ws := make([]*headWorker, headWorkers)
+	for w := range ws {
+		ws[w] = newHeadWorker(ls, sizes, d)
 	}
 	order := make([]int, n)
 	for i := range order {
@@ -121,80 +121,49 @@ func TrainHead(data HeadData, o HeadOptions) (*Head, error) {
 		var loss float64
 		for from := 0; from < n; from += o.Batch {
 			batch := order[from:min(from+o.Batch, n)]
-			for i := range st {
-				clear(st[i].gW)
-				clear(st[i].gB)
+			// The batch in contiguous shares, one per worker; their
+			// gradients are summed in the workers' order: the result does
+			// not depend on which finishes first.
+			var wg sync.WaitGroup
+			share := (len(batch) + len(ws) - 1) / len(ws)
+			for w, hw := range ws {
+				part := batch[min(w*share, len(batch)):min((w+1)*share, len(batch))]
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					hw.run(data, ls, part, mean, inv)
+				}()
 			}
-			for _, ex := range batch {
-				w, y, wt := data.Example(ex, buf)
-				for k, v := range w {
-					acts[0][k] = (v - mean[k]) * inv[k]
-				}
-				for i, l := range ls {
-					x, out := acts[i], acts[i+1]
-					for j := 0; j < l.Out; j++ {
-						s := l.B[j]
-						for k, v := range l.W[j*l.In : (j+1)*l.In] {
-							s += v * x[k]
-						}
-						if i < len(ls)-1 && s < 0 {
-							s = 0
-						}
-						out[j] = s
+			wg.Wait()
+			for _, hw := range ws[1:] {
+				for i := range ls {
+					for k, v := range hw.gW[i] {
+						ws[0].gW[i][k] += v
+					}
+					for k, v := range hw.gB[i] {
+						ws[0].gB[i][k] += v
 					}
 				}
-				z := float64(acts[len(ls)][0])
-				p := 1 / (1 + math.Exp(-z))
-				// The loss, from the logit: stable for large |z|.
-				loss += float64(wt) * (max(z, 0) - z*float64(y) + math.Log1p(math.Exp(-math.Abs(z))))
-				grads[len(ls)][0] = wt * float32(p-float64(y))
-				for i := len(ls) - 1; i >= 0; i-- {
-					l, x, g := ls[i], acts[i], grads[i+1]
-					if i > 0 {
-						clear(grads[i])
-					}
-					for j := 0; j < l.Out; j++ {
-						gj := g[j]
-						if gj == 0 {
-							continue
-						}
-						st[i].gB[j] += gj
-						row, grow := l.W[j*l.In:(j+1)*l.In], st[i].gW[j*l.In:(j+1)*l.In]
-						for k, v := range x {
-							grow[k] += gj * v
-						}
-						if i > 0 {
-							gi := grads[i]
-							for k, v := range row {
-								gi[k] += gj * v
-							}
-						}
-					}
-					if i > 0 {
-						for k, v := range acts[i] {
-							if v <= 0 {
-								grads[i][k] = 0
-							}
-						}
-					}
-				}
+			}
+			for _, hw := range ws {
+				loss += hw.loss
 			}
 			t++
 			c1, c2 := 1-math.Pow(b1, float64(t)), 1-math.Pow(b2, float64(t))
 			step := float32(lr * math.Sqrt(c2) / c1)
 			decay := float32(1 - lr*o.Decay)
 			scale := 1 / float32(len(batch))
-			for i := range ls {
-				adam := func(p, g, m, v []float32, dec float32) {
-					for k := range p {
-						gk := g[k] * scale
-						m[k] = b1*m[k] + (1-b1)*gk
-						v[k] = b2*v[k] + (1-b2)*gk*gk
-						p[k] = p[k]*dec - step*m[k]/(float32(math.Sqrt(float64(v[k])))+eps)
-					}
+			adam := func(p, g, m, v []float32, dec float32) {
+				for k := range p {
+					gk := g[k] * scale
+					m[k] = b1*m[k] + (1-b1)*gk
+					v[k] = b2*v[k] + (1-b2)*gk*gk
+					p[k] = p[k]*dec - step*m[k]/(float32(math.Sqrt(float64(v[k])))+eps)
 				}
-				adam(ls[i].W, st[i].gW, st[i].mW, st[i].vW, decay)
-				adam(ls[i].B, st[i].gB, st[i].mB, st[i].vB, 1)
+			}
+			for i := range ls {
+				adam(ls[i].W, ws[0].gW[i], mo[i].mW, mo[i].vW, decay)
+				adam(ls[i].B, ws[0].gB[i], mo[i].mB, mo[i].vB, 1)
 			}
 		}
 		if o.Progress != nil {
@@ -214,4 +183,90 @@ func TrainHead(data HeadData, o HeadOptions) (*Head, error) {
 	}
 	h := &Head{Window: o.Window, Layers: ls}
 	return h, h.Check()
+}
+
+// headWorkers share each minibatch.
+const headWorkers = 2
+
+// headWorker computes a share of a minibatch's gradients.
+type headWorker struct {
+	gW, gB      [][]float32 // by layer
+	acts, grads [][]float32 // by layer's input; acts[0] is the standardized window
+	buf         []float32
+	loss        float64
+}
+
+func newHeadWorker(ls []Layer, sizes []int, d int) *headWorker {
+	w := &headWorker{buf: make([]float32, d)}
+	for _, l := range ls {
+		w.gW, w.gB = append(w.gW, make([]float32, len(l.W))), append(w.gB, make([]float32, len(l.B)))
+	}
+	for _, s := range sizes {
+		w.acts, w.grads = append(w.acts, make([]float32, s)), append(w.grads, make([]float32, s))
+	}
+	return w
+}
+
+// run sets the worker's gradients and loss to those of the examples.
+func (hw *headWorker) run(data HeadData, ls []Layer, examples []int, mean, inv []float32) {
+	for i := range ls {
+		clear(hw.gW[i])
+		clear(hw.gB[i])
+	}
+	hw.loss = 0
+	acts, grads := hw.acts, hw.grads
+	for _, ex := range examples {
+		w, y, wt := data.Example(ex, hw.buf)
+		for k, v := range w {
+			acts[0][k] = (v - mean[k]) * inv[k]
+		}
+		for i, l := range ls {
+			x, out := acts[i], acts[i+1]
+			for j := 0; j < l.Out; j++ {
+				s := l.B[j]
+				for k, v := range l.W[j*l.In : (j+1)*l.In] {
+					s += v * x[k]
+				}
+				if i < len(ls)-1 && s < 0 {
+					s = 0
+				}
+				out[j] = s
+			}
+		}
+		z := float64(acts[len(ls)][0])
+		p := 1 / (1 + math.Exp(-z))
+		// The loss, from the logit: stable for large |z|.
+		hw.loss += float64(wt) * (max(z, 0) - z*float64(y) + math.Log1p(math.Exp(-math.Abs(z))))
+		grads[len(ls)][0] = wt * float32(p-float64(y))
+		for i := len(ls) - 1; i >= 0; i-- {
+			l, x, g := ls[i], acts[i], grads[i+1]
+			if i > 0 {
+				clear(grads[i])
+			}
+			for j := 0; j < l.Out; j++ {
+				gj := g[j]
+				if gj == 0 {
+					continue
+				}
+				hw.gB[i][j] += gj
+				row, grow := l.W[j*l.In:(j+1)*l.In], hw.gW[i][j*l.In:(j+1)*l.In]
+				for k, v := range x {
+					grow[k] += gj * v
+				}
+				if i > 0 {
+					gi := grads[i]
+					for k, v := range row {
+						gi[k] += gj * v
+					}
+				}
+			}
+			if i > 0 {
+				for k, v := range acts[i] {
+					if v <= 0 {
+						grads[i][k] = 0
+					}
+				}
+			}
+		}
+	}
 }
