@@ -37,7 +37,7 @@ func (d *toyData) Example(i int, dst []float32) ([]float32, float32, float32) {
 // windows is the same bit for bit, and tells the two classes apart.
 func TestTrainHeadLearnsAndIsDeterministic(t *testing.T) {
 	d := newToyData(3000, 1)
-	o := HeadOptions{Window: 2, Hidden: []int{8}, Epochs: 10, Batch: 32, LR: 3e-3, Seed: 7}
+	o := HeadOptions{Window: 2, Hidden: []int{8}, Epochs: 10, Batch: 32, LR: 3e-3, Seed: 7, Noise: 0.3}
 	h1, err := TrainHead(d, o)
 	if err != nil {
 		t.Fatal(err)

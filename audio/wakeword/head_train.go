@@ -28,6 +28,10 @@ type HeadOptions struct {
 	LR     float64
 	Decay  float64 // decoupled weight decay per step, times LR (1e-4)
 	Seed   uint64
+	// Noise is the spread of Gaussian noise added to each standardized
+	// input value of each example in each epoch (0: none): the embeddings
+	// of voices and rooms it has not heard lie around those it has.
+	Noise float64
 	// Progress, when set, hears each epoch's mean loss.
 	Progress func(epoch int, loss float64)
 }
@@ -131,7 +135,7 @@ func TrainHead(data HeadData, o HeadOptions) (*Head, error) {
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					hw.run(data, ls, part, mean, inv)
+					hw.run(data, ls, part, mean, inv, o.Noise, o.Seed, ep)
 				}()
 			}
 			wg.Wait()
@@ -208,7 +212,7 @@ func newHeadWorker(ls []Layer, sizes []int, d int) *headWorker {
 }
 
 // run sets the worker's gradients and loss to those of the examples.
-func (hw *headWorker) run(data HeadData, ls []Layer, examples []int, mean, inv []float32) {
+func (hw *headWorker) run(data HeadData, ls []Layer, examples []int, mean, inv []float32, noise float64, seed uint64, epoch int) {
 	for i := range ls {
 		clear(hw.gW[i])
 		clear(hw.gB[i])
@@ -219,6 +223,13 @@ func (hw *headWorker) run(data HeadData, ls []Layer, examples []int, mean, inv [
 		w, y, wt := data.Example(ex, hw.buf)
 		for k, v := range w {
 			acts[0][k] = (v - mean[k]) * inv[k]
+		}
+		if noise > 0 {
+			// Seeded by the example and the epoch: the same on any worker.
+			rng := rand.New(rand.NewPCG(seed^uint64(epoch)<<40, uint64(ex)))
+			for k := range acts[0] {
+				acts[0][k] += float32(noise * rng.NormFloat64())
+			}
 		}
 		for i, l := range ls {
 			x, out := acts[i], acts[i+1]
