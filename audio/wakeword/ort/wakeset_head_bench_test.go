@@ -282,6 +282,27 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 	}
 }
 
+// headOptions are the head's training settings; for trying others,
+// AGENTHOST_WAKESET_HEAD_NOISE, _HIDDEN ("16,16") and _EPOCHS.
+func headOptions() wakeword.HeadOptions {
+	o := wakeword.HeadOptions{Seed: 24, Epochs: 6, Decay: 0.1, Noise: 0.5, Hidden: []int{32, 32}}
+	if v, err := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_NOISE"), 64); err == nil {
+		o.Noise = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("AGENTHOST_WAKESET_HEAD_EPOCHS")); err == nil {
+		o.Epochs = v
+	}
+	if v := os.Getenv("AGENTHOST_WAKESET_HEAD_HIDDEN"); v != "" {
+		o.Hidden = []int{}
+		for _, f := range strings.Split(v, ",") {
+			if n, err := strconv.Atoi(f); err == nil {
+				o.Hidden = append(o.Hidden, n)
+			}
+		}
+	}
+	return o
+}
+
 // trainedHead trains the head on the tuning conditions (cached in dir by
 // the sources that make it and the minutes of negatives).
 func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, minutes int) *wakeword.Head {
@@ -294,7 +315,8 @@ func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, m
 		}
 		h.Write(p)
 	}
-	fmt.Fprintf(h, "|%d", minutes)
+	opts := headOptions()
+	fmt.Fprintf(h, "|%d|%v|%v|%v", minutes, opts.Noise, opts.Hidden, opts.Epochs)
 	path := filepath.Join(dir, "head-"+hex.EncodeToString(h.Sum(nil))[:16]+".bin")
 	if raw, err := os.ReadFile(path); err == nil {
 		if hd, err := wakeword.ParseHead(raw); err == nil {
@@ -313,9 +335,11 @@ func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, m
 		t0 := time.Now()
 		c0 := cpuTime()
 		var err error
-		hd, err = wakeword.TrainHead(data, wakeword.HeadOptions{Seed: 24, Epochs: 6, Decay: 0.1, Progress: func(ep int, loss float64) {
+		o := opts
+		o.Progress = func(ep int, loss float64) {
 			fmt.Fprintf(os.Stderr, "wakeset: head round %d epoch %d: loss %.4f (%s)\n", round, ep, loss, time.Since(t0).Round(time.Second))
-		}})
+		}
+		hd, err = wakeword.TrainHead(data, o)
 		if err != nil {
 			b.Fatal(err)
 		}
