@@ -13,8 +13,9 @@ import (
 // of Models scores above Threshold. Off while Models is empty.
 type WakeWord struct {
 	// Models are names (hey_jarvis, alexa, hey_mycroft, hey_rhasspy: in
-	// Dir/models, fetched by scripts/fetch-wakeword.sh) or paths of the
-	// user's own openWakeWord .onnx models.
+	// Dir/models, fetched by scripts/fetch-wakeword.sh; hey_jarvis_agenthost:
+	// agenthost's own, built into the detector) or paths of the user's own
+	// openWakeWord .onnx models.
 	Models    []string `yaml:"models"`
 	Threshold float64  `yaml:"threshold"`
 	// Dir is where scripts/fetch-wakeword.sh put models/ and, on systems

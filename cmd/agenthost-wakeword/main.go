@@ -22,8 +22,9 @@
 // speech), writes it into VDIR atomically and prints one "enrolled" line
 // (or "error"); `agenthost wakeword enroll` runs it.
 //
-// MODEL is a name (hey_jarvis, alexa, hey_mycroft, hey_rhasspy: DIR/models)
-// or the path of an openWakeWord .onnx model. --check loads everything, runs
+// MODEL is a name (hey_jarvis, alexa, hey_mycroft, hey_rhasspy: DIR/models;
+// hey_jarvis_agenthost: agenthost's own, built in, see package heads) or the
+// path of an openWakeWord .onnx model. --check loads everything, runs
 // the models once, prints the ready (or error) line and exits.
 package main
 
@@ -40,6 +41,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/audio/wakeword/heads"
 	"github.com/agenthost/agenthost/audio/wakeword/ort"
 )
 
@@ -176,8 +178,17 @@ func load(dir, lib string, o wakeword.Options, models []string, verifiers string
 	return det, ready, rt.Close, nil
 }
 
+// loaded is the runtime of the models given: ONNX Runtime's, with the
+// own models (package heads) run in Go among them.
+type loaded struct {
+	wakeword.Runtime
+	close func()
+}
+
+func (l *loaded) Close() { l.close() }
+
 // open loads the library and the models.
-func open(dir, lib string, models []string) (*ort.Runtime, []string, string, string, error) {
+func open(dir, lib string, models []string) (*loaded, []string, string, string, error) {
 	var err error
 	if lib == "" {
 		if lib, err = wakeword.FindONNXRuntime(dir); err != nil {
@@ -196,19 +207,36 @@ func open(dir, lib string, models []string) (*ort.Runtime, []string, string, str
 		return nil, nil, "", "", err
 	}
 	var names []string
+	var own []*wakeword.Head // by model: its head, nil for an ONNX model
 	for _, m := range models {
+		if heads.Is(m) {
+			h, err := heads.Load(m)
+			if err != nil {
+				return nil, nil, "", "", err
+			}
+			own, names = append(own, h), append(names, m)
+			continue
+		}
 		p, err := wakeword.ModelFile(dir, m)
+		if err != nil && !wakeword.IsPath(m) {
+			return nil, nil, "", "", fmt.Errorf("%w (built in, without a file: %s)", err, strings.Join(heads.Names(), ", "))
+		}
 		if err != nil {
 			return nil, nil, "", "", err
 		}
 		paths.Wake = append(paths.Wake, p)
-		names = append(names, wakeword.ModelName(m))
+		own, names = append(own, nil), append(names, wakeword.ModelName(m))
 	}
 	rt, err := ort.Open(paths)
 	if err != nil {
 		return nil, nil, "", "", err
 	}
-	return rt, names, version, lib, nil
+	all, err := wakeword.WithHeads(rt, own)
+	if err != nil {
+		rt.Close()
+		return nil, nil, "", "", err
+	}
+	return &loaded{Runtime: all, close: rt.Close}, names, version, lib, nil
 }
 
 // serve detects until the input ends.

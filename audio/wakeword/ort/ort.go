@@ -10,7 +10,6 @@
 package ort
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"sync"
@@ -133,8 +132,9 @@ type Paths struct {
 	Wake           []string
 }
 
-// Open loads the models (Init must have loaded the library). Each session
-// runs on one thread: the detector is always on and must stay light.
+// Open loads the models (Init must have loaded the library); with no wake
+// model it runs the feature models alone (for heads run in Go, see
+// wakeword.WithHeads). Each session runs on one thread: the detector is always on and must stay light.
 func Open(p Paths) (*Runtime, error) {
 	opts, err := onnx.NewSessionOptions()
 	if err != nil {
@@ -172,9 +172,6 @@ func Open(p Paths) (*Runtime, error) {
 			return fail(fmt.Errorf("%s gives %v; only models with one score ([1, 1]) are supported", w, n))
 		}
 		r.window = append(r.window, int(d[1]))
-	}
-	if len(r.wake) == 0 {
-		return fail(errors.New("no wake model"))
 	}
 	return r, nil
 }

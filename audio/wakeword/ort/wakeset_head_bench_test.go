@@ -1,0 +1,455 @@
+package ort_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
+)
+
+// headConfusables are near misses of "hey jarvis" the own head is trained
+// against, besides the tuning part's confusables: none is one of the wake
+// set's (the held-out part measures those), and "hey jar" is the phrase
+// cut short.
+var headConfusables = []string{"hey Martin", "hey Julia", "hey Dennis", "hey there", "hey Jeeves", "hey Janet", "hey Mervin",
+	"hey Carla", "hey Jenkins", "hey Harvard", "hey Parvis", "jar vase", "hey Barney", "hey Carmen", "hey Darwin",
+	"hey Jarrett", "hey Javier", "hey Jamie", "hey Jonas", "hey Janus", "hey Marcus", "hey Karen", "hey Harris",
+	"hey Doris", "hey Boris", "hey Curtis", "hey Chavez", "hey Davies", "hey jazz", "hey Jarman", "hey jar", "hey",
+	"hey Gervais", "hey Carvery", "hey Darcy", "hey Nancy", "the jar is", "are vicious"}
+
+// headStep is the step the head is trained and measured at (the shipped one).
+const headStep = 320
+
+// Labels of a window by where it ends after the phrase's end (samples):
+// the phrase just heard, or not yet whole, or (beyond headIgnoreAfter)
+// long past; between them windows are not trained on.
+const (
+	headPosFrom     = 0
+	headPosTo       = wakeword.Rate * 32 / 100  // 320 ms after
+	headNegBefore   = -wakeword.Rate * 20 / 100 // "hey jarv…" and before
+	headIgnoreAfter = 2 * wakeword.Rate
+)
+
+// headShares are the phrase's, the near misses', other sound's and the
+// hard negatives' shares of the training loss.
+var headShares = [4]float32{0.25, 0.25, 0.3, 0.2}
+
+// headHard is the score of an earlier round's head at or over which a
+// window not of the phrase is a hard negative; headRounds are the rounds.
+const (
+	headHard   = 0.2
+	headRounds = 2
+)
+
+// headExample is one training window: the embeddings j of a stream.
+type headExample struct {
+	seq    int32
+	j      int32
+	label  float32
+	weight float32
+}
+
+type headData struct {
+	seqs []*embSeq
+	ex   []headExample
+}
+
+func (d *headData) Len() int { return len(d.ex) }
+func (d *headData) Example(i int, dst []float32) ([]float32, float32, float32) {
+	e := d.ex[i]
+	return d.seqs[e.seq].window(int(e.j), 16, dst), e.label, e.weight
+}
+
+// trainingConditions are the tuning part's conditions (BenchmarkWakeSet's,
+// minutes of negatives) and the head's own confusables said in the tuning
+// voices, clean and under pink noise at 10 dB.
+func trainingConditions(b *testing.B, set *wakewordtest.Set, minutes int) []*condition {
+	conds := conditions(b, set, false, minutes)
+	var voices []string
+	seen := map[string]bool{}
+	for _, c := range set.Positives {
+		if !c.Held && !seen[c.VoiceName()] {
+			seen[c.VoiceName()] = true
+			voices = append(voices, c.VoiceName())
+		}
+	}
+	sort.Strings(voices)
+	rng := rand.New(rand.NewPCG(24, 5))
+	for _, snr := range []float64{math.Inf(1), 10} {
+		c := &condition{name: fmt.Sprintf("own confusables (snr %g)", snr), kind: "confusable"}
+		var acc []float64
+		for i, text := range headConfusables {
+			for k := 0; k < 6; k++ {
+				v := voices[(7*i+11*k)%len(voices)]
+				p, err := set.Say(v, 120+10*rng.IntN(9), 30+5*rng.IntN(11), text)
+				if err != nil {
+					b.Fatal(err)
+				}
+				level := speechLevel - 6 + 12*rng.Float64()
+				g := math.Pow(10, (level-activeDB(p))/20)
+				seg := make([]float64, lead+len(p)+tail)
+				for n, s := range p {
+					seg[lead+n] = g * float64(s)
+				}
+				noise := wakewordtest.Pink(rng, len(seg))
+				a := math.Pow(10, -65.0/20) * 32768
+				if !math.IsInf(snr, 1) {
+					a = math.Pow(10, (level-snr)/20) * 32768
+				}
+				for n := range seg {
+					seg[n] += a * noise[n]
+				}
+				at := len(acc) + lead
+				acc = append(acc, seg...)
+				c.clips = append(c.clips, placed{name: text, start: at, phraseAt: at + len(p)})
+			}
+		}
+		c.pcm = toPCM(acc)
+		c.duration = time.Duration(len(c.pcm)) * time.Second / wakeword.Rate
+		conds = append(conds, c)
+	}
+	return conds
+}
+
+// headLabel is what window j of condition c (embeddings s) teaches: 1
+// the phrase (ending from the phrase's end to 320 ms after it), 0 not
+// (before 200 ms before its end: the phrase cut short, the background;
+// long after it; all of the confusables and negatives), -1 nothing.
+func headLabel(c *condition, s *embSeq, j int) int {
+	if c.kind != "positive" {
+		return 0
+	}
+	end := s.end(j)
+	k := sort.Search(len(c.clips), func(k int) bool { return int64(c.clips[k].start-lead) > end }) - 1
+	if k < 0 {
+		return 0
+	}
+	switch r := end - int64(c.clips[k].phraseAt); {
+	case r >= headPosFrom && r <= headPosTo:
+		return 1
+	case r < headNegBefore || r > headIgnoreAfter:
+		return 0
+	}
+	return -1
+}
+
+// headExamples labels the training windows (headLabel): all of the
+// phrase, every 2nd of the confusables, every 4th of the rest; with a
+// head from an earlier round, also every window not of the phrase it
+// scores headHard or more (hard negatives). Each kind weighs its
+// headShares in all: the phrase, near misses, other sound, hard ones.
+func headExamples(conds []*condition, seqs []*embSeq, earlier *wakeword.Head) *headData {
+	d := &headData{seqs: seqs}
+	groups := make([][]headExample, 4)
+	hard := make([][]headExample, len(conds))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]float32, 0, 16*96)
+			for i := range next {
+				s := seqs[i]
+				for j := s.firstWindow(16); j < s.n(); j++ {
+					if headLabel(conds[i], s, j) != 0 {
+						continue
+					}
+					buf = s.window(j, 16, buf)
+					if earlier.Score(buf) >= headHard {
+						hard[i] = append(hard[i], headExample{seq: int32(i), j: int32(j)})
+					}
+				}
+			}
+		}()
+	}
+	if earlier != nil {
+		for i := range conds {
+			next <- i
+		}
+	}
+	close(next)
+	wg.Wait()
+	for i, c := range conds {
+		s := seqs[i]
+		for j := s.firstWindow(16); j < s.n(); j++ {
+			ex := headExample{seq: int32(i), j: int32(j)}
+			switch l := headLabel(c, s, j); {
+			case l == 1:
+				ex.label = 1
+				groups[0] = append(groups[0], ex)
+			case l == 0 && c.kind == "confusable" && j%2 == 0:
+				groups[1] = append(groups[1], ex)
+			case l == 0 && c.kind != "confusable" && j%4 == 0:
+				groups[2] = append(groups[2], ex)
+			}
+		}
+		groups[3] = append(groups[3], hard[i]...)
+	}
+	fmt.Printf("training windows: %d of the phrase, %d of near misses, %d of other sound, %d hard ones\n", len(groups[0]), len(groups[1]), len(groups[2]), len(groups[3]))
+	shares := headShares
+	if len(groups[3]) == 0 {
+		shares[2] += shares[3]
+	}
+	n := float32(len(groups[0]) + len(groups[1]) + len(groups[2]) + len(groups[3]))
+	for k, g := range groups {
+		w := n * shares[k] / float32(max(len(g), 1))
+		for _, ex := range g {
+			ex.weight = w
+			d.ex = append(d.ex, ex)
+		}
+	}
+	return d
+}
+
+// BenchmarkWakeSetOwnHead trains agenthost's own "hey jarvis" head (a
+// 1536→32→32→1 network on openWakeWord's frozen embeddings, pure Go,
+// wakeword.TrainHead) on the wake set's tuning part alone, and measures
+// it on the held-out part, which it never saw, beside the pre-trained
+// hey_jarvis, both scoring every 20 ms. Figures only:
+//
+//	go test ./audio/wakeword/ort/ -run '^$' -bench WakeSetOwnHead -benchtime 1x -timeout 3h
+//
+// The embeddings are cached in the set's folder (emb-*.bin, about 20 KB a
+// second of audio), and the trained head too (head-*.bin, keyed by the
+// sources that make it); AGENTHOST_WAKESET_HEAD_OUT=FILE writes the head
+// there (wakeword/heads/hey_jarvis_agenthost.bin is made so).
+// AGENTHOST_WAKESET_TRAIN_MINUTES is the tuning part's negatives (60),
+// AGENTHOST_WAKESET_MINUTES the held-out part's (60);
+// AGENTHOST_WAKESET_HEAD_TUNING=1 prints its figures on the tuning part
+// too (what it was trained on).
+func BenchmarkWakeSetOwnHead(b *testing.B) {
+	set := wakewordtest.Wakeset(b)
+	open, _, minutes := wakesetRun(b)
+	trainMinutes := 60
+	if m, err := strconv.Atoi(os.Getenv("AGENTHOST_WAKESET_TRAIN_MINUTES")); err == nil {
+		trainMinutes = m
+	}
+	for b.Loop() {
+		tconds := trainingConditions(b, set, trainMinutes)
+		t0 := time.Now()
+		tseqs, _ := embedAll(b, set.Dir, headStep, tconds, open)
+		b.Logf("tuning part's embeddings in %s", time.Since(t0).Round(time.Second))
+		econds := conditions(b, set, true, minutes)
+		t0 = time.Now()
+		eseqs, pre := embedAll(b, set.Dir, headStep, econds, open)
+		b.Logf("held-out part's embeddings in %s", time.Since(t0).Round(time.Second))
+		if os.Getenv("AGENTHOST_WAKESET_EMBED_ONLY") != "" {
+			return
+		}
+		head := trainedHead(b, set.Dir, tconds, tseqs, trainMinutes)
+		if out := os.Getenv("AGENTHOST_WAKESET_HEAD_OUT"); out != "" {
+			raw, _ := head.MarshalBinary()
+			if err := os.WriteFile(out, raw, 0o644); err != nil {
+				b.Fatal(err)
+			}
+			sum := sha256.Sum256(raw)
+			fmt.Printf("wrote %s (%d bytes, sha256 %s)\n", out, len(raw), hex.EncodeToString(sum[:]))
+		}
+		own := make([][]wakeword.Score, len(econds))
+		c0 := cpuTime()
+		for i, s := range eseqs {
+			own[i] = s.scores(head)
+		}
+		var audio time.Duration
+		for _, c := range econds {
+			audio += c.duration
+		}
+		per := (cpuTime() - c0).Seconds() / audio.Seconds()
+		printHeadTable("held-out part", econds, pre, own, per)
+		if os.Getenv("AGENTHOST_WAKESET_HEAD_TUNING") != "" {
+			// The material it was trained on: how well it learnt it.
+			town, tpre := make([][]wakeword.Score, len(tconds)), make([][]wakeword.Score, len(tconds))
+			for i, s := range tseqs {
+				town[i] = s.scores(head)
+				tpre[i] = cachedTrace(b, set.Dir, "raw", headStep, tconds[i].pcm, func() []wakeword.Score { return nil })
+			}
+			printHeadTable("tuning part, trained on", tconds, tpre, town, per)
+		}
+	}
+}
+
+// headOptions are the head's training settings; for trying others,
+// AGENTHOST_WAKESET_HEAD_NOISE, _HIDDEN ("16,16") and _EPOCHS.
+func headOptions() wakeword.HeadOptions {
+	o := wakeword.HeadOptions{Seed: 24, Epochs: 6, Decay: 0.1, Noise: 0.5, Hidden: []int{32, 32}}
+	if v, err := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_NOISE"), 64); err == nil {
+		o.Noise = v
+	}
+	if v, err := strconv.Atoi(os.Getenv("AGENTHOST_WAKESET_HEAD_EPOCHS")); err == nil {
+		o.Epochs = v
+	}
+	if v := os.Getenv("AGENTHOST_WAKESET_HEAD_HIDDEN"); v != "" {
+		o.Hidden = []int{}
+		for _, f := range strings.Split(v, ",") {
+			if n, err := strconv.Atoi(f); err == nil {
+				o.Hidden = append(o.Hidden, n)
+			}
+		}
+	}
+	return o
+}
+
+// trainedHead trains the head on the tuning conditions (cached in dir by
+// the sources that make it and the minutes of negatives).
+func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, minutes int) *wakeword.Head {
+	h := sha256.New()
+	_, self, _, _ := goruntime.Caller(0)
+	for _, src := range []string{"../head.go", "../head_train.go", "../stream.go", "ort.go", "wakeset_head_bench_test.go", "wakeset_embed_test.go", "wakeset_bench_test.go"} {
+		p, err := os.ReadFile(filepath.Join(filepath.Dir(self), src))
+		if err != nil {
+			b.Fatal(err)
+		}
+		h.Write(p)
+	}
+	opts := headOptions()
+	fmt.Fprintf(h, "|%d|%v|%v|%v", minutes, opts.Noise, opts.Hidden, opts.Epochs)
+	path := filepath.Join(dir, "head-"+hex.EncodeToString(h.Sum(nil))[:16]+".bin")
+	if raw, err := os.ReadFile(path); err == nil {
+		if hd, err := wakeword.ParseHead(raw); err == nil {
+			return hd
+		}
+	}
+	var hd *wakeword.Head
+	for round := 1; round <= headRounds; round++ {
+		data := headExamples(conds, seqs, hd)
+		var npos int
+		for _, e := range data.ex {
+			if e.label == 1 {
+				npos++
+			}
+		}
+		t0 := time.Now()
+		c0 := cpuTime()
+		var err error
+		o := opts
+		o.Progress = func(ep int, loss float64) {
+			fmt.Fprintf(os.Stderr, "wakeset: head round %d epoch %d: loss %.4f (%s)\n", round, ep, loss, time.Since(t0).Round(time.Second))
+		}
+		hd, err = wakeword.TrainHead(data, o)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fmt.Printf("round %d: trained the head on %d windows (%d of the phrase) of the tuning part in %s (%s of CPU)\n", round, len(data.ex), npos, time.Since(t0).Round(time.Second), (cpuTime() - c0).Round(time.Second))
+	}
+	raw, _ := hd.MarshalBinary()
+	if err := os.WriteFile(path+".tmp", raw, 0o644); err == nil {
+		os.Rename(path+".tmp", path)
+	}
+	return hd
+}
+
+// headThresholds are the own head's thresholds measured.
+var headThresholds = []float32{0.5, 0.9}
+
+// printHeadTable prints issue 24's figures on the held-out part for the
+// pre-trained model (shipped settings) and the own head.
+func printHeadTable(part string, conds []*condition, pre, own [][]wakeword.Score, perSecond float64) {
+	type col struct {
+		name string
+		s    setting
+		tr   [][]wakeword.Score
+	}
+	cols := []col{{"pre-trained hey_jarvis (20 ms, 0.5)", setting{front: "raw", step: headStep, threshold: 0.5, over: 1}, pre}}
+	for _, t := range headThresholds {
+		for _, over := range []int{1, 2} {
+			name := fmt.Sprintf("own head (20 ms, %.1f)", t)
+			if over > 1 {
+				name = fmt.Sprintf("own head (20 ms, %.1f, %d in a row)", t, over)
+			}
+			cols = append(cols, col{name, setting{front: "raw", step: headStep, threshold: t, over: over}, own})
+		}
+	}
+	var sb strings.Builder
+	sb.WriteString("| figure (" + part + ") | target |")
+	for _, c := range cols {
+		sb.WriteString(" " + c.name + " |")
+	}
+	sb.WriteString("\n|---|---|" + strings.Repeat("---|", len(cols)) + "\n")
+	row := func(name, target string, f func(c col) string) {
+		sb.WriteString("| " + name + " | " + target + " |")
+		for _, c := range cols {
+			sb.WriteString(" " + f(c) + " |")
+		}
+		sb.WriteString("\n")
+	}
+	targets := map[string]string{"clean": "≥ 95%", "pink 10 dB": "≥ 90%", "brown 10 dB": "≥ 90%", "pink 5 dB": "≥ 80%", "babble 5 dB": "≥ 80%"}
+	var negDur time.Duration
+	for i, c := range conds {
+		i, c := i, c
+		switch c.kind {
+		case "positive":
+			t := targets[c.name]
+			if strings.HasPrefix(c.name, "far") {
+				t = "≥ 80%"
+			}
+			row(c.name, t, func(k col) string {
+				h, _ := hits(k.s, c, k.tr[i])
+				return fmt.Sprintf("%d/%d (%.0f%%)", h, len(c.clips), 100*float64(h)/float64(len(c.clips)))
+			})
+			if c.name != "clean" {
+				continue
+			}
+			row("phase: best score's spread, clip started 0/20/40/60 ms later (p50/p95/max)", "≤ 0.15", func(k col) string {
+				sp := phaseSpread(k.s, c, k.tr[i])
+				return fmt.Sprintf("%.2f/%.2f/%.2f", pctF(sp, 50), pctF(sp, 95), pctF(sp, 100))
+			})
+			row("latency after the phrase's end, clean (p50/p95)", "p95 ≤ 300 ms", func(k col) string {
+				_, _, lat := hitsLat(k.s, c, k.tr[i])
+				return fmt.Sprintf("%.0f/%.0f ms", pctF(lat, 50), pctF(lat, 95))
+			})
+		case "confusable":
+			row(fmt.Sprintf("confusable clips that wake it (of %d)", len(c.clips)), "≤ 1%", func(k col) string {
+				h, _ := hits(k.s, c, k.tr[i])
+				return fmt.Sprintf("%d (%.1f%%)", h, 100*float64(h)/float64(len(c.clips)))
+			})
+			for _, k := range cols[:2] {
+				_, quiet := hits(k.s, c, k.tr[i])
+				q := map[string]bool{}
+				for _, n := range quiet {
+					q[n] = true
+				}
+				var woke []string
+				for _, cl := range c.clips {
+					if !q[cl.name] {
+						woke = append(woke, cl.name)
+					}
+				}
+				defer fmt.Printf("confusables that woke %s: %s\n", k.name, strings.Join(woke, "; "))
+			}
+		case "negative":
+			negDur += c.duration
+		}
+	}
+	row(fmt.Sprintf("false wakes in %s of ordinary speech and music (in each 10 minutes: speech first, music after)", negDur.Round(time.Minute)), "0", func(k col) string {
+		n := 0
+		var each []string
+		for i, c := range conds {
+			if c.kind == "negative" {
+				n += len(detections(k.s, k.tr[i]))
+				each = append(each, fmt.Sprint(len(detections(k.s, k.tr[i]))))
+			}
+		}
+		return fmt.Sprintf("%d (%s)", n, strings.Join(each, "+"))
+	})
+	row("the head's own CPU (beyond mel + embedding), % of one core", "", func(k col) string {
+		if k.name == cols[0].name {
+			return ""
+		}
+		return fmt.Sprintf("%.2f%%", 100*perSecond)
+	})
+	fmt.Print(sb.String())
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"os/exec"
+	"slices"
+	"testing"
+
+	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/audio/wakeword/heads"
+	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
+	"github.com/agenthost/agenthost/internal/testbin"
+)
+
+// TestTheDetectorRunsTheOwnModel: the detector process takes
+// hey_jarvis_agenthost (agenthost's own model, built in: no .onnx file of
+// its own) alone and beside a fetched model, names it in its ready line,
+// fires it on espeak-ng's "hey jarvis", and not on ordinary speech.
+func TestTheDetectorRunsTheOwnModel(t *testing.T) {
+	f := wakewordtest.Fetch(t)
+	bin := testbin.Build(t, "./cmd/agenthost-wakeword")
+	for _, models := range [][]string{{heads.HeyJarvis}, {"alexa", heads.HeyJarvis}} {
+		ready, fired := detect(t, exec.Command(bin, append([]string{"--dir", f.Dir, "--onnxruntime", f.ONNXRuntime}, models...)...))
+		if !slices.Equal(ready.Models, models) || !slices.Equal(fired, []string{heads.HeyJarvis}) {
+			t.Errorf("models %v: ready %+v, fired %v; want %s fired once", models, ready, fired, heads.HeyJarvis)
+		}
+	}
+	var speech []int16
+	for _, s := range []string{"The weather tomorrow will be cloudy with a chance of rain in the afternoon.",
+		"Harvey said he would drive us to the station.", "Please add milk, eggs and bread to the shopping list."} {
+		speech = append(speech, audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-gb", WPM: 140}, s)...)
+		speech = append(speech, make([]int16, wakeword.Rate/2)...)
+	}
+	_, fired := detectPCM(t, exec.Command(bin, "--dir", f.Dir, "--onnxruntime", f.ONNXRuntime, heads.HeyJarvis), append(make([]int16, 3*wakeword.Rate), speech...))
+	if len(fired) != 0 {
+		t.Errorf("ordinary speech woke %v", fired)
+	}
+}
