@@ -276,8 +276,8 @@ func (e *Echo) filter(mic, far []int16, at int) {
 				// reply can sway the estimate by a frame or two.)
 				e.shift = lag
 				e.resetFilter()
-				if e.postLag == 0 {
-					e.holdFilter() // the first delay found: see below
+				if e.postLag == 0 || e.firstLooking() {
+					e.holdFilter() // the first delay found, or corrected: see below
 				} else {
 					e.hold()
 				}
@@ -327,13 +327,16 @@ func (e *Echo) filter(mic, far []int16, at int) {
 			lag = e.est.est
 		}
 		if abs(lag-e.postLag) > e.frame {
-			if e.postLag == 0 {
+			if e.postLag == 0 || e.firstLooking() {
 				// The first delay found: the suppressor keeps what it
 				// learnt (the echo's level, its reference not yet
 				// aligned) and goes on learning, aligned, so that near
 				// speech is told from echo, and passes the hold, without
 				// another half second of far end alone. What it learnt
 				// unaligned weighs a tenth: the aligned model soon leads.
+				// (So too when the first look corrects the search's
+				// filter in the first seconds: the echo's level is the
+				// same.)
 				e.holdFilter()
 				e.post.soften(softenFirst)
 			} else {
@@ -412,6 +415,10 @@ func (e *Echo) slapped(mic []int16) bool {
 	e.irE = en
 	return !e.held && was > 0 && en < slapDrop*was && energy(mic) < slapERLE*energy(e.out)
 }
+
+// firstLooking reports whether the delay search's first look still looks
+// (the first 3 s of sound): a delay found then corrects the first.
+func (e *Echo) firstLooking() bool { return e.est != nil && e.est.first != nil }
 
 // found reports whether the delay search found the echo (or there is none).
 func (e *Echo) found() bool { return e.est == nil || e.est.ok }
