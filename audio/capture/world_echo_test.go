@@ -203,3 +203,26 @@ func TestABargeInIsHeardWhenTheFirstLookCorrectsTheEchosDelay(t *testing.T) {
 		}
 	}
 }
+
+// A room beyond the three sets (seed 10) with the tuning set's second
+// tune: the delay search's estimate wanders by 18 ms within the filter's
+// window and back before the path changes; neither the filter nor the
+// echo's level changed, and the canceller must not start learning again
+// (the output held, the divergence unwatched) at each.
+func TestAnEchoPathThatChangesAfterTheDelayEstimateWanderedIsCancelledAgainWithinASecond(t *testing.T) {
+	var far []int16
+	for _, sc := range worldScenes(t, worldSets[0]) {
+		if sc.music && sc.room.Kind == echoroom.Dry {
+			far = sc.far // the last: the second tune
+		}
+	}
+	r := echoroom.WorldRooms(10, 2)[2*int(echoroom.Moving)]
+	s := r.Render(far, nil)
+	out := cancel(t, s.Mic, far, EchoOptions{MaxDelay: DefaultMaxDelay})
+	a, b := worldMove+rate, worldMove+2*rate
+	erle := echoroom.ERLE(s.Mic[a:b], out[a:b], 0)
+	t.Logf("%s/music: echo removed in the second second after the path changed: %.1f dB", r, erle)
+	if erle < 20 {
+		t.Errorf("%s/music: echo removed in the second second after the path changed = %.1f dB, want ≥ 20 dB", r, erle)
+	}
+}
