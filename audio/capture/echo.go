@@ -265,6 +265,7 @@ func (e *Echo) Cancel(mic, far []int16) {
 // filter runs the linear filter, the delay search and the suppressor over
 // one frame of mic (the reference's frame is at at in hist) into e.out.
 func (e *Echo) filter(mic, far []int16, at int) {
+	moved := false // the filter's window moved
 	if e.est != nil {
 		if lag, ok := e.est.add(far, mic); ok {
 			e.delay.Store(int64(lag) * int64(time.Second) / int64(e.o.Rate))
@@ -275,6 +276,7 @@ func (e *Echo) filter(mic, far []int16, at int) {
 				// alone: the filter covers them, and near speech or a short
 				// reply can sway the estimate by a frame or two.)
 				e.shift = lag
+				moved = true
 				e.resetFilter()
 				if e.postLag == 0 || e.firstLooking() {
 					e.holdFilter() // the first delay found, or corrected: see below
@@ -339,8 +341,13 @@ func (e *Echo) filter(mic, far []int16, at int) {
 				// same.)
 				e.holdFilter()
 				e.post.soften(softenFirst)
-			} else {
+			} else if moved {
 				e.hold() // the suppressor learns the echo's level again
+			} else {
+				// The estimate moved within the filter's window: the
+				// filter keeps what it learnt, and the suppressor, its
+				// reference aligned anew, the echo's level, softened.
+				e.post.soften(softenFirst)
 			}
 			e.postLag = lag
 		}
