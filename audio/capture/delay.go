@@ -30,7 +30,8 @@ type delayEstimator struct {
 	cand, held int // the onset leading (decimated samples) and for how many looks
 	est        int // full-rate samples
 	ok         bool
-	first      *firstLook // GCC-PHAT, until the first estimate
+	first      *firstLook // GCC-PHAT, over the first seconds
+	voted      bool       // the first look's sum corrected the filter
 }
 
 const (
@@ -87,9 +88,19 @@ func (d *delayEstimator) add(far, near []int16) (int, bool) {
 			// with another for delayMove looks to change it.
 			d.cand, d.held, d.est, d.ok = gcc, 0, gcc*d.dec, true
 		}
-		if d.ok || d.first.done() {
+		if v, sure := d.first.voted(); sure && d.ok && abs(v-d.est/d.dec) > delayEarly*d.rate/1000 {
+			// The filter took something else for the echo (a tune's
+			// repeat): the first look's sum over its looks prevails, and
+			// the filter's onsets wait until it is done.
+			d.cand, d.held, d.est = v, 0, v*d.dec
+			d.voted = true
+		}
+		if d.first.done() {
 			d.first = nil
 		}
+	}
+	if d.voted && d.first != nil {
+		return d.est, d.ok
 	}
 	onset, ok := d.onset()
 	if !ok {

@@ -265,6 +265,7 @@ func (e *Echo) Cancel(mic, far []int16) {
 // filter runs the linear filter, the delay search and the suppressor over
 // one frame of mic (the reference's frame is at at in hist) into e.out.
 func (e *Echo) filter(mic, far []int16, at int) {
+	moved := false // the filter's window moved
 	if e.est != nil {
 		if lag, ok := e.est.add(far, mic); ok {
 			e.delay.Store(int64(lag) * int64(time.Second) / int64(e.o.Rate))
@@ -275,9 +276,10 @@ func (e *Echo) filter(mic, far []int16, at int) {
 				// alone: the filter covers them, and near speech or a short
 				// reply can sway the estimate by a frame or two.)
 				e.shift = lag
+				moved = true
 				e.resetFilter()
-				if e.postLag == 0 {
-					e.holdFilter() // the first delay found: see below
+				if e.postLag == 0 || e.firstLooking() {
+					e.holdFilter() // the first delay found, or corrected: see below
 				} else {
 					e.hold()
 				}
@@ -327,17 +329,25 @@ func (e *Echo) filter(mic, far []int16, at int) {
 			lag = e.est.est
 		}
 		if abs(lag-e.postLag) > e.frame {
-			if e.postLag == 0 {
+			if e.postLag == 0 || e.firstLooking() {
 				// The first delay found: the suppressor keeps what it
 				// learnt (the echo's level, its reference not yet
 				// aligned) and goes on learning, aligned, so that near
 				// speech is told from echo, and passes the hold, without
 				// another half second of far end alone. What it learnt
 				// unaligned weighs a tenth: the aligned model soon leads.
+				// (So too when the first look corrects the search's
+				// filter in the first seconds: the echo's level is the
+				// same.)
 				e.holdFilter()
 				e.post.soften(softenFirst)
-			} else {
+			} else if moved {
 				e.hold() // the suppressor learns the echo's level again
+			} else {
+				// The estimate moved within the filter's window: the
+				// filter keeps what it learnt, and the suppressor, its
+				// reference aligned anew, the echo's level, softened.
+				e.post.soften(softenFirst)
 			}
 			e.postLag = lag
 		}
@@ -412,6 +422,10 @@ func (e *Echo) slapped(mic []int16) bool {
 	e.irE = en
 	return !e.held && was > 0 && en < slapDrop*was && energy(mic) < slapERLE*energy(e.out)
 }
+
+// firstLooking reports whether the delay search's first look still looks
+// (the first 3 s of sound): a delay found then corrects the first.
+func (e *Echo) firstLooking() bool { return e.est != nil && e.est.first != nil }
 
 // found reports whether the delay search found the echo (or there is none).
 func (e *Echo) found() bool { return e.est == nil || e.est.ok }

@@ -22,18 +22,22 @@ type firstLook struct {
 	ft           *fft.FFT
 	x, y         []complex128
 	r            []float64
+	acc          []float64 // r summed over the looks
+	looks        int
 	cand, held   int
 }
 
 const (
-	firstLen    = 1.5  // s: the stretch it looks over
-	firstGiveUp = 3    // s: how long it looks, at most
-	firstSound  = 0.3  // s of sound played before it looks
-	firstPeak   = 8.0  // the peak this many times the correlation's RMS over the lags
-	firstHold   = 2    // looks in a row the peak must hold
-	firstEdge   = 10   // ms: a peak this near the end of the range is none
-	firstLo     = 300  // Hz: the band looked at (the loudspeaker's high-pass,
-	firstHi     = 1600 // and the decimator's low-pass)
+	firstLen      = 1.5  // s: the stretch it looks over
+	firstGiveUp   = 3    // s: how long it looks, at most
+	firstSound    = 0.3  // s of sound played before it looks
+	firstPeak     = 8.0  // the peak this many times the correlation's RMS over the lags
+	firstHold     = 2    // looks in a row the peak must hold
+	firstEdge     = 10   // ms: a peak this near the end of the range is none
+	firstVotes    = 6    // looks summed before the sum is looked at
+	firstVotePeak = 6.0  // and its peak this many times its RMS
+	firstLo       = 300  // Hz: the band looked at (the loudspeaker's high-pass,
+	firstHi       = 1600 // and the decimator's low-pass)
 )
 
 func newFirstLook(rate, maxLag int) *firstLook {
@@ -42,6 +46,7 @@ func newFirstLook(rate, maxLag int) *firstLook {
 	f.x = make([]complex128, f.ft.N())
 	f.y = make([]complex128, f.ft.N())
 	f.r = make([]float64, maxLag+1)
+	f.acc = make([]float64, maxLag+1)
 	return f
 }
 
@@ -103,36 +108,17 @@ func (f *firstLook) look() (int, bool) {
 		}
 	}
 	f.ft.Inverse(f.y)
-	var peak, ms float64
-	at := 0
 	for i := range f.r {
-		v := math.Abs(real(f.y[i]))
-		f.r[i] = v
-		ms += v * v
-		if v > peak {
-			peak, at = v, i
-		}
+		f.r[i] = math.Abs(real(f.y[i]))
 	}
-	rms := math.Sqrt(ms / float64(len(f.r)))
-	if peak < firstPeak*rms || at >= len(f.r)-firstEdge*f.rate/1000 {
-		// No peak, or one at the end of the range: the edge of the
-		// stretch looked at, or a tune's repeat from beyond it.
+	f.looks++
+	for i, v := range f.r {
+		f.acc[i] += v
+	}
+	onset, ok := f.pick(f.r, firstPeak)
+	if !ok {
 		f.held = 0
 		return 0, false
-	}
-	near := delayEarly * f.rate / 1000
-	for i, v := range f.r {
-		if (i < at-near || i > at+near) && v >= delayRival*peak {
-			f.held = 0
-			return 0, false
-		}
-	}
-	onset := at
-	for i := max(0, at-near); i < at; i++ {
-		if f.r[i] >= delayOnset*peak {
-			onset = i
-			break
-		}
 	}
 	if abs(onset-f.cand) <= delaySlack {
 		f.held++
@@ -140,4 +126,48 @@ func (f *firstLook) look() (int, bool) {
 		f.cand, f.held = onset, 1
 	}
 	return f.cand, f.held >= firstHold
+}
+
+// voted returns the delay (decimated samples) the correlations summed over
+// every look so far give, once they stand out: a tune that repeats itself
+// at nearly the echo's delay gives a rival peak at the repeat in some
+// looks, the echo's stays in every one.
+func (f *firstLook) voted() (int, bool) {
+	if f.looks < firstVotes {
+		return 0, false
+	}
+	return f.pick(f.acc, firstVotePeak)
+}
+
+// pick finds the direct path in a correlation r over the lags: the first
+// lag at delayOnset of the peak or more, at most delayEarly before it,
+// once the peak is peakRMS times r's RMS, is not at the end of the range
+// and has no rival.
+func (f *firstLook) pick(r []float64, peakRMS float64) (int, bool) {
+	var peak, ms float64
+	at := 0
+	for i, v := range r {
+		ms += v * v
+		if v > peak {
+			peak, at = v, i
+		}
+	}
+	rms := math.Sqrt(ms / float64(len(r)))
+	if peak == 0 || peak < peakRMS*rms || at >= len(r)-firstEdge*f.rate/1000 {
+		// No peak, or one at the end of the range: the edge of the
+		// stretch looked at, or a tune's repeat from beyond it.
+		return 0, false
+	}
+	near := delayEarly * f.rate / 1000
+	for i, v := range r {
+		if (i < at-near || i > at+near) && v >= delayRival*peak {
+			return 0, false
+		}
+	}
+	for i := max(0, at-near); i < at; i++ {
+		if r[i] >= delayOnset*peak {
+			return i, true
+		}
+	}
+	return at, true
 }
