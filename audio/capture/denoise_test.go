@@ -79,3 +79,36 @@ func TestSoundAfterDigitalSilenceCarriesNothingFromBeforeIt(t *testing.T) {
 		}
 	}
 }
+
+// What Denoise skips is what speexdsp would have turned into digital
+// silence anyway: after flushFrames of zeros its output for zeros is zeros,
+// at every level. (The test above sees only what Denoise passes, so it
+// would not notice a flushFrames too small.)
+func TestSpeexdspTurnsDigitalSilenceIntoDigitalSilenceOnceFlushed(t *testing.T) {
+	for _, level := range []int{MinDenoiseLevel, DefaultDenoiseLevel, MaxDenoiseLevel} {
+		pre, err := newSpeexPre(frameLen, rate)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pre.set(ppDenoise, 1)
+		pre.set(ppNoiseSuppress, level)
+		rng := rand.New(rand.NewPCG(3, 3))
+		f := make([]int16, frameLen)
+		for range 100 { // 1 s of loud noise
+			for i := range f {
+				f[i] = int16(8000 * rng.NormFloat64())
+			}
+			pre.run(f)
+		}
+		for k := range 50 {
+			clear(f)
+			pre.run(f)
+			for i, v := range f {
+				if v != 0 && k >= flushFrames {
+					t.Fatalf("level %d dB: frame %d of digital silence came out of speexdsp as %d at sample %d", level, k, v, i)
+				}
+			}
+		}
+		pre.close()
+	}
+}
