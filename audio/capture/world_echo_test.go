@@ -23,6 +23,31 @@ func livingScene(t *testing.T) worldScene {
 	return worldScene{}
 }
 
+// tuningScenes are the tuning set's scenes that keep accepts; a test over
+// none of them would test nothing.
+func tuningScenes(t *testing.T, keep func(worldScene) bool) []worldScene {
+	var out []worldScene
+	for _, sc := range worldScenes(t, worldSets[0]) {
+		if keep(sc) {
+			out = append(out, sc)
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no scene of the tuning set to test")
+	}
+	return out
+}
+
+// tuningTune is the far end of the tuning set's first (or last) dry room
+// with music: one of its two tunes.
+func tuningTune(t *testing.T, last bool) []int16 {
+	dry := tuningScenes(t, func(sc worldScene) bool { return sc.music && sc.room.Kind == echoroom.Dry })
+	if last {
+		return dry[len(dry)-1].far
+	}
+	return dry[0].far
+}
+
 func TestALivingRoomsEchoIsTakenOff(t *testing.T) {
 	sc := livingScene(t)
 	out := cancel(t, sc.echo.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay})
@@ -44,10 +69,7 @@ func TestABargeInInTheFirstSecondsIsHeard(t *testing.T) {
 }
 
 func TestAnEchoPathThatChangesIsCancelledAgainWithinASecond(t *testing.T) {
-	for _, sc := range worldScenes(t, worldSets[0]) {
-		if sc.room.Kind != echoroom.Moving {
-			continue
-		}
+	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return sc.room.Kind == echoroom.Moving }) {
 		out := cancel(t, sc.echo.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay})
 		a, b := worldMove+rate, worldMove+2*rate
 		erle := echoroom.ERLE(sc.echo.Mic[a:b], out[a:b], 0)
@@ -59,10 +81,9 @@ func TestAnEchoPathThatChangesIsCancelledAgainWithinASecond(t *testing.T) {
 }
 
 func TestABargeInInTheFirstSecondsIsHeardInEveryRoomOfTheTuningSet(t *testing.T) {
-	for _, sc := range worldScenes(t, worldSets[0]) {
-		if sc.music || (sc.room.Kind != echoroom.Dry && sc.room.Kind != echoroom.Living) {
-			continue
-		}
+	for _, sc := range tuningScenes(t, func(sc worldScene) bool {
+		return !sc.music && (sc.room.Kind == echoroom.Dry || sc.room.Kind == echoroom.Living)
+	}) {
 		lost := firstBargeInLost(t, sc)
 		t.Logf("%s: near speech said from 1 s on, over the reply: %.1f dB of it lost", sc.name(), lost)
 		if lost > 6 {
@@ -87,10 +108,7 @@ func firstBargeInLost(t *testing.T, sc worldScene) float64 {
 }
 
 func TestABargeInOverMusicIsHeardBeforeTheEchosDelayIsFound(t *testing.T) {
-	for _, sc := range worldScenes(t, worldSets[0]) {
-		if !sc.music {
-			continue
-		}
+	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return sc.music }) {
 		// Near speech 1 s into the music keeps the delay search from
 		// finding the echo for seconds in some rooms; the learning hold
 		// (−30 dB) must not take the near voice with the echo meanwhile.
@@ -103,10 +121,7 @@ func TestABargeInOverMusicIsHeardBeforeTheEchosDelayIsFound(t *testing.T) {
 }
 
 func TestTheEchoOfEveryLivingRoomInTheTuningSetIsTakenOffBy25dB(t *testing.T) {
-	for _, sc := range worldScenes(t, worldSets[0]) {
-		if sc.music || sc.room.Kind != echoroom.Living {
-			continue
-		}
+	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return !sc.music && sc.room.Kind == echoroom.Living }) {
 		out := cancel(t, sc.echo.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay})
 		erle := echoroom.ERLE(sc.echo.Mic, out, settle)
 		t.Logf("%s: echo removed from 2 s on: %.1f dB", sc.name(), erle)
@@ -120,16 +135,13 @@ func TestTheEchoOfEveryLivingRoomInTheTuningSetIsTakenOffBy25dB(t *testing.T) {
 // after the path changed, the learning hold must not end while the tune's
 // onsets still pass the young filter and the suppressor.
 func TestAnEchoPathThatChangesUnderMusicIsCancelledAgainWithinASecond(t *testing.T) {
-	var far []int16
-	for _, sc := range worldScenes(t, worldSets[0]) {
-		if sc.music && sc.room.Kind == echoroom.Dry {
-			far = sc.far // the last: the second tune
-		}
-	}
+	far := tuningTune(t, true) // the second tune
+	moving := 0
 	for _, r := range echoroom.WorldRooms(17, 2) {
 		if r.Kind != echoroom.Moving {
 			continue
 		}
+		moving++
 		s := r.Render(far, nil)
 		out := cancel(t, s.Mic, far, EchoOptions{MaxDelay: DefaultMaxDelay})
 		a, b := worldMove+rate, worldMove+2*rate
@@ -138,6 +150,9 @@ func TestAnEchoPathThatChangesUnderMusicIsCancelledAgainWithinASecond(t *testing
 		if erle < 20 {
 			t.Errorf("%s/music: echo removed in the second second after the path changed = %.1f dB, want ≥ 20 dB", r, erle)
 		}
+	}
+	if moving == 0 {
+		t.Fatal("seed 17 has no moving room")
 	}
 }
 
@@ -148,12 +163,7 @@ func TestAnEchoPathThatChangesUnderMusicIsCancelledAgainWithinASecond(t *testing
 // corrected it; with its window 240–310 ms early, the filter took 8–11
 // dB off for good in two of them.
 func TestTheEchosDelayIsFoundUnderATuneThatRepeatsItselfAtTheEchosDelay(t *testing.T) {
-	var far []int16
-	for _, sc := range worldScenes(t, worldSets[0]) {
-		if sc.music && sc.room.Kind == echoroom.Dry && far == nil {
-			far = sc.far // the first tune
-		}
-	}
+	far := tuningTune(t, false) // the first tune
 	for _, seed := range []uint64{10, 12, 13} {
 		r := echoroom.WorldRooms(seed, 2)[2*int(echoroom.Moving)]
 		s := r.Render(far, nil)
@@ -210,12 +220,7 @@ func TestABargeInIsHeardWhenTheFirstLookCorrectsTheEchosDelay(t *testing.T) {
 // echo's level changed, and the canceller must not start learning again
 // (the output held, the divergence unwatched) at each.
 func TestAnEchoPathThatChangesAfterTheDelayEstimateWanderedIsCancelledAgainWithinASecond(t *testing.T) {
-	var far []int16
-	for _, sc := range worldScenes(t, worldSets[0]) {
-		if sc.music && sc.room.Kind == echoroom.Dry {
-			far = sc.far // the last: the second tune
-		}
-	}
+	far := tuningTune(t, true) // the second tune
 	r := echoroom.WorldRooms(10, 2)[2*int(echoroom.Moving)]
 	s := r.Render(far, nil)
 	out := cancel(t, s.Mic, far, EchoOptions{MaxDelay: DefaultMaxDelay})
