@@ -159,16 +159,7 @@ func (r *residual) run(mic, play, out []int16) {
 	} else {
 		r.floor *= 1.001
 	}
-	// Near speech: the microphone well above the echo expected, and the
-	// filter's output not far below the microphone (it takes echo off, not
-	// a talker it has never heard).
-	talk := r.trained >= resTrained && sumM > resTalk*expect+4*r.floor && sumE > resKept*sumM
-	if talk {
-		r.hang = resHang
-	} else if r.hang > 0 {
-		r.hang--
-		talk = true
-	}
+	talk := held(&r.hang, r.trained >= resTrained && r.nearSpeech(sumM, sumE, expect))
 	r.bTalking = r.blind && r.blindTalk(far, sumM, sumE)
 	if r.bTalking {
 		talk = true
@@ -248,13 +239,7 @@ func (r *residual) blindTalk(far, sumM, sumE float64) bool {
 			expect += r.bm[b] / r.bd[b] * m
 		}
 	}
-	talk := r.bTrain >= resTrained && sumM > resTalk*expect+4*r.floor && sumE > resKept*sumM
-	if talk {
-		r.bHang = resHang
-	} else if r.bHang > 0 {
-		r.bHang--
-		talk = true
-	}
+	talk := held(&r.bHang, r.bTrain >= resTrained && r.nearSpeech(sumM, sumE, expect))
 	if far > 0 {
 		r.bFar++
 	}
@@ -267,6 +252,27 @@ func (r *residual) blindTalk(far, sumM, sumE float64) bool {
 		}
 	}
 	return talk
+}
+
+// nearSpeech: the microphone well above the echo expected, and the
+// filter's output not far below the microphone (it takes echo off, not a
+// talker it has never heard).
+func (r *residual) nearSpeech(sumM, sumE, expect float64) bool {
+	return sumM > resTalk*expect+4*r.floor && sumE > resKept*sumM
+}
+
+// held keeps near speech for resHang frames after it was last seen
+// (*hang counts them down).
+func held(hang *int, seen bool) bool {
+	switch {
+	case seen:
+		*hang = resHang
+	case *hang > 0:
+		*hang--
+	default:
+		return false
+	}
+	return true
 }
 
 // reset forgets what was learnt: the reference's timing changed.
