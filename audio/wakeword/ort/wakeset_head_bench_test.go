@@ -229,6 +229,8 @@ func headExamples(conds []*condition, seqs []*embSeq, earlier *wakeword.Head) *h
 // there (wakeword/heads/hey_jarvis_agenthost.bin is made so).
 // AGENTHOST_WAKESET_TRAIN_MINUTES is the tuning part's negatives (60),
 // AGENTHOST_WAKESET_MINUTES the held-out part's (60);
+// AGENTHOST_WAKESET_HEAD_MORE_HOURS=H trains on H hours more negatives
+// made here (moreNegatives);
 // AGENTHOST_WAKESET_HEAD_TUNING=1 prints its figures on the tuning part
 // too (what it was trained on).
 func BenchmarkWakeSetOwnHead(b *testing.B) {
@@ -240,6 +242,10 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 	}
 	for b.Loop() {
 		tconds := trainingConditions(b, set, trainMinutes)
+		more, _ := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_MORE_HOURS"), 64)
+		if more > 0 {
+			tconds = append(tconds, moreNegatives(b, set, more)...)
+		}
 		t0 := time.Now()
 		tseqs, _ := embedAll(b, set.Dir, headStep, tconds, open)
 		b.Logf("tuning part's embeddings in %s", time.Since(t0).Round(time.Second))
@@ -250,7 +256,7 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 		if os.Getenv("AGENTHOST_WAKESET_EMBED_ONLY") != "" {
 			return
 		}
-		head := trainedHead(b, set.Dir, tconds, tseqs, trainMinutes)
+		head := trainedHead(b, set.Dir, tconds, tseqs, fmt.Sprintf("%d|%g", trainMinutes, more))
 		if out := os.Getenv("AGENTHOST_WAKESET_HEAD_OUT"); out != "" {
 			raw, _ := head.MarshalBinary()
 			if err := os.WriteFile(out, raw, 0o644); err != nil {
@@ -304,11 +310,11 @@ func headOptions() wakeword.HeadOptions {
 }
 
 // trainedHead trains the head on the tuning conditions (cached in dir by
-// the sources that make it and the minutes of negatives).
-func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, minutes int) *wakeword.Head {
+// the sources that make it and the negatives' key).
+func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, negatives string) *wakeword.Head {
 	h := sha256.New()
 	_, self, _, _ := goruntime.Caller(0)
-	for _, src := range []string{"../head.go", "../head_train.go", "../stream.go", "ort.go", "wakeset_head_bench_test.go", "wakeset_embed_test.go", "wakeset_bench_test.go"} {
+	for _, src := range []string{"../head.go", "../head_train.go", "../stream.go", "ort.go", "wakeset_head_bench_test.go", "wakeset_embed_test.go", "wakeset_bench_test.go", "wakeset_negatives_test.go"} {
 		p, err := os.ReadFile(filepath.Join(filepath.Dir(self), src))
 		if err != nil {
 			b.Fatal(err)
@@ -316,7 +322,7 @@ func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, m
 		h.Write(p)
 	}
 	opts := headOptions()
-	fmt.Fprintf(h, "|%d|%v|%v|%v", minutes, opts.Noise, opts.Hidden, opts.Epochs)
+	fmt.Fprintf(h, "|%s|%v|%v|%v", negatives, opts.Noise, opts.Hidden, opts.Epochs)
 	path := filepath.Join(dir, "head-"+hex.EncodeToString(h.Sum(nil))[:16]+".bin")
 	if raw, err := os.ReadFile(path); err == nil {
 		if hd, err := wakeword.ParseHead(raw); err == nil {
