@@ -70,13 +70,20 @@ func TestABargeInInTheFirstSecondsIsHeard(t *testing.T) {
 
 func TestAnEchoPathThatChangesIsCancelledAgainWithinASecond(t *testing.T) {
 	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return sc.room.Kind == echoroom.Moving }) {
-		out := cancel(t, sc.echo.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay})
-		a, b := worldMove+rate, worldMove+2*rate
-		erle := echoroom.ERLE(sc.echo.Mic[a:b], out[a:b], 0)
-		t.Logf("%s: echo removed in the second second after the path changed: %.1f dB", sc.name(), erle)
-		if erle < 20 {
-			t.Errorf("%s: echo removed in the second second after the path changed = %.1f dB, want ≥ 20 dB", sc.name(), erle)
-		}
+		cancelledAgainWithinASecond(t, sc.name(), sc.echo.Mic, sc.far)
+	}
+}
+
+// cancelledAgainWithinASecond checks that the canceller takes 20 dB off
+// mic's echo of far in the second second after the path changed.
+func cancelledAgainWithinASecond(t *testing.T, name string, mic, far []int16) {
+	t.Helper()
+	out := cancel(t, mic, far, EchoOptions{MaxDelay: DefaultMaxDelay})
+	a, b := worldMove+rate, worldMove+2*rate
+	erle := echoroom.ERLE(mic[a:b], out[a:b], 0)
+	t.Logf("%s: echo removed in the second second after the path changed: %.1f dB", name, erle)
+	if erle < 20 {
+		t.Errorf("%s: echo removed in the second second after the path changed = %.1f dB, want ≥ 20 dB", name, erle)
 	}
 }
 
@@ -143,13 +150,7 @@ func TestAnEchoPathThatChangesUnderMusicIsCancelledAgainWithinASecond(t *testing
 		}
 		moving++
 		s := r.Render(far, nil)
-		out := cancel(t, s.Mic, far, EchoOptions{MaxDelay: DefaultMaxDelay})
-		a, b := worldMove+rate, worldMove+2*rate
-		erle := echoroom.ERLE(s.Mic[a:b], out[a:b], 0)
-		t.Logf("%s/music: echo removed in the second second after the path changed: %.1f dB", r, erle)
-		if erle < 20 {
-			t.Errorf("%s/music: echo removed in the second second after the path changed = %.1f dB, want ≥ 20 dB", r, erle)
-		}
+		cancelledAgainWithinASecond(t, r.String()+"/music", s.Mic, far)
 	}
 	if moving == 0 {
 		t.Fatal("seed 17 has no moving room")
@@ -223,11 +224,5 @@ func TestAnEchoPathThatChangesAfterTheDelayEstimateWanderedIsCancelledAgainWithi
 	far := tuningTune(t, true) // the second tune
 	r := echoroom.WorldRooms(10, 2)[2*int(echoroom.Moving)]
 	s := r.Render(far, nil)
-	out := cancel(t, s.Mic, far, EchoOptions{MaxDelay: DefaultMaxDelay})
-	a, b := worldMove+rate, worldMove+2*rate
-	erle := echoroom.ERLE(s.Mic[a:b], out[a:b], 0)
-	t.Logf("%s/music: echo removed in the second second after the path changed: %.1f dB", r, erle)
-	if erle < 20 {
-		t.Errorf("%s/music: echo removed in the second second after the path changed = %.1f dB, want ≥ 20 dB", r, erle)
-	}
+	cancelledAgainWithinASecond(t, r.String()+"/music", s.Mic, far)
 }
