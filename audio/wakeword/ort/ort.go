@@ -134,7 +134,8 @@ type Paths struct {
 
 // Open loads the models (Init must have loaded the library); with no wake
 // model it runs the feature models alone (for heads run in Go, see
-// wakeword.WithHeads). Each session runs on one thread: the detector is always on and must stay light.
+// wakeword.WithHeads). Each session runs on one thread: the detector is
+// always on and must stay light.
 func Open(p Paths) (*Runtime, error) {
 	opts, err := onnx.NewSessionOptions()
 	if err != nil {
