@@ -178,6 +178,21 @@ func TestDesktop(t *testing.T) {
 		return st, heard
 	}
 
+	// played is how many seconds of class the user unit's mixer has played,
+	// by agenthost status.
+	played := func(t *testing.T, class string) float64 {
+		status := mustPi(t, "agenthost", "status")
+		var s struct {
+			Output struct {
+				Played map[string]float64 `json:"played_s"`
+			} `json:"output"`
+		}
+		if err := json.Unmarshal([]byte(status), &s); err != nil {
+			t.Fatalf("agenthost status: %v\n%s", err, status)
+		}
+		return s.Output.Played[class]
+	}
+
 	t.Run("a reply is played into PipeWire", func(t *testing.T) {
 		st, _ := monitor(t, "/home/pi/reply.wav", time.Millisecond, 30*time.Second, func() {
 			// At full volume the reply plays at the level the server sent (the
@@ -191,9 +206,15 @@ func TestDesktop(t *testing.T) {
 				t.Fatalf("the user unit did not finish playing the reply to task %s:\n%s", task, userJournal())
 			}
 		})
-		// The simulator's reply: 1 s of 880 Hz at half scale (16000).
-		if st.loud < 800*time.Millisecond || st.loud > 1300*time.Millisecond {
-			t.Errorf("the reply sounded for %s, want about 1 s", st.loud)
+		// The simulator's reply: 1 s of 880 Hz at half scale (16000). The
+		// host's own count says all of it was played; the recording, made by
+		// pw-record without real-time priority, loses periods on a saturated
+		// machine (760 and 780 ms were seen), so it need only hold most of it.
+		if p := played(t, "voice"); p < 0.95 || p > 1.3 {
+			t.Errorf("agenthost status counts %.2f s of voice played, want the reply's 1 s", p)
+		}
+		if st.loud < 500*time.Millisecond || st.loud > 1300*time.Millisecond {
+			t.Errorf("the reply sounded for %s on the speaker's monitor, want about 1 s", st.loud)
 		}
 		if st.peak < 12000 || st.peak > 20000 {
 			t.Errorf("the reply's peak is %d, want about 16000 (half scale)", st.peak)
@@ -225,14 +246,8 @@ func TestDesktop(t *testing.T) {
 		if math.Abs(st.hz-300) > 25 {
 			t.Errorf("the music's pitch is %.0f Hz, want 300", st.hz)
 		}
-		status := mustPi(t, "agenthost", "status")
-		var s struct {
-			Output struct {
-				Played map[string]float64 `json:"played_s"`
-			} `json:"output"`
-		}
-		if err := json.Unmarshal([]byte(status), &s); err != nil || s.Output.Played["media"] < 1.9 {
-			t.Errorf("agenthost status does not count 2 s of media played: %v\n%s", err, status)
+		if p := played(t, "media"); p < 1.9 {
+			t.Errorf("agenthost status counts %.2f s of media played, want 2 s", p)
 		}
 	})
 
