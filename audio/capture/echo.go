@@ -241,7 +241,11 @@ func (e *Echo) Cancel(mic, far []int16) {
 	if e.held && echoing {
 		if !ours || !e.post.talking {
 			e.eIn = warmDecay*e.eIn + energy(mic)
-			e.eOut = warmDecay*e.eOut + energy(e.out)
+			out := energy(e.out)
+			if ours {
+				out *= e.post.unheld // the hold's own attenuation does not count
+			}
+			e.eOut = warmDecay*e.eOut + out
 		}
 		learned := e.warm >= warmMin && e.eIn >= warmERLE*e.eOut
 		if ours {
@@ -251,7 +255,7 @@ func (e *Echo) Cancel(mic, far []int16) {
 			e.held = false
 		}
 	}
-	if e.held && echoing && !(ours && (e.found() && e.post.learnt() && e.post.talking || !e.found() && e.post.bTalking)) {
+	if e.held && echoing && !(ours && (e.post.bandHeld || e.found() && e.post.learnt() && e.post.talking || !e.found() && e.post.bTalking)) {
 		// The filter is still learning the room: while its echo may be
 		// in the microphone, hold the output down rather than pass it
 		// (but not near speech, once the suppressor can tell it).
@@ -356,6 +360,10 @@ func (e *Echo) filter(mic, far []int16, at int) {
 			e.aligned[i] = e.hist[(from+i)%len(e.hist)]
 		}
 		e.post.blind = !e.found()
+		e.post.holdBy = 0
+		if e.held && !e.o.Hold {
+			e.post.holdBy = 1.0 / warmDiv
+		}
 		e.post.run(mic, e.aligned, e.out)
 	}
 }
@@ -458,7 +466,10 @@ func (e *Echo) holdFilter() { e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0 }
 // alone; at the first delay found it keeps what it learnt unaligned), both
 // take 25 dB off while nobody speaks, and 2 s of sound were played;
 // meanwhile what the suppressor takes for near speech passes (before the
-// delay is found, against the reference's envelope over the search's range).
+// delay is found, against the reference's envelope over the search's range),
+// and once it has a model of the echo (blind or aligned) the suppressor holds
+// per band: a band whose microphone stands 5 dB above its echo expected
+// passes, the others are held down by 30 dB.
 const (
 	warmMin   = 100   // frames of played sound
 	warmMax   = 600   // frames of played sound

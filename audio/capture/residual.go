@@ -53,6 +53,14 @@ type residual struct {
 	bFar     int       // frames the far end played, blind
 	bHang    int
 	bTalking bool // whether this frame was taken for near speech, blind
+
+	// The canceller's learning hold, per band: set by the canceller for the
+	// frame (the depth, 0 for none); bandHeld reports that the suppressor
+	// applied it (a model to hold against): each band whose microphone
+	// stands well above its echo expected passes, the others are held down.
+	holdBy   float64
+	bandHeld bool
+	unheld   float64 // the output's power without the hold over with it (≥ 1)
 }
 
 const (
@@ -66,6 +74,7 @@ const (
 	resTrained = 50   // frames of far end before near speech is looked for
 	resHang    = 10   // frames near speech is taken to last after it was seen
 	resKept    = 0.25 // near speech: the filter takes at most 6 dB off the microphone
+	resBand    = 3.0  // during the hold, a band's microphone this far above its echo passes
 )
 
 func newResidual(frame, span int) *residual {
@@ -168,6 +177,19 @@ func (r *residual) run(mic, play, out []int16) {
 		r.trained++
 	}
 	r.talking = talk
+	r.bandHeld = false
+	var pre, post float64
+	var hm, hd []float64 // the hold's model: microphone over reference, per band
+	hx := r.sx
+	if r.holdBy > 0 && !talk {
+		switch {
+		case r.blind && r.bTrain >= resTrained:
+			hm, hd, hx = r.bm, r.bd, r.env
+		case !r.blind && r.trained >= resTrained:
+			hm, hd = r.gm, r.gd
+		}
+		r.bandHeld = hm != nil
+	}
 	for b, bd := range r.bands {
 		if far > 0 {
 			pm, pe := r.pm[b], min(r.pe[b], r.pm[b])
@@ -200,9 +222,22 @@ func (r *residual) run(mic, play, out []int16) {
 		} else {
 			r.gain[b] += 0.5 * (g - r.gain[b])
 		}
-		for k := bd[0]; k < bd[1]; k++ {
-			r.gBin[k] = r.gain[b]
+		gb := r.gain[b]
+		pre += gb * gb * r.pe[b]
+		if r.bandHeld {
+			w := float64(bd[1]-bd[0]) / float64(len(r.gBin))
+			if hd[b] <= 0 || r.pm[b] <= resBand*hm[b]/hd[b]*hx[b]+4*w*r.floor {
+				gb *= r.holdBy
+			}
 		}
+		post += gb * gb * r.pe[b]
+		for k := bd[0]; k < bd[1]; k++ {
+			r.gBin[k] = gb
+		}
+	}
+	r.unheld = 1
+	if post > 0 {
+		r.unheld = pre / post
 	}
 	// The gains on the output's spectrum, back (the inverse FFT as the
 	// forward one of the conjugate) and overlap-added.
