@@ -240,3 +240,17 @@ func TestABargeInOverMusicPassesTheLearningHoldInTheBandsWhereItStandsAboveTheEc
 		}
 	}
 }
+
+// The moving rooms beyond the three sets of seeds 5, 22 and 27 with the
+// tuning set's first far voice: after the path changed, a word through
+// the new path stands above the suppressor's model of the old one, is
+// taken for near speech, and must not pass the learning hold whole.
+func TestAnEchoPathThatChangesUnderSpeechIsCancelledAgainWithinASecond(t *testing.T) {
+	far := tuningScenes(t, func(sc worldScene) bool { return !sc.music })[0].far // the first voice
+	for _, seed := range []uint64{5, 22, 27} {
+		for _, r := range echoroom.WorldRooms(seed, 2)[2*int(echoroom.Moving):] {
+			s := r.Render(far, nil)
+			cancelledAgainWithinASecond(t, fmt.Sprintf("seed %d, %s/speech", seed, r), s.Mic, far)
+		}
+	}
+}
