@@ -253,6 +253,9 @@ func (e *Echo) Cancel(mic, far []int16) {
 		}
 		if learned || e.warm >= warmMax {
 			e.held = false
+			if e.post != nil {
+				e.post.changed = false
+			}
 		}
 	}
 	if e.held && echoing && !(ours && (e.post.bandHeld || e.found() && e.post.learnt() && e.post.talking || !e.found() && e.post.bTalking)) {
@@ -317,6 +320,9 @@ func (e *Echo) filter(mic, far []int16, at int) {
 		// suppressor keeps what it learnt: the echo's level is the same.
 		e.resetFilter()
 		e.holdFilter()
+		if e.post != nil {
+			e.post.changed = true
+		}
 		e.moves.Add(1)
 		if e.o.Log != nil {
 			e.o.Log.Debug("echo path changed; the canceller learns the room again", "component", "capture")
@@ -452,7 +458,12 @@ func (e *Echo) hold() {
 }
 
 // holdFilter holds the output down while the filter alone learns again.
-func (e *Echo) holdFilter() { e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0 }
+func (e *Echo) holdFilter() {
+	e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0
+	if e.post != nil {
+		e.post.changed = false
+	}
+}
 
 // A new filter converges in a few seconds of played sound (speexdsp's MDF
 // reaches ~15 dB in its first second, ~25 dB in its third). Frames that may
@@ -469,7 +480,8 @@ func (e *Echo) holdFilter() { e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0 }
 // delay is found, against the reference's envelope over the search's range),
 // and once it has a model of the echo (blind or aligned) the suppressor holds
 // per band: a band whose microphone stands 5 dB above its echo expected
-// passes, the others are held down by 30 dB.
+// passes, the others are held down by 30 dB (after the echo path changed,
+// in frames taken for near speech too).
 const (
 	warmMin   = 100   // frames of played sound
 	warmMax   = 600   // frames of played sound

@@ -58,7 +58,11 @@ type residual struct {
 	// frame (the depth, 0 for none); bandHeld reports that the suppressor
 	// applied it (a model to hold against): each band whose microphone
 	// stands well above its echo expected passes, the others are held down.
+	// Frames taken for near speech pass whole, but not after the echo path
+	// changed: the model is the old path's, and a word through the new one
+	// may stand above it.
 	holdBy   float64
+	changed  bool // the hold follows a change of the echo path: near speech too is held per band
 	bandHeld bool
 	unheld   float64 // the output's power without the hold over with it (≥ 1)
 }
@@ -181,7 +185,7 @@ func (r *residual) run(mic, play, out []int16) {
 	var pre, post float64
 	var hm, hd []float64 // the hold's model: microphone over reference, per band
 	hx := r.sx
-	if r.holdBy > 0 && !talk {
+	if r.holdBy > 0 && (!talk || r.changed) {
 		switch {
 		case r.blind && r.bTrain >= resTrained:
 			hm, hd, hx = r.bm, r.bd, r.env
