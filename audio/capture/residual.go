@@ -213,9 +213,12 @@ func (r *residual) run(mic, play, out []int16) {
 		if r.pe[b] > 0 && r.gd[b] > 0 {
 			res := r.ge[b] / r.gd[b] * r.sx[b]
 			// Gently while someone may be talking over it: near speech
-			// the young model cannot yet tell from echo is not eaten.
+			// the young model cannot yet tell from echo is not eaten; and,
+			// once the hold is over, in a band where it is heard although
+			// the frame is not taken for it (over music as loud as the
+			// voice, many of its frames are not).
 			over := resOverDT
-			if !talk && r.trained >= resSure {
+			if !talk && r.trained >= resSure && (r.holdBy > 0 || !r.nearBand(b)) {
 				over = resOver
 			}
 			g = max(resFloor, 1-over*res/r.pe[b])
@@ -298,6 +301,12 @@ func (r *residual) blindTalk(far, sumM, sumE float64) bool {
 // talker it has never heard).
 func (r *residual) nearSpeech(sumM, sumE, expect float64) bool {
 	return sumM > resTalk*expect+4*r.floor && sumE > resKept*sumM
+}
+
+// nearBand is nearSpeech in band b: the microphone well above the echo
+// expected there, and the filter's output not far below it.
+func (r *residual) nearBand(b int) bool {
+	return r.gd[b] > 0 && r.pm[b] > resTalk*r.gm[b]/r.gd[b]*r.sx[b] && r.pe[b] > resKept*r.pm[b]
 }
 
 // held keeps near speech for resHang frames after it was last seen
