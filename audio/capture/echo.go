@@ -241,7 +241,11 @@ func (e *Echo) Cancel(mic, far []int16) {
 	if e.held && echoing {
 		if !ours || !e.post.talking {
 			e.eIn = warmDecay*e.eIn + energy(mic)
-			e.eOut = warmDecay*e.eOut + energy(e.out)
+			out := energy(e.out)
+			if ours {
+				out *= e.post.unheld // the hold's own attenuation does not count
+			}
+			e.eOut = warmDecay*e.eOut + out
 		}
 		learned := e.warm >= warmMin && e.eIn >= warmERLE*e.eOut
 		if ours {
@@ -249,9 +253,12 @@ func (e *Echo) Cancel(mic, far []int16) {
 		}
 		if learned || e.warm >= warmMax {
 			e.held = false
+			if e.post != nil {
+				e.post.changed = false
+			}
 		}
 	}
-	if e.held && echoing && !(ours && (e.found() && e.post.learnt() && e.post.talking || !e.found() && e.post.bTalking)) {
+	if e.held && echoing && !(ours && (e.post.bandHeld || e.found() && e.post.learnt() && e.post.talking || !e.found() && e.post.bTalking)) {
 		// The filter is still learning the room: while its echo may be
 		// in the microphone, hold the output down rather than pass it
 		// (but not near speech, once the suppressor can tell it).
@@ -313,6 +320,9 @@ func (e *Echo) filter(mic, far []int16, at int) {
 		// suppressor keeps what it learnt: the echo's level is the same.
 		e.resetFilter()
 		e.holdFilter()
+		if e.post != nil {
+			e.post.changed = true
+		}
 		e.moves.Add(1)
 		if e.o.Log != nil {
 			e.o.Log.Debug("echo path changed; the canceller learns the room again", "component", "capture")
@@ -356,6 +366,10 @@ func (e *Echo) filter(mic, far []int16, at int) {
 			e.aligned[i] = e.hist[(from+i)%len(e.hist)]
 		}
 		e.post.blind = !e.found()
+		e.post.holdBy = 0
+		if e.held && !e.o.Hold {
+			e.post.holdBy = 1.0 / warmDiv
+		}
 		e.post.run(mic, e.aligned, e.out)
 	}
 }
@@ -444,7 +458,12 @@ func (e *Echo) hold() {
 }
 
 // holdFilter holds the output down while the filter alone learns again.
-func (e *Echo) holdFilter() { e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0 }
+func (e *Echo) holdFilter() {
+	e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0
+	if e.post != nil {
+		e.post.changed = false
+	}
+}
 
 // A new filter converges in a few seconds of played sound (speexdsp's MDF
 // reaches ~15 dB in its first second, ~25 dB in its third). Frames that may
@@ -458,7 +477,11 @@ func (e *Echo) holdFilter() { e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0 }
 // alone; at the first delay found it keeps what it learnt unaligned), both
 // take 25 dB off while nobody speaks, and 2 s of sound were played;
 // meanwhile what the suppressor takes for near speech passes (before the
-// delay is found, against the reference's envelope over the search's range).
+// delay is found, against the reference's envelope over the search's range),
+// and once it has a model of the echo (blind or aligned) the suppressor holds
+// per band: a band whose microphone stands 5 dB above its echo expected
+// passes, the others are held down by 30 dB (after the echo path changed,
+// in frames taken for near speech too).
 const (
 	warmMin   = 100   // frames of played sound
 	warmMax   = 600   // frames of played sound

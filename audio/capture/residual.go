@@ -53,6 +53,18 @@ type residual struct {
 	bFar     int       // frames the far end played, blind
 	bHang    int
 	bTalking bool // whether this frame was taken for near speech, blind
+
+	// The canceller's learning hold, per band: set by the canceller for the
+	// frame (the depth, 0 for none); bandHeld reports that the suppressor
+	// applied it (a model to hold against): each band whose microphone
+	// stands well above its echo expected passes, the others are held down.
+	// Frames taken for near speech pass whole, but not after the echo path
+	// changed: the model is the old path's, and a word through the new one
+	// may stand above it.
+	holdBy   float64
+	changed  bool // the hold follows a change of the echo path: near speech too is held per band
+	bandHeld bool
+	unheld   float64 // the output's power without the hold over with it (≥ 1)
 }
 
 const (
@@ -66,6 +78,7 @@ const (
 	resTrained = 50   // frames of far end before near speech is looked for
 	resHang    = 10   // frames near speech is taken to last after it was seen
 	resKept    = 0.25 // near speech: the filter takes at most 6 dB off the microphone
+	resBand    = 3.0  // during the hold, a band's microphone this far above its echo passes
 )
 
 func newResidual(frame, span int) *residual {
@@ -168,6 +181,19 @@ func (r *residual) run(mic, play, out []int16) {
 		r.trained++
 	}
 	r.talking = talk
+	r.bandHeld = false
+	var pre, post float64
+	var hm, hd []float64 // the hold's model: microphone over reference, per band
+	hx := r.sx
+	if r.holdBy > 0 && (!talk || r.changed) {
+		switch {
+		case r.blind && r.bTrain >= resTrained:
+			hm, hd, hx = r.bm, r.bd, r.env
+		case !r.blind && r.trained >= resTrained:
+			hm, hd = r.gm, r.gd
+		}
+		r.bandHeld = hm != nil
+	}
 	for b, bd := range r.bands {
 		if far > 0 {
 			pm, pe := r.pm[b], min(r.pe[b], r.pm[b])
@@ -187,9 +213,12 @@ func (r *residual) run(mic, play, out []int16) {
 		if r.pe[b] > 0 && r.gd[b] > 0 {
 			res := r.ge[b] / r.gd[b] * r.sx[b]
 			// Gently while someone may be talking over it: near speech
-			// the young model cannot yet tell from echo is not eaten.
+			// the young model cannot yet tell from echo is not eaten; and,
+			// once the hold is over, in a band where it is heard although
+			// the frame is not taken for it (over music as loud as the
+			// voice, many of its frames are not).
 			over := resOverDT
-			if !talk && r.trained >= resSure {
+			if !talk && r.trained >= resSure && (r.holdBy > 0 || !r.nearBand(b)) {
 				over = resOver
 			}
 			g = max(resFloor, 1-over*res/r.pe[b])
@@ -200,9 +229,22 @@ func (r *residual) run(mic, play, out []int16) {
 		} else {
 			r.gain[b] += 0.5 * (g - r.gain[b])
 		}
-		for k := bd[0]; k < bd[1]; k++ {
-			r.gBin[k] = r.gain[b]
+		gb := r.gain[b]
+		pre += gb * gb * r.pe[b]
+		if r.bandHeld {
+			w := float64(bd[1]-bd[0]) / float64(len(r.gBin))
+			if hd[b] <= 0 || r.pm[b] <= resBand*hm[b]/hd[b]*hx[b]+4*w*r.floor {
+				gb *= r.holdBy
+			}
 		}
+		post += gb * gb * r.pe[b]
+		for k := bd[0]; k < bd[1]; k++ {
+			r.gBin[k] = gb
+		}
+	}
+	r.unheld = 1
+	if post > 0 {
+		r.unheld = pre / post
 	}
 	// The gains on the output's spectrum, back (the inverse FFT as the
 	// forward one of the conjugate) and overlap-added.
@@ -259,6 +301,12 @@ func (r *residual) blindTalk(far, sumM, sumE float64) bool {
 // talker it has never heard).
 func (r *residual) nearSpeech(sumM, sumE, expect float64) bool {
 	return sumM > resTalk*expect+4*r.floor && sumE > resKept*sumM
+}
+
+// nearBand is nearSpeech in band b: the microphone well above the echo
+// expected there, and the filter's output not far below it.
+func (r *residual) nearBand(b int) bool {
+	return r.gd[b] > 0 && r.pm[b] > resTalk*r.gm[b]/r.gd[b]*r.sx[b] && r.pe[b] > resKept*r.pm[b]
 }
 
 // held keeps near speech for resHang frames after it was last seen
