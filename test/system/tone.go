@@ -48,15 +48,18 @@ func analyse(pcm []byte, rate int) toneStats {
 	st.loud = time.Duration(len(loud)/win) * 20 * time.Millisecond
 	st.quietAfter = time.Duration(n-lastLoud) * time.Second / time.Duration(rate)
 	if len(loud) > 0 {
-		// Each window's spectrum is 100 Hz wide, so a 10 Hz grid finds
-		// the peak; the whole sound's, under 1 Hz wide, places it.
-		st.hz = strongest(50, 4000, 10, func(f float64) (p float64) {
+		// The windows' powers, summed: a jump between them (a period the
+		// recording lost) does not move their peak, as it would the whole
+		// sound's. Each is 100 Hz wide, so a 10 Hz grid finds the peak
+		// and a finer one places it.
+		windows := func(f float64) (p float64) {
 			for off := 0; off < len(loud); off += win {
 				p += power(loud[off:off+win], rate, f)
 			}
 			return p
-		})
-		st.hz = strongest(st.hz-10, st.hz+10, 0.25, func(f float64) float64 { return power(loud, rate, f) })
+		}
+		st.hz = strongest(50, 4000, 10, windows)
+		st.hz = strongest(st.hz-10, st.hz+10, 0.25, windows)
 	}
 	return st
 }
