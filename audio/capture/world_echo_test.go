@@ -122,19 +122,6 @@ func bargeInsLost(t *testing.T, sc worldScene) []float64 {
 	return lost
 }
 
-func TestABargeInOverMusicIsHeardBeforeTheEchosDelayIsFound(t *testing.T) {
-	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return sc.music }) {
-		// Near speech 1 s into the music keeps the delay search from
-		// finding the echo for seconds in some rooms; the learning hold
-		// (−30 dB) must not take the near voice with the echo meanwhile.
-		lost := firstBargeInLost(t, sc)
-		t.Logf("%s: near speech said from 1 s on, over music: %.1f dB of it lost", sc.name(), lost)
-		if lost > 20 {
-			t.Errorf("%s: a barge-in 1 s into music lost %.1f dB, want ≤ 20 dB (not held down with the echo)", sc.name(), lost)
-		}
-	}
-}
-
 func TestTheEchoOfEveryLivingRoomInTheTuningSetIsTakenOffBy25dB(t *testing.T) {
 	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return !sc.music && sc.room.Kind == echoroom.Living }) {
 		out := cancel(t, sc.echo.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay})
@@ -237,10 +224,12 @@ func TestAnEchoPathThatChangesAfterTheDelayEstimateWanderedIsCancelledAgainWithi
 
 func TestABargeInOverMusicPassesTheLearningHoldInTheBandsWhereItStandsAboveTheEcho(t *testing.T) {
 	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return sc.music }) {
-		// While the filter learns, the hold takes 30 dB off every frame the
-		// suppressor does not take for near speech; over music, whose level
-		// the near voice only matches, it rarely does, and a barge-in at 1 s
-		// was held down with the echo (12.7–14.9 dB in three rooms).
+		// Near speech 1 s into the music keeps the delay search from
+		// finding the echo for seconds in some rooms, and while the filter
+		// learns the hold takes 30 dB off every frame the suppressor does
+		// not take for near speech; over music, whose level the near voice
+		// only matches, it rarely does, and a barge-in at 1 s was held down
+		// with the echo (12.7–14.9 dB in three rooms).
 		lost := firstBargeInLost(t, sc)
 		t.Logf("%s: near speech said from 1 s on, over music: %.1f dB of it lost", sc.name(), lost)
 		if lost > 14 {
