@@ -129,3 +129,39 @@ func TestARestingCancellerDoesNoWorkForBreaksInSilence(t *testing.T) {
 		t.Fatalf("after breaks in silence and sound again: resting %v, held %v, %d frames learnt; want the filter learning again", e.resting, e.held, e.warm)
 	}
 }
+
+// After a short reply (1.5 s: the learning hold is still on), once its
+// echo is over by the canceller's own bound (the reference's history and
+// warmTail) and before the canceller rests, nothing is held down: the
+// hold is for frames that may hold echo, and the microphone (the room's
+// noise here) passes at its level.
+func TestTheLearningHoldEndsWithTheEchoOfAShortReply(t *testing.T) {
+	sc := livingScene(t)
+	far := append(append([]int16(nil), sc.far[:3*rate/2]...), make([]int16, 2*rate)...)
+	s := sc.room.Render(far, nil)
+	e, err := NewEcho(nil, EchoOptions{MaxDelay: DefaultMaxDelay})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	out := append([]int16(nil), s.Mic...)
+	last := 0 // the end of the reply's last frame of sound
+	for i := 0; i+frameLen <= len(out); i += frameLen {
+		if loud(far[i : i+frameLen]) {
+			last = i + frameLen
+		}
+		e.Cancel(out[i:i+frameLen], far[i:i+frameLen])
+	}
+	if !e.held {
+		t.Fatal("the hold is over after a 1.5 s reply: the test does not test it")
+	}
+	// The suppressor's output comes a frame late.
+	from := last + len(e.hist) + warmTail*frameLen + frameLen
+	to := last + e.restAfter()
+	in, got := energy(s.Mic[from-frameLen:to-frameLen]), energy(out[from:to])
+	lost := 10 * math.Log10(in/got)
+	t.Logf("the room's noise %d–%d ms after the reply: %.1f dB of it lost", (from-last)*1000/rate, (to-last)*1000/rate, lost)
+	if lost > 1 {
+		t.Errorf("the room's noise %d–%d ms after a short reply, its echo over, lost %.1f dB, want ≤ 1 dB (not held)", (from-last)*1000/rate, (to-last)*1000/rate, lost)
+	}
+}
