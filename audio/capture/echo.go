@@ -216,6 +216,9 @@ func (e *Echo) Cancel(mic, far []int16) {
 		}
 		return
 	}
+	if sound {
+		e.lastFar = e.t
+	}
 	if e.resting {
 		// Sound again: the filters take the frame before first (discarded),
 		// so that their histories hold what they would had they run.
@@ -233,10 +236,9 @@ func (e *Echo) Cancel(mic, far []int16) {
 	}
 	e.filter(mic, far, at)
 	if sound {
-		e.lastFar = e.t
 		e.warm++
 	}
-	echoing := (e.t-e.lastFar)*e.frame <= len(e.hist)+warmTail*e.frame
+	echoing := e.echoing()
 	ours := e.post != nil && !e.o.Hold
 	if e.held && echoing {
 		if !ours || !e.post.talking {
@@ -367,7 +369,7 @@ func (e *Echo) filter(mic, far []int16, at int) {
 		}
 		e.post.blind = !e.found()
 		e.post.holdBy = 0
-		if e.held && !e.o.Hold {
+		if e.held && !e.o.Hold && e.echoing() {
 			e.post.holdBy = 1.0 / warmDiv
 		}
 		e.post.run(mic, e.aligned, e.out)
@@ -435,6 +437,12 @@ func (e *Echo) slapped(mic []int16) bool {
 	was := e.irE
 	e.irE = en
 	return !e.held && was > 0 && en < slapDrop*was && energy(mic) < slapERLE*energy(e.out)
+}
+
+// echoing reports whether the frame may hold echo: sound was played within
+// the reference's history and warmTail frames.
+func (e *Echo) echoing() bool {
+	return (e.t-e.lastFar)*e.frame <= len(e.hist)+warmTail*e.frame
 }
 
 // firstLooking reports whether the delay search's first look still looks
