@@ -34,7 +34,9 @@ type EchoOptions struct {
 	// found the echo, the suppressor learnt its level and 2 s of sound
 	// were played; near speech the suppressor tells from echo passes
 	// (before the delay is found, told against the loudest the echo could
-	// be at any lag).
+	// be at any lag), and once the suppressor has a model of the echo the
+	// hold is per band: a band of the microphone 5 dB above the echo
+	// expected there passes.
 	Hold bool
 	// Log, if set, hears when the delay search moves the filter.
 	Log *slog.Logger
@@ -263,7 +265,8 @@ func (e *Echo) Cancel(mic, far []int16) {
 	if e.held && echoing && !(ours && (e.post.bandHeld || e.found() && e.post.learnt() && e.post.talking || !e.found() && e.post.bTalking)) {
 		// The filter is still learning the room: while its echo may be
 		// in the microphone, hold the output down rather than pass it
-		// (but not near speech, once the suppressor can tell it).
+		// (but not near speech, once the suppressor can tell it, nor a
+		// frame the suppressor held per band).
 		for i, v := range e.out {
 			e.out[i] = v / warmDiv
 		}

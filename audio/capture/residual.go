@@ -71,7 +71,7 @@ const (
 	resDecay   = 0.76 // per frame: an RT60 of 0.5 s
 	resSmooth  = 0.98 // per frame: about half a second
 	resOver    = 20.0 // over-estimation of the residual in the gain (13 dB)
-	resOverDT  = 3.0  // and while near speech is taken to be there, or the model is young
+	resOverDT  = 3.0  // and while near speech is taken to be there, or the model is young, or (the hold over) in a band where it is heard
 	resSure    = 300  // frames of far end alone before the model is trusted with resOver
 	resFloor   = 0.01 // the most taken off a band: −40 dB
 	resTalk    = 2.5  // the microphone this far above its echo: near speech
