@@ -118,6 +118,7 @@ func newResidual(frame, span int) *residual {
 		r.gain[b] = 1
 	}
 	r.gBin = make([]float64, bins)
+	r.unheld = 1
 	return r
 }
 
@@ -181,19 +182,9 @@ func (r *residual) run(mic, play, out []int16) {
 		r.trained++
 	}
 	r.talking = talk
-	r.bandHeld = false
+	hm, hd, hx := r.holdModel(talk)
+	r.bandHeld = hm != nil
 	var pre, post float64
-	var hm, hd []float64 // the hold's model: microphone over reference, per band
-	hx := r.sx
-	if r.holdBy > 0 && (!talk || r.changed) {
-		switch {
-		case r.blind && r.bTrain >= resTrained:
-			hm, hd, hx = r.bm, r.bd, r.env
-		case !r.blind && r.trained >= resTrained:
-			hm, hd = r.gm, r.gd
-		}
-		r.bandHeld = hm != nil
-	}
 	for b, bd := range r.bands {
 		if far > 0 {
 			pm, pe := r.pm[b], min(r.pe[b], r.pm[b])
@@ -231,11 +222,8 @@ func (r *residual) run(mic, play, out []int16) {
 		}
 		gb := r.gain[b]
 		pre += gb * gb * r.pe[b]
-		if r.bandHeld {
-			w := float64(bd[1]-bd[0]) / float64(len(r.gBin))
-			if hd[b] <= 0 || r.pm[b] <= resBand*hm[b]/hd[b]*hx[b]+4*w*r.floor {
-				gb *= r.holdBy
-			}
+		if r.bandHeld && !r.passesHold(b, hm, hd, hx) {
+			gb *= r.holdBy
 		}
 		post += gb * gb * r.pe[b]
 		for k := bd[0]; k < bd[1]; k++ {
@@ -262,6 +250,30 @@ func (r *residual) run(mic, play, out []int16) {
 		out[i] = int16(max(-32768, min(32767, math.Round(v))))
 		r.olap[i] = real(r.buf[f+i]) * scale * r.win[f+i]
 	}
+}
+
+// holdModel is what the learning hold holds each band against this frame:
+// the smoothed microphone and reference powers and the reference's power
+// now (blind: its envelope over the lags); nil for no hold, for a frame
+// taken for near speech (but not after the echo path changed), or while
+// the model is too young.
+func (r *residual) holdModel(talk bool) (m, d, x []float64) {
+	switch {
+	case r.holdBy <= 0 || talk && !r.changed:
+	case r.blind && r.bTrain >= resTrained:
+		return r.bm, r.bd, r.env
+	case !r.blind && r.trained >= resTrained:
+		return r.gm, r.gd, r.sx
+	}
+	return nil, nil, nil
+}
+
+// passesHold reports whether band b of the microphone stands resBand above
+// the echo expected there by the hold's model (and above its share of the
+// noise floor).
+func (r *residual) passesHold(b int, m, d, x []float64) bool {
+	w := float64(r.bands[b][1]-r.bands[b][0]) / float64(len(r.gBin))
+	return d[b] > 0 && r.pm[b] > resBand*m[b]/d[b]*x[b]+4*w*r.floor
 }
 
 // blindTalk tells near speech from echo while the echo's delay is not
