@@ -2,7 +2,6 @@ package capture
 
 import (
 	"fmt"
-	"math"
 	"testing"
 	"time"
 
@@ -109,15 +108,8 @@ func bargeInsLost(t *testing.T, sc worldScene) []float64 {
 	out := cancel(t, sc.dt.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay})
 	var lost []float64
 	for _, seg := range sc.segs {
-		from, to := seg[0], seg[1]
-		_, lag := echoroom.Correlation(out, sc.dt.Near, from, to, rate/50)
-		var xy, xx float64
-		for i := from; i < to; i++ {
-			x := float64(sc.dt.Near[i])
-			xy += x * float64(out[i+lag])
-			xx += x * x
-		}
-		lost = append(lost, -20*math.Log10(max(xy/xx, 1e-3)))
+		_, xy, xx, _ := alongNear(out, sc.dt.Near, seg)
+		lost = append(lost, nearLost(xy, xx))
 	}
 	return lost
 }

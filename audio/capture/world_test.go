@@ -184,16 +184,9 @@ func measureWorld(sc worldScene, run func(mic, far []int16) []int16) worldResult
 	}
 	dt := run(sc.dt.Mic, sc.far)
 	for i, s := range sc.segs {
-		c, lag := echoroom.Correlation(dt, sc.dt.Near, s[0], s[1], rate/50)
+		c, xy, xx, yy := alongNear(dt, sc.dt.Near, s)
 		r.corr = append(r.corr, c)
-		var xy, xx, yy float64
-		for i := s[0]; i < s[1] && i+lag < len(dt); i++ {
-			x, y := float64(sc.dt.Near[i]), float64(dt[i+lag])
-			xy += x * y
-			xx += x * x
-			yy += y * y
-		}
-		r.loss = append(r.loss, -20*math.Log10(max(xy/xx, 1e-3)))
+		r.loss = append(r.loss, nearLost(xy, xx))
 		kept := xy * xy / xx // the output's energy along the near speech
 		r.rest = append(r.rest, 10*math.Log10(max(yy-kept, 1e-9)/max(kept, 1e-9)))
 		if i == 0 {
@@ -202,6 +195,24 @@ func measureWorld(sc worldScene, run func(mic, far []int16) []int16) worldResult
 	}
 	return r
 }
+
+// alongNear sets out against the near speech over seg, at out's lag of
+// best correlation (within 20 ms): that correlation, and the sums of
+// near·out, near² and out².
+func alongNear(out, near []int16, seg [2]int) (c, xy, xx, yy float64) {
+	c, lag := echoroom.Correlation(out, near, seg[0], seg[1], rate/50)
+	for i := max(seg[0], -lag); i < seg[1] && i+lag < len(out); i++ {
+		x, y := float64(near[i]), float64(out[i+lag])
+		xy += x * y
+		xx += x * x
+		yy += y * y
+	}
+	return c, xy, xx, yy
+}
+
+// nearLost is how much of the near speech the output lost (dB), from
+// alongNear's sums: its least-squares gain in the output, at most 30 dB.
+func nearLost(xy, xx float64) float64 { return -20 * math.Log10(max(xy/xx, 1e-3)) }
 
 // percentile is the p-th percentile (0…100) of x, nearest rank.
 func percentile(x []float64, p float64) float64 {
