@@ -48,11 +48,29 @@ const (
 var headShares = [4]float32{0.25, 0.25, 0.3, 0.2}
 
 // headHard is the score of an earlier round's head at or over which a
-// window not of the phrase is a hard negative; headRounds are the rounds.
+// window not of the phrase is a hard negative (AGENTHOST_WAKESET_HEAD_HARD
+// tries others); headRounds are the rounds.
 const (
 	headHard   = 0.2
 	headRounds = 2
 )
+
+// headWeighting is how the negatives weigh in the loss
+// (AGENTHOST_WAKESET_HEAD_WEIGHTING): "shares" (headShares: other sound
+// weighs 30% however much of it there is) or "per-example" (the phrase
+// and the hard ones keep their shares; the near misses and other sound
+// share the rest, each window weighing the same, so more negatives weigh
+// more); and the hard-negative threshold.
+func headWeighting() (mode string, hard float32) {
+	mode, hard = "shares", headHard
+	if v := os.Getenv("AGENTHOST_WAKESET_HEAD_WEIGHTING"); v != "" {
+		mode = v
+	}
+	if v, err := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_HARD"), 32); err == nil {
+		hard = float32(v)
+	}
+	return mode, hard
+}
 
 // headExample is one training window: the embeddings j of a stream.
 type headExample struct {
@@ -153,6 +171,7 @@ func headLabel(c *condition, s *embSeq, j int) int {
 // headShares in all: the phrase, near misses, other sound, hard ones.
 func headExamples(conds []*condition, seqs []*embSeq, earlier *wakeword.Head) *headData {
 	d := &headData{seqs: seqs}
+	mode, hardAt := headWeighting()
 	groups := make([][]headExample, 4)
 	hard := make([][]headExample, len(conds))
 	var wg sync.WaitGroup
@@ -169,7 +188,7 @@ func headExamples(conds []*condition, seqs []*embSeq, earlier *wakeword.Head) *h
 						continue
 					}
 					buf = s.window(j, 16, buf)
-					if earlier.Score(buf) >= headHard {
+					if earlier.Score(buf) >= hardAt {
 						hard[i] = append(hard[i], headExample{seq: int32(i), j: int32(j)})
 					}
 				}
@@ -207,6 +226,9 @@ func headExamples(conds []*condition, seqs []*embSeq, earlier *wakeword.Head) *h
 	n := float32(len(groups[0]) + len(groups[1]) + len(groups[2]) + len(groups[3]))
 	for k, g := range groups {
 		w := n * shares[k] / float32(max(len(g), 1))
+		if mode == "per-example" && (k == 1 || k == 2) {
+			w = n * (shares[1] + shares[2]) / float32(max(len(groups[1])+len(groups[2]), 1))
+		}
 		for _, ex := range g {
 			ex.weight = w
 			d.ex = append(d.ex, ex)
@@ -226,11 +248,13 @@ func headExamples(conds []*condition, seqs []*embSeq, earlier *wakeword.Head) *h
 // The embeddings are cached in the set's folder (emb-*.bin, about 20 KB a
 // second of audio), and the trained head too (head-*.bin, keyed by the
 // sources that make it); AGENTHOST_WAKESET_HEAD_OUT=FILE writes the head
-// there (wakeword/heads/hey_jarvis_agenthost.bin is made so).
+// there (wakeword/heads/hey_jarvis_agenthost.bin is made so);
+// AGENTHOST_WAKESET_HEAD_IN=FILE measures that head instead of training one.
 // AGENTHOST_WAKESET_TRAIN_MINUTES is the tuning part's negatives (60),
 // AGENTHOST_WAKESET_MINUTES the held-out part's (60);
 // AGENTHOST_WAKESET_HEAD_MORE_HOURS=H trains on H hours more negatives
-// made here (moreNegatives);
+// made here (moreNegatives), AGENTHOST_WAKESET_HEAD_OTHER_HOURS=H
+// against H hours in voices neither part has (otherNegatives);
 // AGENTHOST_WAKESET_HEAD_TUNING=1 prints its figures on the tuning part
 // too (what it was trained on).
 func BenchmarkWakeSetOwnHead(b *testing.B) {
@@ -246,6 +270,10 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 		if more > 0 {
 			tconds = append(tconds, moreNegatives(b, set, more)...)
 		}
+		other, _ := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_OTHER_HOURS"), 64)
+		if other > 0 {
+			tconds = append(tconds, otherNegatives(b, set, other)...)
+		}
 		t0 := time.Now()
 		tseqs, _ := embedAll(b, set.Dir, headStep, tconds, open)
 		b.Logf("tuning part's embeddings in %s", time.Since(t0).Round(time.Second))
@@ -256,7 +284,22 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 		if os.Getenv("AGENTHOST_WAKESET_EMBED_ONLY") != "" {
 			return
 		}
-		head := trainedHead(b, set.Dir, tconds, tseqs, fmt.Sprintf("%d|%g", trainMinutes, more))
+		var head *wakeword.Head
+		if in := os.Getenv("AGENTHOST_WAKESET_HEAD_IN"); in != "" {
+			raw, err := os.ReadFile(in)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if head, err = wakeword.ParseHead(raw); err != nil {
+				b.Fatal(err)
+			}
+		} else {
+			key := fmt.Sprintf("%d|%g", trainMinutes, more)
+			if other > 0 {
+				key += fmt.Sprintf("|other %g", other)
+			}
+			head = trainedHead(b, set.Dir, tconds, tseqs, key)
+		}
 		if out := os.Getenv("AGENTHOST_WAKESET_HEAD_OUT"); out != "" {
 			raw, _ := head.MarshalBinary()
 			if err := os.WriteFile(out, raw, 0o644); err != nil {
@@ -314,7 +357,7 @@ func headOptions() wakeword.HeadOptions {
 func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, negatives string) *wakeword.Head {
 	h := sha256.New()
 	_, self, _, _ := goruntime.Caller(0)
-	for _, src := range []string{"../head.go", "../head_train.go", "../stream.go", "ort.go", "wakeset_head_bench_test.go", "wakeset_embed_test.go", "wakeset_bench_test.go", "wakeset_negatives_test.go"} {
+	for _, src := range []string{"../head.go", "../head_train.go", "../stream.go", "ort.go", "wakeset_head_bench_test.go", "wakeset_embed_test.go", "wakeset_bench_test.go", "wakeset_negatives_test.go", "wakeset_othervoices_test.go"} {
 		p, err := os.ReadFile(filepath.Join(filepath.Dir(self), src))
 		if err != nil {
 			b.Fatal(err)
@@ -323,6 +366,9 @@ func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, n
 	}
 	opts := headOptions()
 	fmt.Fprintf(h, "|%s|%v|%v|%v", negatives, opts.Noise, opts.Hidden, opts.Epochs)
+	if mode, hard := headWeighting(); mode != "shares" || hard != headHard {
+		fmt.Fprintf(h, "|%s|%v", mode, hard)
+	}
 	path := filepath.Join(dir, "head-"+hex.EncodeToString(h.Sum(nil))[:16]+".bin")
 	if raw, err := os.ReadFile(path); err == nil {
 		if hd, err := wakeword.ParseHead(raw); err == nil {
@@ -371,7 +417,10 @@ func printHeadTable(part string, conds []*condition, pre, own [][]wakeword.Score
 	}
 	cols := []col{{"pre-trained hey_jarvis (20 ms, 0.5)", setting{front: "raw", step: headStep, threshold: 0.5, over: 1}, pre}}
 	for _, t := range headThresholds {
-		for _, over := range []int{1, 2} {
+		for _, over := range []int{1, 2, 3} {
+			if over == 3 && t < 0.9 {
+				continue
+			}
 			name := fmt.Sprintf("own head (20 ms, %.1f)", t)
 			if over > 1 {
 				name = fmt.Sprintf("own head (20 ms, %.1f, %d in a row)", t, over)
