@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -356,14 +355,7 @@ func headOptions() wakeword.HeadOptions {
 // the sources that make it and the negatives' key).
 func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, negatives string) *wakeword.Head {
 	h := sha256.New()
-	_, self, _, _ := goruntime.Caller(0)
-	for _, src := range []string{"../head.go", "../head_train.go", "../stream.go", "ort.go", "wakeset_head_bench_test.go", "wakeset_embed_test.go", "wakeset_bench_test.go", "wakeset_negatives_test.go", "wakeset_othervoices_test.go"} {
-		p, err := os.ReadFile(filepath.Join(filepath.Dir(self), src))
-		if err != nil {
-			b.Fatal(err)
-		}
-		h.Write(p)
-	}
+	writeCode(b, h, "../head.go", "../head_train.go", "../stream.go", "ort.go", "wakeset_head_bench_test.go", "wakeset_embed_test.go", "wakeset_bench_test.go", "wakeset_negatives_test.go", "wakeset_othervoices_test.go")
 	opts := headOptions()
 	fmt.Fprintf(h, "|%s|%v|%v|%v", negatives, opts.Noise, opts.Hidden, opts.Epochs)
 	if mode, hard := headWeighting(); mode != "shares" || hard != headHard {
