@@ -396,7 +396,10 @@ func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, n
 	return hd
 }
 
-// headThresholds are the own head's thresholds measured.
+// headThresholds are the own head's thresholds measured (at 0.9 also
+// two and three in a row: the shipped head, held-out, 3 in a row at 0.9
+// false-wakes 8 times an hour and wakes on 8.6% of confusables, but
+// hears 90% of clean phrases).
 var headThresholds = []float32{0.5, 0.9}
 
 // printHeadTable prints issue 24's figures on the held-out part for the
