@@ -255,7 +255,9 @@ func headExamples(conds []*condition, seqs []*embSeq, earlier *wakeword.Head) *h
 // AGENTHOST_WAKESET_MINUTES the held-out part's (60);
 // AGENTHOST_WAKESET_HEAD_MORE_HOURS=H trains on H hours more negatives
 // made here (moreNegatives), AGENTHOST_WAKESET_HEAD_OTHER_HOURS=H
-// against H hours in voices neither part has (otherNegatives);
+// against H hours in voices neither part has (otherNegatives),
+// AGENTHOST_WAKESET_HEAD_OTHER_PHRASES=N with N clips of the phrase in
+// such voices (otherPositives);
 // AGENTHOST_WAKESET_HEAD_TUNING=1 prints its figures on the tuning part
 // too (what it was trained on).
 func BenchmarkWakeSetOwnHead(b *testing.B) {
@@ -274,6 +276,10 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 		other, _ := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_OTHER_HOURS"), 64)
 		if other > 0 {
 			tconds = append(tconds, otherNegatives(b, set, other)...)
+		}
+		phrases, _ := strconv.Atoi(os.Getenv("AGENTHOST_WAKESET_HEAD_OTHER_PHRASES"))
+		if phrases > 0 {
+			tconds = append(tconds, otherPositives(b, set, phrases)...)
 		}
 		t0 := time.Now()
 		tseqs, _ := embedAll(b, set.Dir, headStep, tconds, open)
@@ -298,6 +304,9 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 			key := fmt.Sprintf("%d|%g", trainMinutes, more)
 			if other > 0 {
 				key += fmt.Sprintf("|other %g", other)
+			}
+			if phrases > 0 {
+				key += fmt.Sprintf("|other phrases %d", phrases)
 			}
 			head = trainedHead(b, set.Dir, tconds, tseqs, key)
 		}

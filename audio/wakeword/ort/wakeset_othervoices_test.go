@@ -216,3 +216,155 @@ func negativeStreams(b *testing.B, set *wakewordtest.Set, hours float64, rng *ra
 	flush(true)
 	return out
 }
+
+// otherPhrase is "hey jarvis" spelt for each of otherLanguages so that
+// the voice says a "j" as in "jar" (or as its speakers would: French
+// "zh", Swedish "dj"), not as in "yes": the phrase in voices the wake
+// set has not, for otherPositives.
+var otherPhrase = map[string]string{"de": "hey dscharwis", "fr-fr": "hey jarvis", "es": "hey yarvis", "it": "hey jarvis",
+	"nl": "hee djarvis", "pl": "hej dżarwis", "pt": "hey jarvis", "ru": "hey jarvis", "sv": "hej djarvis", "cs": "hej džarvis",
+	"fi": "hei tsarvis", "hu": "hej dzsárvisz", "tr": "hey jarvis", "hi": "hey jarvis", "vi": "hey jarvis", "el": "hey jarvis",
+	"da": "hey jarvis", "ro": "hey jarvis", "sk": "hej džarvis", "hr": "hej džarvis", "id": "hey jarvis", "sw": "hei jarvis",
+	"cy": "hey jarvis", "af": "hei djarvis", "bg": "hey jarvis", "ca": "hey jarvis", "et": "hei džarvis", "is": "hei djarvis",
+	"lv": "hei džarvis", "sq": "hej xharvis"}
+
+// otherPositives are n clips of the phrase in voices the tuning part
+// lacks (issue 24: with other-voice negatives alone the head learns "not
+// these voices"): half in a non-English voice (otherPhrase, a tuning
+// variant or none), half in a tuning voice shifted with sox as
+// otherNegatives shifts them; each laid out as the tuning part's
+// positives are, clean, under pink noise at 10 and 5 dB, under music at
+// 0 dB and far (low-passed, reverberant, 20 dB quieter) under pink noise
+// at 10 dB. Seeded. 200 of them beside an hour of other-voice negatives,
+// held-out at 0.9 three in a row: recall 91–99% (far 99%), 4 false wakes
+// an hour, but confusables 15.5% (without them 8.6%).
+func otherPositives(b *testing.B, set *wakewordtest.Set, n int) []*condition {
+	tuning := tuningVoices(set)
+	var variants []string
+	for _, va := range wakewordtest.Variants {
+		if tuningVariant(set, va) {
+			variants = append(variants, va)
+		}
+	}
+	rng := rand.New(rand.NewPCG(24, 10))
+	type job struct {
+		voice, text string
+		fx          []string
+		wpm, pitch  int
+		pcm, far    []int16
+		err         error
+	}
+	jobs := make([]*job, n)
+	for i := range jobs {
+		j := &job{wpm: 110 + 10*rng.IntN(11), pitch: 20 + 5*rng.IntN(15)}
+		if i%2 == 0 {
+			l := otherLanguages[(i/2)%len(otherLanguages)]
+			j.voice, j.text = l, otherPhrase[l]
+			if va := variants[rng.IntN(len(variants))]; va != "" {
+				j.voice += "+" + va
+			}
+		} else {
+			j.voice, j.text = tuning[(i*7)%len(tuning)], "hey jarvis"
+			semi := (2 + 5*rng.Float64()) * float64(1-2*rng.IntN(2))
+			j.fx = []string{"pitch", fmt.Sprintf("%.0f", 100*semi), "speed", fmt.Sprintf("%.3f", 0.85+0.35*rng.Float64())}
+			if rng.IntN(3) == 0 {
+				// sox refuses a bend of 0 cents.
+				up, down := (20+130*rng.Float64())*float64(1-2*rng.IntN(2)), (20+130*rng.Float64())*float64(1-2*rng.IntN(2))
+				j.fx = append(j.fx, "bend", fmt.Sprintf("0.1,%.0f,0.2", up), fmt.Sprintf("0.35,%.0f,0.2", down))
+			}
+			j.fx = append(j.fx, "rate", "16000")
+		}
+		jobs[i] = j
+	}
+	next := make(chan *job)
+	var wg sync.WaitGroup
+	for w := 0; w < 2; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range next {
+				j.pcm, j.err = set.Say(j.voice, j.wpm, j.pitch, j.text)
+				if j.err == nil && len(j.fx) > 0 {
+					j.pcm, j.err = soxShift(j.pcm, j.fx)
+				}
+				if j.err == nil {
+					j.far, j.err = set.Sox(append(append([]int16(nil), j.pcm...), make([]int16, 8000)...), "lowpass", "3000", "reverb", "90", "60", "100")
+				}
+			}
+		}()
+	}
+	for _, j := range jobs {
+		next <- j
+	}
+	close(next)
+	wg.Wait()
+	layout := func(name string, far bool, noise func(n int) []float64, snr float64) *condition {
+		c := &condition{name: name, kind: "positive"}
+		var acc []float64
+		for _, j := range jobs {
+			from, end := voicedSpan(j.pcm)
+			p, level := j.pcm, speechLevel-6+12*rng.Float64()
+			if far {
+				p, level = j.far, level-20
+			}
+			at := len(acc) + lead
+			g := math.Pow(10, (level-activeDB(p[:end]))/20)
+			seg := make([]float64, lead+len(p)+tail)
+			for k, v := range p {
+				seg[lead+k] = g * float64(v)
+			}
+			if noise != nil {
+				nz := noise(len(seg))
+				a := math.Pow(10, (level-snr)/20) * 32768
+				for k := range seg {
+					seg[k] += a * nz[k]
+				}
+			}
+			acc = append(acc, seg...)
+			c.clips = append(c.clips, placed{name: j.voice + " " + j.text, start: at + from, phraseAt: at + end})
+		}
+		floor := wakewordtest.Pink(rng, len(acc))
+		for k := range acc {
+			acc[k] += floor[k] * math.Pow(10, -65.0/20) * 32768
+		}
+		c.pcm = toPCM(acc)
+		c.duration = time.Duration(len(c.pcm)) * time.Second / wakeword.Rate
+		return c
+	}
+	pink := func(n int) []float64 { return wakewordtest.Pink(rng, n) }
+	music := func(n int) []float64 {
+		m := set.Music(rng, n)
+		out := make([]float64, n)
+		for k, v := range m {
+			out[k] = float64(v)
+		}
+		return unitRMS(out)
+	}
+	for _, j := range jobs {
+		if j.err != nil {
+			b.Fatal(j.err)
+		}
+	}
+	return []*condition{layout("other voices: clean", false, nil, 0), layout("other voices: pink 10 dB", false, pink, 10),
+		layout("other voices: pink 5 dB", false, pink, 5), layout("other voices: music 0 dB", false, music, 0),
+		layout("other voices: far, pink 10 dB", true, pink, 10)}
+}
+
+// voicedSpan is the span from the first to the end of the last 10 ms
+// louder than -45 dBFS (as the wake set marks its clips).
+func voicedSpan(p []int16) (int, int) {
+	from, to := -1, 0
+	for i := 0; i+160 <= len(p); i += 160 {
+		var e float64
+		for _, v := range p[i : i+160] {
+			e += float64(v) * float64(v)
+		}
+		if 10*math.Log10(e/160/32768/32768+1e-20) >= -45 {
+			if from < 0 {
+				from = i
+			}
+			to = i + 160
+		}
+	}
+	return max(from, 0), to
+}
