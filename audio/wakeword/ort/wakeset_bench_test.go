@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -454,14 +453,7 @@ func cachedTrace(b *testing.B, dir, front string, step int, pcm []int16, run fun
 	h := sha256.New()
 	h.Write(audiotest.SamplesToBytes(pcm))
 	fmt.Fprintf(h, "|%s|%d|", front, step)
-	_, self, _, _ := goruntime.Caller(0)
-	for _, src := range []string{"../stream.go", "../gain.go", "ort.go"} {
-		p, err := os.ReadFile(filepath.Join(filepath.Dir(self), src))
-		if err != nil {
-			b.Fatal(err)
-		}
-		h.Write(p)
-	}
+	writeCode(b, h, "../stream.go", "../gain.go", "ort.go")
 	path := filepath.Join(dir, "trace-"+hex.EncodeToString(h.Sum(nil))[:16]+".bin")
 	if raw, err := os.ReadFile(path); err == nil && len(raw)%12 == 0 {
 		out := make([]wakeword.Score, len(raw)/12)

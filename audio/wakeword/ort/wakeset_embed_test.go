@@ -5,6 +5,10 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"fmt"
+	"go/parser"
+	"go/printer"
+	"go/token"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -18,6 +22,23 @@ import (
 	"github.com/agenthost/agenthost/audio/wakeword"
 	"github.com/agenthost/agenthost/audio/wakeword/ort"
 )
+
+// writeCode writes the code of the sources (named from this folder) to
+// h without their comments and layout: a cache keyed by it is not made
+// anew when a comment is rewrapped.
+func writeCode(b *testing.B, h io.Writer, srcs ...string) {
+	_, self, _, _ := goruntime.Caller(0)
+	for _, src := range srcs {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, filepath.Join(filepath.Dir(self), src), nil, parser.SkipObjectResolution)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := printer.Fprint(h, fset, f); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
 
 // embSeq is a stream's embeddings as the detector makes them: one every
 // step samples, the first made after the audio up to first. A wake
@@ -84,14 +105,7 @@ func cachedEmbeddings(b *testing.B, dir string, step int, pcm []int16, rt func()
 	h := sha256.New()
 	h.Write(audiotest.SamplesToBytes(pcm))
 	fmt.Fprintf(h, "|emb|%d|", step)
-	_, self, _, _ := goruntime.Caller(0)
-	for _, src := range []string{"../stream.go", "ort.go"} {
-		p, err := os.ReadFile(filepath.Join(filepath.Dir(self), src))
-		if err != nil {
-			b.Fatal(err)
-		}
-		h.Write(p)
-	}
+	writeCode(b, h, "../stream.go", "ort.go")
 	path := filepath.Join(dir, "emb-"+hex.EncodeToString(h.Sum(nil))[:16]+".bin")
 	if raw, err := os.ReadFile(path); err == nil && len(raw) >= 8 && (len(raw)-8)%(4*96) == 0 {
 		e := &embSeq{first: int64(binary.LittleEndian.Uint64(raw)), step: step, emb: make([]float32, (len(raw)-8)/4)}

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -203,14 +202,7 @@ func BenchmarkWakeSetVerified(b *testing.B) {
 // build cannot read is enrolled again).
 func enrollVoices(b *testing.B, set *wakewordtest.Set, open func() *ort.Runtime, voices []string) map[string]*wakeword.Verifier {
 	h := sha256.New()
-	_, self, _, _ := goruntime.Caller(0)
-	for _, src := range []string{"../enroll.go", "../train.go", "../stream.go", "ort.go"} {
-		p, err := os.ReadFile(filepath.Join(filepath.Dir(self), src))
-		if err != nil {
-			b.Fatal(err)
-		}
-		h.Write(p)
-	}
+	writeCode(b, h, "../enroll.go", "../train.go", "../stream.go", "ort.go")
 	fmt.Fprint(h, enrollTakes)
 	code := h.Sum(nil)
 	out := map[string]*wakeword.Verifier{}
