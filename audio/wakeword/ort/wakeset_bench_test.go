@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -84,41 +83,19 @@ func BenchmarkWakeSet(b *testing.B) {
 		}
 		sort.SliceStable(jobs, func(i, j int) bool { return len(jobs[i].c.pcm) < len(jobs[j].c.pcm) })
 		traces := make([][]wakeword.Score, len(jobs))
-		var wg sync.WaitGroup
-		next := make(chan int)
-		for w := 0; w < 2; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				var rt *ort.Runtime
-				defer func() {
-					if rt != nil {
-						rt.Close()
-					}
-				}()
-				for i := range next {
-					j := jobs[i]
-					traces[i] = cachedTrace(b, set.Dir, j.front, base, j.c.pcm, func() []wakeword.Score {
-						if cachedOnly {
-							return nil
-						}
-						if rt == nil {
-							rt = open()
-						}
-						t0 := time.Now()
-						tr := trace(b, rt, base, frontEnd(j.front, j.c.pcm))
-						fmt.Fprintf(os.Stderr, "wakeset: scored %s (%s, %s of audio) in %s\n", j.c.name, j.front, j.c.duration.Round(time.Second), time.Since(t0).Round(time.Second))
-						return tr
-					})
-				}
-			}()
-		}
 		start := time.Now()
-		for i := range jobs {
-			next <- i
-		}
-		close(next)
-		wg.Wait()
+		onTwo(indices(len(jobs)), open, func(rt func() *ort.Runtime, i int) {
+			j := jobs[i]
+			traces[i] = cachedTrace(b, set.Dir, j.front, base, j.c.pcm, func() []wakeword.Score {
+				if cachedOnly {
+					return nil
+				}
+				t0 := time.Now()
+				tr := trace(b, rt(), base, frontEnd(j.front, j.c.pcm))
+				fmt.Fprintf(os.Stderr, "wakeset: scored %s (%s, %s of audio) in %s\n", j.c.name, j.front, j.c.duration.Round(time.Second), time.Since(t0).Round(time.Second))
+				return tr
+			})
+		})
 		b.Logf("scored %d runs in %s", len(jobs), time.Since(start).Round(time.Second))
 		byKey := map[string][]wakeword.Score{}
 		for i, j := range jobs {

@@ -14,7 +14,6 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"sort"
-	"sync"
 	"testing"
 	"time"
 
@@ -142,44 +141,16 @@ func cachedEmbeddings(b *testing.B, dir string, step int, pcm []int16, rt func()
 func embedAll(b *testing.B, dir string, step int, conds []*condition, open func() *ort.Runtime) ([]*embSeq, [][]wakeword.Score) {
 	seqs := make([]*embSeq, len(conds))
 	trs := make([][]wakeword.Score, len(conds))
-	order := make([]int, len(conds))
-	for i := range order {
-		order[i] = i
-	}
+	order := indices(len(conds))
 	sort.SliceStable(order, func(a, b int) bool { return len(conds[order[a]].pcm) > len(conds[order[b]].pcm) })
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for w := 0; w < 2; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var rt *ort.Runtime
-			defer func() {
-				if rt != nil {
-					rt.Close()
-				}
-			}()
-			get := func() *ort.Runtime {
-				if rt == nil {
-					rt = open()
-				}
-				return rt
-			}
-			for i := range next {
-				c := conds[i]
-				t0 := time.Now()
-				seqs[i] = cachedEmbeddings(b, dir, step, c.pcm, get)
-				trs[i] = cachedTrace(b, dir, "raw", step, c.pcm, func() []wakeword.Score { return trace(b, get(), step, c.pcm) })
-				if d := time.Since(t0); d > 5*time.Second {
-					fmt.Fprintf(os.Stderr, "wakeset: embeddings of %s (%s of audio) in %s\n", c.name, c.duration.Round(time.Second), d.Round(time.Second))
-				}
-			}
-		}()
-	}
-	for _, i := range order {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	onTwo(order, open, func(rt func() *ort.Runtime, i int) {
+		c := conds[i]
+		t0 := time.Now()
+		seqs[i] = cachedEmbeddings(b, dir, step, c.pcm, rt)
+		trs[i] = cachedTrace(b, dir, "raw", step, c.pcm, func() []wakeword.Score { return trace(b, rt(), step, c.pcm) })
+		if d := time.Since(t0); d > 5*time.Second {
+			fmt.Fprintf(os.Stderr, "wakeset: embeddings of %s (%s of audio) in %s\n", c.name, c.duration.Round(time.Second), d.Round(time.Second))
+		}
+	})
 	return seqs, trs
 }

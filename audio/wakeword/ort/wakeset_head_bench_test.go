@@ -11,11 +11,11 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/audio/wakeword/ort"
 	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
 )
 
@@ -175,34 +175,21 @@ func headExamples(conds []*condition, seqs []*embSeq, earlier *wakeword.Head) *h
 	mode, hardAt := headWeighting()
 	groups := make([][]headExample, 4)
 	hard := make([][]headExample, len(conds))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for w := 0; w < 2; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+	if earlier != nil {
+		onTwo(indices(len(conds)), nil, func(_ func() *ort.Runtime, i int) {
+			s := seqs[i]
 			buf := make([]float32, 0, 16*96)
-			for i := range next {
-				s := seqs[i]
-				for j := s.firstWindow(16); j < s.n(); j++ {
-					if headLabel(conds[i], s, j) != 0 {
-						continue
-					}
-					buf = s.window(j, 16, buf)
-					if earlier.Score(buf) >= hardAt {
-						hard[i] = append(hard[i], headExample{seq: int32(i), j: int32(j)})
-					}
+			for j := s.firstWindow(16); j < s.n(); j++ {
+				if headLabel(conds[i], s, j) != 0 {
+					continue
+				}
+				buf = s.window(j, 16, buf)
+				if earlier.Score(buf) >= hardAt {
+					hard[i] = append(hard[i], headExample{seq: int32(i), j: int32(j)})
 				}
 			}
-		}()
+		})
 	}
-	if earlier != nil {
-		for i := range conds {
-			next <- i
-		}
-	}
-	close(next)
-	wg.Wait()
 	for i, c := range conds {
 		s := seqs[i]
 		for j := s.firstWindow(16); j < s.n(); j++ {

@@ -8,11 +8,11 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/audio/wakeword/ort"
 	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
 )
 
@@ -102,6 +102,15 @@ func soxShift(pcm []int16, fx []string) ([]int16, error) {
 	return res, nil
 }
 
+// sayShifted is set.Say of text, then fx through sox if there are any.
+func sayShifted(set *wakewordtest.Set, voice string, wpm, pitch int, text string, fx []string) ([]int16, error) {
+	pcm, err := set.Say(voice, wpm, pitch, text)
+	if err != nil || len(fx) == 0 {
+		return pcm, err
+	}
+	return soxShift(pcm, fx)
+}
+
 // negativeStreams renders hours of sentences (four to eight a clip, clip
 // i in voice(i), its sox effects applied when it names any) at 110–210
 // words a minute and pitch 20–90, a third over music or pink or brown
@@ -135,25 +144,9 @@ func negativeStreams(b *testing.B, set *wakewordtest.Set, hours float64, rng *ra
 		}
 	}
 	t0 := time.Now()
-	next := make(chan *job)
-	var wg sync.WaitGroup
-	for w := 0; w < 2; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				j.pcm, j.err = set.Say(j.voice, j.wpm, j.pitch, j.text)
-				if j.err == nil && len(j.fx) > 0 {
-					j.pcm, j.err = soxShift(j.pcm, j.fx)
-				}
-			}
-		}()
-	}
-	for _, j := range jobs {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
+	onTwo(jobs, nil, func(_ func() *ort.Runtime, j *job) {
+		j.pcm, j.err = sayShifted(set, j.voice, j.wpm, j.pitch, j.text, j.fx)
+	})
 	b.Logf("%s: %d clips rendered in %s", label, len(jobs), time.Since(t0).Round(time.Second))
 	noise := func(kind, n int) []float64 {
 		switch kind {
@@ -306,28 +299,12 @@ func otherSaid(b *testing.B, set *wakewordtest.Set, n int, rng *rand.Rand, label
 		}
 		jobs[i] = j
 	}
-	next := make(chan *job)
-	var wg sync.WaitGroup
-	for w := 0; w < 2; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range next {
-				j.pcm, j.err = set.Say(j.voice, j.wpm, j.pitch, j.text)
-				if j.err == nil && len(j.fx) > 0 {
-					j.pcm, j.err = soxShift(j.pcm, j.fx)
-				}
-				if j.err == nil {
-					j.far, j.err = set.Sox(append(append([]int16(nil), j.pcm...), make([]int16, 8000)...), "lowpass", "3000", "reverb", "90", "60", "100")
-				}
-			}
-		}()
-	}
-	for _, j := range jobs {
-		next <- j
-	}
-	close(next)
-	wg.Wait()
+	onTwo(jobs, nil, func(_ func() *ort.Runtime, j *job) {
+		j.pcm, j.err = sayShifted(set, j.voice, j.wpm, j.pitch, j.text, j.fx)
+		if j.err == nil {
+			j.far, j.err = set.Sox(append(append([]int16(nil), j.pcm...), make([]int16, 8000)...), "lowpass", "3000", "reverb", "90", "60", "100")
+		}
+	})
 	layout := func(name string, far bool, noise func(n int) []float64, snr float64) *condition {
 		c := &condition{name: label + ": " + name, kind: kind}
 		var acc []float64

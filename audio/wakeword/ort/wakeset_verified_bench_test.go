@@ -142,41 +142,26 @@ func BenchmarkWakeSetVerified(b *testing.B) {
 		}
 		var mu sync.Mutex
 		var mismatched, rerun int
-		next := make(chan region)
-		var wg sync.WaitGroup
 		t0 = time.Now()
-		for w := 0; w < 2; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rt := open()
-				defer rt.Close()
-				for r := range next {
-					ws, err := wakeword.Windows(rt, 0, step, conds[r.cond].pcm[r.start:r.end], func(s float32, _ int64) bool { return s >= cand })
-					if err != nil {
-						b.Error(err)
-						continue
+		onTwo(regions, open, func(rt func() *ort.Runtime, r region) {
+			ws, err := wakeword.Windows(rt(), 0, step, conds[r.cond].pcm[r.start:r.end], func(s float32, _ int64) bool { return s >= cand })
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			rerun += r.end - r.start
+			for _, w := range ws {
+				ps := make([]float32, len(voices))
+				for k, v := range voices {
+					if verifiers[v] != nil {
+						ps[k] = verifiers[v].Prob(w.Emb)
 					}
-					mu.Lock()
-					rerun += r.end - r.start
-					for _, w := range ws {
-						ps := make([]float32, len(voices))
-						for k, v := range voices {
-							if verifiers[v] != nil {
-								ps[k] = verifiers[v].Prob(w.Emb)
-							}
-						}
-						probs[r.cond][int64(r.start)+w.End] = ps
-					}
-					mu.Unlock()
 				}
-			}()
-		}
-		for _, r := range regions {
-			next <- r
-		}
-		close(next)
-		wg.Wait()
+				probs[r.cond][int64(r.start)+w.End] = ps
+			}
+		})
 		for i := range conds {
 			for _, sc := range traces[i] {
 				if sc.Value >= cand {
@@ -207,63 +192,41 @@ func enrollVoices(b *testing.B, set *wakewordtest.Set, open func() *ort.Runtime,
 	code := h.Sum(nil)
 	out := map[string]*wakeword.Verifier{}
 	var mu sync.Mutex
-	next := make(chan string)
-	var wg sync.WaitGroup
-	for w := 0; w < 2; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var rt *ort.Runtime
-			defer func() {
-				if rt != nil {
-					rt.Close()
+	onTwo(voices, open, func(rt func() *ort.Runtime, voice string) {
+		k := sha256.Sum256(append(append([]byte(nil), code...), voice...))
+		path := filepath.Join(set.Dir, "verifier-"+hex.EncodeToString(k[:8])+".json")
+		v, err := wakeword.LoadVerifier(path)
+		if v == nil || err != nil {
+			e := wakeword.Enrollment{Model: 0, Name: "hey_jarvis"}
+			for _, t := range enrollTakes {
+				p, err := set.Say(voice, t[0], t[1], "hey jarvis")
+				if err != nil {
+					b.Error(err)
+					return
 				}
-			}()
-			for voice := range next {
-				k := sha256.Sum256(append(append([]byte(nil), code...), voice...))
-				path := filepath.Join(set.Dir, "verifier-"+hex.EncodeToString(k[:8])+".json")
-				v, err := wakeword.LoadVerifier(path)
-				if v == nil || err != nil {
-					e := wakeword.Enrollment{Model: 0, Name: "hey_jarvis"}
-					for _, t := range enrollTakes {
-						p, err := set.Say(voice, t[0], t[1], "hey jarvis")
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						e.Phrases = append(e.Phrases, p)
-					}
-					for i, text := range wakeword.EnrollPrompts {
-						p, err := set.Say(voice, 140+10*(i%4), 40+5*(i%5), text)
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						e.Others = append(e.Others, p)
-					}
-					if rt == nil {
-						rt = open()
-					}
-					if v, err = wakeword.Enroll(rt, e); err != nil {
-						// A voice the model does not hear at all cannot enroll.
-						fmt.Fprintf(os.Stderr, "wakeset: %s does not enroll: %v\n", voice, err)
-						v = nil
-					} else if raw, err := json.Marshal(v); err == nil {
-						os.WriteFile(path+".tmp", raw, 0o644)
-						os.Rename(path+".tmp", path)
-					}
-				}
-				mu.Lock()
-				out[voice] = v
-				mu.Unlock()
+				e.Phrases = append(e.Phrases, p)
 			}
-		}()
-	}
-	for _, v := range voices {
-		next <- v
-	}
-	close(next)
-	wg.Wait()
+			for i, text := range wakeword.EnrollPrompts {
+				p, err := set.Say(voice, 140+10*(i%4), 40+5*(i%5), text)
+				if err != nil {
+					b.Error(err)
+					return
+				}
+				e.Others = append(e.Others, p)
+			}
+			if v, err = wakeword.Enroll(rt(), e); err != nil {
+				// A voice the model does not hear at all cannot enroll.
+				fmt.Fprintf(os.Stderr, "wakeset: %s does not enroll: %v\n", voice, err)
+				v = nil
+			} else if raw, err := json.Marshal(v); err == nil {
+				os.WriteFile(path+".tmp", raw, 0o644)
+				os.Rename(path+".tmp", path)
+			}
+		}
+		mu.Lock()
+		out[voice] = v
+		mu.Unlock()
+	})
 	return out
 }
 
