@@ -79,7 +79,6 @@ const (
 	resHang    = 10   // frames near speech is taken to last after it was seen
 	resKept    = 0.25 // near speech: the filter takes at most 6 dB off the microphone
 	resBand    = 3.0  // during the hold, a band's microphone this far above its echo passes
-	resAbove   = 1.25 // and is not learnt as echo if the frame's microphone stands this far above its echo (1 dB)
 )
 
 func newResidual(frame, span int) *residual {
@@ -189,15 +188,7 @@ func (r *residual) run(mic, play, out []int16) {
 	for b, bd := range r.bands {
 		if far > 0 {
 			pm, pe := r.pm[b], min(r.pe[b], r.pm[b])
-			// During the hold, a band whose microphone stands well above
-			// the echo expected, in a frame above it too, is near speech,
-			// even when the frame is not taken for it (over music it
-			// rarely is); alone (the frame's echo as expected) it is the
-			// young model below the echo, and learns. Not after a change
-			// of the echo path: the model is the old path's.
-			voiced := r.holdBy > 0 && !r.changed && r.trained >= resTrained && sumM > resAbove*expect &&
-				r.gd[b] > 0 && r.pm[b] > resBand*r.gm[b]/r.gd[b]*r.sx[b]
-			if (talk || voiced) && r.gd[b] > 0 {
+			if talk && r.gd[b] > 0 {
 				// The residual's model only comes down; the microphone's
 				// climbs at most at the test's ratio, so that a model
 				// started too low (before the echo arrived) cannot hold
