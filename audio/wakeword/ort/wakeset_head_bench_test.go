@@ -258,6 +258,10 @@ func headExamples(conds []*condition, seqs []*embSeq, earlier *wakeword.Head, sl
 // operating point (threshold, scores in a row) is chosen on it by a
 // stated rule (chooseOnSlice) and printed, then its held-out figures in
 // the table's second column, beside the thresholds measured as before.
+// Per-example weighting, hard ones from 0.05, decay 1, 2 hours of other
+// voices and 200 of their phrases: the slice's babble at 5 dB (17 of 21)
+// leaves 4 of 50 points; chosen 0.5 five in a row, held-out clean 98%,
+// babble 66%, 13.8% of confusables, 13 false wakes an hour: not shipped.
 func BenchmarkWakeSetOwnHead(b *testing.B) {
 	set := wakewordtest.Wakeset(b)
 	open, _, minutes := wakesetRun(b)
