@@ -169,7 +169,8 @@ type condition struct {
 
 type placed struct {
 	name            string
-	start, phraseAt int // the clip's first voiced sample and the phrase's end, in the stream
+	voice           string // the espeak-ng voice (with its variant) that said it
+	start, phraseAt int    // the clip's first voiced sample and the phrase's end, in the stream
 }
 
 const (
@@ -228,7 +229,7 @@ func conditions(b *testing.B, set *wakewordtest.Set, held bool, minutes int) []*
 				}
 			}
 			acc = append(acc, seg...)
-			c.clips = append(c.clips, placed{name: cl.Name(), start: at + cl.Onset, phraseAt: at + cl.PhraseEnd})
+			c.clips = append(c.clips, placed{name: cl.Name(), voice: cl.VoiceName(), start: at + cl.Onset, phraseAt: at + cl.PhraseEnd})
 		}
 		floor := wakewordtest.Pink(rng, len(acc))
 		for k := range acc {

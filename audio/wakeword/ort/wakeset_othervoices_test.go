@@ -328,7 +328,7 @@ func otherSaid(b *testing.B, set *wakewordtest.Set, n int, rng *rand.Rand, label
 				}
 			}
 			acc = append(acc, seg...)
-			c.clips = append(c.clips, placed{name: j.voice + " " + j.text, start: at + from, phraseAt: at + end})
+			c.clips = append(c.clips, placed{name: j.voice + " " + j.text, voice: j.voice, start: at + from, phraseAt: at + end})
 		}
 		floor := wakewordtest.Pink(rng, len(acc))
 		for k := range acc {
