@@ -53,6 +53,9 @@ func newTuningSlice(set *wakewordtest.Set, conds []*condition) *tuningSlice {
 // window's end or 2.1 s before it (a window's whole audio; clips are
 // 2.75 s apart).
 func (sl *tuningSlice) heldBack(i int, c *condition, s *embSeq, j int) bool {
+	if sl == nil {
+		return false
+	}
 	if sl.negs[i] {
 		return true
 	}
