@@ -231,12 +231,7 @@ func conditions(b *testing.B, set *wakewordtest.Set, held bool, minutes int) []*
 			acc = append(acc, seg...)
 			c.clips = append(c.clips, placed{name: cl.Name(), voice: cl.VoiceName(), start: at + cl.Onset, phraseAt: at + cl.PhraseEnd})
 		}
-		floor := wakewordtest.Pink(rng, len(acc))
-		for k := range acc {
-			acc[k] += floor[k] * math.Pow(10, -65.0/20) * 32768
-		}
-		c.pcm = toPCM(acc)
-		c.duration = time.Duration(len(c.pcm)) * time.Second / wakeword.Rate
+		c.setAudio(rng, acc)
 		return c
 	}
 	pink := func(n int) []float64 { return wakewordtest.Pink(rng, n) }
@@ -253,12 +248,7 @@ func conditions(b *testing.B, set *wakewordtest.Set, held bool, minutes int) []*
 		return unitRMS(out)
 	}
 	music := func(n int) []float64 {
-		m := set.Music(rng, n)
-		out := make([]float64, n)
-		for k, v := range m {
-			out[k] = float64(v)
-		}
-		return unitRMS(out)
+		return unitMusic(set, rng, n)
 	}
 	var reverb, far []wakewordtest.Clip
 	for _, c := range pos {
@@ -365,6 +355,27 @@ func unitRMS(p []float64) []float64 {
 		p[i] /= r
 	}
 	return p
+}
+
+// setAudio makes acc, with a pink noise floor at −65 dBFS (a
+// microphone's own), the condition's audio.
+func (c *condition) setAudio(rng *rand.Rand, acc []float64) {
+	floor := wakewordtest.Pink(rng, len(acc))
+	for k := range acc {
+		acc[k] += floor[k] * math.Pow(10, -65.0/20) * 32768
+	}
+	c.pcm = toPCM(acc)
+	c.duration = time.Duration(len(c.pcm)) * time.Second / wakeword.Rate
+}
+
+// unitMusic is n samples of the set's music at unit RMS.
+func unitMusic(set *wakewordtest.Set, rng *rand.Rand, n int) []float64 {
+	m := set.Music(rng, n)
+	out := make([]float64, n)
+	for k, v := range m {
+		out[k] = float64(v)
+	}
+	return unitRMS(out)
 }
 
 func toPCM(p []float64) []int16 {

@@ -151,12 +151,7 @@ func negativeStreams(b *testing.B, set *wakewordtest.Set, hours float64, rng *ra
 	noise := func(kind, n int) []float64 {
 		switch kind {
 		case 1:
-			m := set.Music(rng, n)
-			out := make([]float64, n)
-			for k, v := range m {
-				out[k] = float64(v)
-			}
-			return unitRMS(out)
+			return unitMusic(set, rng, n)
 		case 2:
 			return wakewordtest.Pink(rng, n)
 		}
@@ -330,22 +325,12 @@ func otherSaid(b *testing.B, set *wakewordtest.Set, n int, rng *rand.Rand, label
 			acc = append(acc, seg...)
 			c.clips = append(c.clips, placed{name: j.voice + " " + j.text, voice: j.voice, start: at + from, phraseAt: at + end})
 		}
-		floor := wakewordtest.Pink(rng, len(acc))
-		for k := range acc {
-			acc[k] += floor[k] * math.Pow(10, -65.0/20) * 32768
-		}
-		c.pcm = toPCM(acc)
-		c.duration = time.Duration(len(c.pcm)) * time.Second / wakeword.Rate
+		c.setAudio(rng, acc)
 		return c
 	}
 	pink := func(n int) []float64 { return wakewordtest.Pink(rng, n) }
 	music := func(n int) []float64 {
-		m := set.Music(rng, n)
-		out := make([]float64, n)
-		for k, v := range m {
-			out[k] = float64(v)
-		}
-		return unitRMS(out)
+		return unitMusic(set, rng, n)
 	}
 	for _, j := range jobs {
 		if j.err != nil {
