@@ -1,10 +1,10 @@
 package system
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"time"
+
+	"github.com/agenthost/agenthost/audio/audiotest"
 )
 
 // toneStats describe 16-bit mono audio: how long it was loud (20 ms windows
@@ -22,43 +22,39 @@ func (s toneStats) String() string {
 }
 
 func analyse(pcm []byte, rate int) toneStats {
-	n := len(pcm) / 2
-	s := make([]int, n)
+	s := audiotest.BytesToSamples(pcm)
 	peak := 0
-	for i := range n {
-		s[i] = int(int16(binary.LittleEndian.Uint16(pcm[2*i:])))
-		peak = max(peak, abs(s[i]))
+	for _, v := range s {
+		peak = max(peak, abs(int(v)))
 	}
-	st := toneStats{total: time.Duration(n) * time.Second / time.Duration(rate), peak: peak}
+	st := toneStats{total: time.Duration(len(s)) * time.Second / time.Duration(rate), peak: peak}
 	win := rate / 50
-	var loud []int
+	var loud [][]int16
 	lastLoud := 0
-	for off := 0; off+win <= n; off += win {
-		sum := 0.0
-		for _, v := range s[off : off+win] {
-			sum += float64(v * v)
-		}
-		if math.Sqrt(sum/float64(win)) < float64(peak)/10 || peak < 500 {
+	for off := 0; off+win <= len(s); off += win {
+		w := s[off : off+win]
+		if audiotest.RMS(w)*32768 < float64(peak)/10 || peak < 500 {
 			continue
 		}
-		loud = append(loud, s[off:off+win]...)
+		loud = append(loud, w)
 		lastLoud = off + win
 	}
-	st.loud = time.Duration(len(loud)/win) * 20 * time.Millisecond
-	st.quietAfter = time.Duration(n-lastLoud) * time.Second / time.Duration(rate)
+	st.loud = time.Duration(len(loud)) * 20 * time.Millisecond
+	st.quietAfter = time.Duration(len(s)-lastLoud) * time.Second / time.Duration(rate)
 	if len(loud) > 0 {
 		// The windows' powers, summed: a jump between them (a period the
 		// recording lost) does not move their peak, as it would the whole
-		// sound's. Each is 100 Hz wide, so a 10 Hz grid finds the peak
+		// sound's. Each is 200 Hz wide, so a 10 Hz grid finds the peak
 		// and a finer one places it.
-		windows := func(f float64) (p float64) {
-			for off := 0; off < len(loud); off += win {
-				p += power(loud[off:off+win], rate, f)
+		power := func(f float64) (p float64) {
+			for _, w := range loud {
+				a := audiotest.Goertzel(w, f, rate)
+				p += a * a
 			}
 			return p
 		}
-		st.hz = strongest(50, 4000, 10, windows)
-		st.hz = strongest(st.hz-10, st.hz+10, 0.25, windows)
+		st.hz = strongest(50, 4000, 10, power)
+		st.hz = strongest(st.hz-10, st.hz+10, 0.25, power)
 	}
 	return st
 }
@@ -73,16 +69,6 @@ func strongest(lo, hi, step float64, power func(f float64) float64) float64 {
 		}
 	}
 	return best
-}
-
-// power is the power of s at f Hz (Goertzel's algorithm).
-func power(s []int, rate int, f float64) float64 {
-	c := 2 * math.Cos(2*math.Pi*f/float64(rate))
-	var s1, s2 float64
-	for _, v := range s {
-		s1, s2 = float64(v)+c*s1-s2, s1
-	}
-	return s1*s1 + s2*s2 - c*s1*s2
 }
 
 func abs(v int) int {

@@ -1,12 +1,9 @@
 package ort_test
 
 import (
-	"bytes"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -85,30 +82,13 @@ func tuningVoices(set *wakewordtest.Set) []string {
 	return voices
 }
 
-// soxShift runs pcm (16 kHz mono) through sox's effects fx, without
-// dither: the same output every run.
-func soxShift(pcm []int16, fx []string) ([]int16, error) {
-	raw := []string{"-t", "raw", "-r", "16000", "-e", "signed-integer", "-b", "16", "-c", "1"}
-	args := append(append(append(append([]string{"-D"}, raw...), "-"), raw...), "-")
-	cmd := exec.Command("sox", append(args, fx...)...)
-	var in, out, errb bytes.Buffer
-	binary.Write(&in, binary.LittleEndian, pcm)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = &in, &out, &errb
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("sox %s: %w: %s", strings.Join(fx, " "), err, errb.String())
-	}
-	res := make([]int16, out.Len()/2)
-	binary.Read(&out, binary.LittleEndian, res)
-	return res, nil
-}
-
 // sayShifted is set.Say of text, then fx through sox if there are any.
 func sayShifted(set *wakewordtest.Set, voice string, wpm, pitch int, text string, fx []string) ([]int16, error) {
 	pcm, err := set.Say(voice, wpm, pitch, text)
 	if err != nil || len(fx) == 0 {
 		return pcm, err
 	}
-	return soxShift(pcm, fx)
+	return wakewordtest.Sox(pcm, fx...)
 }
 
 // negativeStreams renders hours of sentences (four to eight a clip, clip

@@ -1,6 +1,7 @@
 package wakewordtest
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -481,19 +482,31 @@ func (s *Set) Sox(pcm []int16, effects ...string) ([]int16, error) {
 	h.Write([]byte(strings.Join(effects, " ")))
 	raw := filepath.Join(s.Dir, "sox-"+hex.EncodeToString(h.Sum(nil))[:16]+".s16")
 	if _, err := os.Stat(raw); err != nil {
-		in := raw + ".in"
-		if err := audiotest.WriteRaw(in, pcm); err != nil {
+		out, err := Sox(pcm, effects...)
+		if err != nil {
 			return nil, err
 		}
-		f := []string{"-t", "raw", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed-integer"}
-		args := append(append(append(append([]string{"-D"}, f...), in), f...), raw+".tmp")
-		if o, err := exec.Command("sox", append(args, effects...)...).CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("sox %v: %w: %s", effects, err, o)
+		if err := audiotest.WriteRaw(raw+".tmp", out); err != nil {
+			return nil, err
 		}
-		os.Remove(in)
 		if err := os.Rename(raw+".tmp", raw); err != nil {
 			return nil, err
 		}
 	}
 	return audiotest.ReadRaw(raw)
+}
+
+// Sox runs pcm (16 kHz mono) through sox effects, without dither: the same
+// output every run.
+func Sox(pcm []int16, effects ...string) ([]int16, error) {
+	f := []string{"-t", "raw", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed-integer"}
+	args := append(append(append(append([]string{"-D"}, f...), "-"), f...), "-")
+	cmd := exec.Command("sox", append(args, effects...)...)
+	cmd.Stdin = bytes.NewReader(audiotest.SamplesToBytes(pcm))
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("sox %v: %w: %s", effects, err, errb.String())
+	}
+	return audiotest.BytesToSamples(out.Bytes()), nil
 }
