@@ -11,6 +11,7 @@ PACKAGES=(
   portaudio19-dev libportaudio2 libjack-jackd2-dev libasound2-dev libasound2-plugins alsa-utils   # PortAudio through ALSA
   libopus-dev libopusfile-dev libsoxr-dev libspeexdsp-dev                      # Opus codec, resampler, echo canceller
   sox espeak-ng                                                                # test speech and measurement
+  flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts         # the wake set's other synthesizers
   ffmpeg                                                                       # the media plugin's decoder
   lame vorbis-tools flac opus-tools                                            # encoders for the media plugin's test sound
   python3                                                                      # scripts/demo.sh --music serves its music (http.server)

@@ -51,13 +51,15 @@ var agcRuns = map[string]bool{"clean": true, "pink 5 dB": true, "far (low-passed
 //
 //	go test ./audio/wakeword/ort/ -run '^$' -bench WakeSet -benchtime 1x -timeout 3h
 //
-// AGENTHOST_WAKESET_PART=tune measures the tuning part instead;
+// AGENTHOST_WAKESET_PART=tune measures the tuning part instead,
+// AGENTHOST_WAKESET_PART=other-synths the clips in flite's and festival's
+// voices (wakewordtest.OtherSynths);
 // AGENTHOST_WAKESET_MINUTES bounds the false-wake audio (60);
 // AGENTHOST_WAKESET_CACHED_ONLY=1 prints what the cached scores give, and
 // scores nothing.
 func BenchmarkWakeSet(b *testing.B) {
-	set := wakewordtest.Wakeset(b)
-	open, held, minutes := wakesetRun(b)
+	open, minutes := wakesetRun(b)
+	set, held, part := measuredPart(b)
 	cachedOnly := os.Getenv("AGENTHOST_WAKESET_CACHED_ONLY") != ""
 	for b.Loop() {
 		conds := conditions(b, set, held, minutes)
@@ -107,7 +109,7 @@ func BenchmarkWakeSet(b *testing.B) {
 		if !cachedOnly {
 			cpu = stepCPU(b, open, conds[0].pcm)
 		}
-		printTable(b, conds, byKey, cpu, held)
+		printTable(b, conds, byKey, cpu, part)
 		if os.Getenv("AGENTHOST_WAKESET_GRID") != "" {
 			printGrid(b, conds, byKey)
 		}
@@ -480,13 +482,9 @@ func stepCPU(b *testing.B, open func() *ort.Runtime, pcm []int16) map[int]float6
 	return out
 }
 
-func printTable(b *testing.B, conds []*condition, tr map[string][]wakeword.Score, cpu map[int]float64, held bool) {
-	part := "held-out"
-	if !held {
-		part = "tuning"
-	}
+func printTable(b *testing.B, conds []*condition, tr map[string][]wakeword.Score, cpu map[int]float64, part string) {
 	var sb strings.Builder
-	head := "| figure (" + part + " part) | target |"
+	head := "| figure (" + part + ") | target |"
 	sep := "|---|---|"
 	for _, s := range settingsToCompare {
 		head += " " + s.name + " |"
@@ -684,16 +682,33 @@ func pctF(sorted []float64, p int) float64 {
 	return sorted[min(len(sorted)-1, max(0, (len(sorted)*p+99)/100-1))]
 }
 
-// wakesetRun loads the library and says how to open hey_jarvis's runtime,
-// which part of the wake set to measure (the held-out part unless
-// AGENTHOST_WAKESET_PART=tune) and how many minutes of false-wake audio
+// wakesetRun loads the library and says how to open hey_jarvis's runtime
+// and how many minutes of false-wake audio to measure
 // (AGENTHOST_WAKESET_MINUTES, 60).
-func wakesetRun(b *testing.B) (open func() *ort.Runtime, held bool, minutes int) {
+func wakesetRun(b *testing.B) (open func() *ort.Runtime, minutes int) {
 	f := fetched(b)
 	open = func() *ort.Runtime { return openModels(b, f, "hey_jarvis") }
 	minutes = 60
 	if m := os.Getenv("AGENTHOST_WAKESET_MINUTES"); m != "" {
 		fmt.Sscan(m, &minutes)
 	}
-	return open, os.Getenv("AGENTHOST_WAKESET_PART") != "tune", minutes
+	return open, minutes
+}
+
+// measuredPart is the material a benchmark reports on: the wake set's
+// held-out part, its tuning part (AGENTHOST_WAKESET_PART=tune), or the
+// other synthesizers' voices, all of them held out
+// (AGENTHOST_WAKESET_PART=other-synths).
+func measuredPart(b *testing.B) (set *wakewordtest.Set, held bool, name string) {
+	switch p := os.Getenv("AGENTHOST_WAKESET_PART"); p {
+	case "", "held-out":
+		return wakewordtest.Wakeset(b), true, "held-out part"
+	case "tune":
+		return wakewordtest.Wakeset(b), false, "tuning part"
+	case "other-synths":
+		return wakewordtest.OtherSynths(b), true, "other synthesizers (flite, festival)"
+	default:
+		b.Fatalf("AGENTHOST_WAKESET_PART=%q: want held-out, tune or other-synths", p)
+		return nil, false, ""
+	}
 }

@@ -158,7 +158,7 @@ func figuresOf(conds []*condition, trs [][]wakeword.Score, s setting) fusionFigu
 //	go test ./audio/wakeword/ort/ -run '^$' -bench WakeSetFusion -benchtime 1x -timeout 3h
 func BenchmarkWakeSetFusion(b *testing.B) {
 	set := wakewordtest.Wakeset(b)
-	open, _, minutes := wakesetRun(b)
+	open, minutes := wakesetRun(b)
 	head, err := heads.Load(heads.HeyJarvis)
 	if err != nil {
 		b.Fatal(err)

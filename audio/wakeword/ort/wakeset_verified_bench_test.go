@@ -44,8 +44,8 @@ var enrollTakes = [][2]int{{133, 47}, {177, 63}, {147, 72}, {188, 52}, {158, 37}
 // conditions; AGENTHOST_WAKESET_PART, AGENTHOST_WAKESET_MINUTES as for
 // BenchmarkWakeSet.
 func BenchmarkWakeSetVerified(b *testing.B) {
-	set := wakewordtest.Wakeset(b)
-	open, held, minutes := wakesetRun(b)
+	open, minutes := wakesetRun(b)
+	set, held, _ := measuredPart(b)
 	const step = 320
 	for b.Loop() {
 		conds := conditions(b, set, held, minutes)

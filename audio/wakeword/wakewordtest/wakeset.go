@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -140,18 +139,26 @@ func Wakeset(t testing.TB) *Set {
 	return theSet
 }
 
-func cacheDir() (string, error) {
+// cacheDir is the folder of a set made by this file and the files named
+// (in this folder), with the tools that print their versions so.
+func cacheDir(files []string, tools ...[]string) (string, error) {
 	_, self, _, _ := runtime.Caller(0)
-	src, err := os.ReadFile(self)
-	if err != nil {
-		return "", fmt.Errorf("wake set: the generator's source: %w", err)
-	}
 	h := sha256.New()
-	h.Write([]byte(strings.Join(strings.Fields(string(src)), " "))) // gofmt does not make a new set
-	for _, c := range [][]string{{"espeak-ng", "--version"}, {"sox", "--version"}} {
+	paths := []string{self}
+	for _, f := range files {
+		paths = append(paths, filepath.Join(filepath.Dir(self), f))
+	}
+	for _, f := range paths {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("wake set: the generator's source: %w", err)
+		}
+		h.Write([]byte(strings.Join(strings.Fields(string(src)), " "))) // gofmt does not make a new set
+	}
+	for _, c := range tools {
 		out, err := exec.Command(c[0], c[1:]...).Output()
 		if err != nil {
-			return "", fmt.Errorf("wake set: %s: %w (apt-get install espeak-ng sox)", c[0], err)
+			return "", fmt.Errorf("wake set: %s: %w (apt-get install espeak-ng sox flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts)", c[0], err)
 		}
 		h.Write(out)
 	}
@@ -167,11 +174,8 @@ func cacheDir() (string, error) {
 }
 
 func render() (*Set, error) {
-	dir, err := cacheDir()
+	dir, err := cacheDir(nil, []string{"espeak-ng", "--version"}, []string{"sox", "--version"})
 	if err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
 	s := &Set{Dir: dir}
@@ -205,6 +209,14 @@ func render() (*Set, error) {
 		s.Paragraphs = append(s.Paragraphs, Clip{Voice: Voices[i%len(Voices)], Variant: v,
 			WPM: 120 + 10*rng.IntN(9), Pitch: 30 + 5*rng.IntN(11), Text: strings.Join(text, " "), Held: held(v)})
 	}
+	return s, s.renderClips()
+}
+
+// renderClips renders the set's clips, two at a time, and its sounds.
+func (s *Set) renderClips() error {
+	if err := os.MkdirAll(s.Dir, 0o755); err != nil {
+		return err
+	}
 	jobs := make(chan *Clip)
 	errs := make(chan error, 4)
 	var wg sync.WaitGroup
@@ -213,7 +225,7 @@ func render() (*Set, error) {
 		go func() {
 			defer wg.Done()
 			for c := range jobs {
-				if err := say(dir, c); err != nil {
+				if err := say(s.Dir, c); err != nil {
 					select {
 					case errs <- err:
 					default:
@@ -231,13 +243,12 @@ func render() (*Set, error) {
 	wg.Wait()
 	select {
 	case err := <-errs:
-		return nil, err
+		return err
 	default:
 	}
-	if s.Sounds, err = sounds(dir); err != nil {
-		return nil, err
-	}
-	return s, nil
+	var err error
+	s.Sounds, err = sounds(s.Dir)
+	return err
 }
 
 // say renders c (cached by its parameters).
@@ -246,11 +257,13 @@ func say(dir string, c *Clip) error {
 	raw := filepath.Join(dir, "say-"+hex.EncodeToString(key[:8])+".s16")
 	if _, err := os.Stat(raw); err != nil {
 		wav := raw + ".wav"
-		if out, err := exec.Command("espeak-ng", "-v", c.VoiceName(), "-s", strconv.Itoa(c.WPM), "-p", strconv.Itoa(c.Pitch), "-w", wav, c.Text).CombinedOutput(); err != nil {
-			return fmt.Errorf("espeak-ng %s: %w: %s", c.Name(), err, out)
+		effects, err := synthesize(c, wav)
+		if err != nil {
+			return err
 		}
 		tmp := raw + ".tmp"
-		if out, err := exec.Command("sox", "-D", wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", tmp).CombinedOutput(); err != nil {
+		args := append([]string{"-D", wav, "-r", "16000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", tmp}, effects...)
+		if out, err := exec.Command("sox", args...).CombinedOutput(); err != nil {
 			return fmt.Errorf("sox %s: %w: %s", c.Name(), err, out)
 		}
 		os.Remove(wav)
