@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/audio/capture"
 	"github.com/agenthost/agenthost/audio/wakeword"
 	"github.com/agenthost/agenthost/audio/wakeword/ort"
 	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
@@ -36,6 +37,7 @@ var settingsToCompare = []setting{
 	{"20 ms, 0.4", "raw", 320, 0.4, 1},
 	{"20 ms, 0.5, 2 in a row", "raw", 320, 0.5, 2},
 	{"gain control, 20 ms, 0.5", "agc", 320, 0.5, 1},
+	{"noise suppression (-20 dB), 20 ms, 0.5", "denoise", 320, 0.5, 1},
 	{"shipped: 20 ms, 0.5", "raw", 320, 0.5, 1},
 }
 
@@ -78,7 +80,7 @@ func BenchmarkWakeSet(b *testing.B) {
 		var jobs []job
 		for _, c := range conds {
 			for fr := range fronts {
-				if fr == "raw" || agcRuns[c.name] || os.Getenv("AGENTHOST_WAKESET_ALL_FRONTS") != "" {
+				if fr != "agc" || agcRuns[c.name] || os.Getenv("AGENTHOST_WAKESET_ALL_FRONTS") != "" {
 					jobs = append(jobs, job{c, fr})
 				}
 			}
@@ -93,7 +95,7 @@ func BenchmarkWakeSet(b *testing.B) {
 					return nil
 				}
 				t0 := time.Now()
-				tr := trace(b, rt(), base, frontEnd(j.front, j.c.pcm))
+				tr := trace(b, rt(), base, frontEnd(b, j.front, j.c.pcm))
 				fmt.Fprintf(os.Stderr, "wakeset: scored %s (%s, %s of audio) in %s\n", j.c.name, j.front, j.c.duration.Round(time.Second), time.Since(t0).Round(time.Second))
 				return tr
 			})
@@ -121,9 +123,9 @@ func BenchmarkWakeSet(b *testing.B) {
 // search behind the shipped settings (AGENTHOST_WAKESET_GRID=1).
 func printGrid(b *testing.B, conds []*condition, tr map[string][]wakeword.Score) {
 	var sb strings.Builder
-	for _, front := range []string{"raw", "agc"} {
+	for _, front := range []string{"raw", "agc", "denoise"} {
 		for _, step := range []int{1280, 640, 320} {
-			for _, thr := range []float32{0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9} {
+			for _, thr := range []float32{0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9} {
 				for over := 1; over <= 4; over++ {
 					s := setting{front: front, step: step, threshold: thr, over: over}
 					fmt.Fprintf(&sb, "%s %2d ms thr %.1f over %d:", front, step/16, thr, over)
@@ -388,9 +390,23 @@ func toPCM(p []float64) []int16 {
 	return out
 }
 
-// frontEnd is what the audio goes through before the models.
-func frontEnd(name string, pcm []int16) []int16 {
+// frontEnd is what the audio goes through before the models: nothing
+// ("raw"), the detector's gain control ("agc") or the capture chain's
+// noise suppressor at its default level ("denoise").
+func frontEnd(b *testing.B, name string, pcm []int16) []int16 {
 	switch name {
+	case "denoise":
+		d, err := capture.NewDenoise(wakeword.Rate, capture.DefaultDenoiseLevel)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer d.Close()
+		n := capture.FrameSize(wakeword.Rate)
+		out := append([]int16(nil), pcm...)
+		for i := 0; i+n <= len(out); i += n {
+			d.Process(&capture.Frame{PCM: out[i : i+n]})
+		}
+		return out
 	case "agc":
 		g := wakeword.NewGain()
 		out := append([]int16(nil), pcm...)
@@ -706,6 +722,9 @@ func measuredPart(b *testing.B) (set *wakewordtest.Set, held bool, name string) 
 	case "tune":
 		return wakewordtest.Wakeset(b), false, "tuning part"
 	case "other-synths":
+		if sp := synthSpeakers(); len(sp) > 0 {
+			return bySpeaker(wakewordtest.OtherSynths(b), sp, false), true, "other synthesizers (flite, festival) but " + strings.Join(sp, ", ")
+		}
 		return wakewordtest.OtherSynths(b), true, "other synthesizers (flite, festival)"
 	default:
 		b.Fatalf("AGENTHOST_WAKESET_PART=%q: want held-out, tune or other-synths", p)

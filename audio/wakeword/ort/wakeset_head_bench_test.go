@@ -291,6 +291,8 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 		if near > 0 {
 			tconds = append(tconds, otherConfusables(b, set, near)...)
 		}
+		synths := synthTraining(b, trainMinutes/2)
+		tconds = append(tconds, synths...)
 		var slice *tuningSlice // nil: trained on the whole tuning part, as the shipped head was
 		if os.Getenv("AGENTHOST_WAKESET_HEAD_SLICE") != "off" {
 			slice = newTuningSlice(set, tconds)
@@ -332,6 +334,9 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 			}
 			if slice == nil {
 				key += "|no slice"
+			}
+			if len(synths) > 0 {
+				key += "|synths " + strings.Join(synthSpeakers(), ",")
 			}
 			head = trainedHead(b, set.Dir, tconds, tseqs, key, slice)
 		}

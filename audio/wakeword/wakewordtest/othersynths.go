@@ -35,8 +35,8 @@ func OtherSynths(t testing.TB) *Set {
 }
 
 func renderOthers() (*Set, error) {
-	dir, err := cacheDir([]string{"othersynths.go", "synth.go"}, []string{"flite", "--version"},
-		[]string{"festival", "--version"}, []string{"sox", "--version"})
+	dir, err := cacheDir([]string{"othersynths.go", "synth.go"}, []string{"sox", "--version"},
+		[]string{"dpkg-query", "-W", "flite", "festival", "festvox-kallpc16k", "festvox-kdlpc16k", "festvox-us-slt-hts"})
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,59 @@
+package ort_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
+)
+
+// synthSpeakers are the people behind the other synthesizers' voices
+// (wakewordtest.OtherVoices: kal, awb, rms, slt, ked) whose clips the own
+// head trains on, named in AGENTHOST_WAKESET_HEAD_SYNTHS (comma-separated);
+// the other synthesizers' part then measures only the others.
+func synthSpeakers() []string {
+	var out []string
+	for _, s := range strings.Split(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTHS"), ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// bySpeaker is set with only the clips whose voice is (in) or is not
+// (!in) one of speakers'.
+func bySpeaker(set *wakewordtest.Set, speakers []string, in bool) *wakewordtest.Set {
+	keep := func(list []wakewordtest.Clip) []wakewordtest.Clip {
+		var out []wakewordtest.Clip
+		for _, c := range list {
+			said := false
+			for _, s := range speakers {
+				said = said || strings.Contains(c.Voice, s)
+			}
+			if said == in {
+				out = append(out, c)
+			}
+		}
+		return out
+	}
+	sub := *set
+	sub.Positives, sub.Confusables, sub.Paragraphs = keep(set.Positives), keep(set.Confusables), keep(set.Paragraphs)
+	return &sub
+}
+
+// synthTraining is the other synthesizers' conditions in the voices of
+// synthSpeakers (none without them), minutes of them ordinary speech and
+// music, named apart from the wake set's.
+func synthTraining(b *testing.B, minutes int) []*condition {
+	speakers := synthSpeakers()
+	if len(speakers) == 0 {
+		return nil
+	}
+	conds := conditions(b, bySpeaker(wakewordtest.OtherSynths(b), speakers, true), true, minutes)
+	for _, c := range conds {
+		c.name = "other synthesizers' " + c.name
+	}
+	return conds
+}
