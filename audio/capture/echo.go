@@ -36,7 +36,9 @@ type EchoOptions struct {
 	// (before the delay is found, told against the loudest the echo could
 	// be at any lag), and once the suppressor has a model of the echo the
 	// hold is per band: a band of the microphone 5 dB above the echo
-	// expected there passes.
+	// expected there passes, and so does one 1.5 dB above it, in a frame
+	// above its echo, where the filter's output stands 5 dB above the
+	// residual it leaves (once the delay is found).
 	Hold bool
 	// Log, if set, hears when the delay search moves the filter.
 	Log *slog.Logger
@@ -518,8 +520,9 @@ func (e *Echo) holdFilter() {
 // delay is found, against the reference's envelope over the search's range),
 // and once it has a model of the echo (blind or aligned) the suppressor holds
 // per band: a band whose microphone stands 5 dB above its echo expected
-// passes, the others are held down by 30 dB (after the echo path changed,
-// in frames taken for near speech too).
+// passes (or 1.5 dB above it, the frame above its echo, where the filter's
+// output stands 5 dB above its residual), the others are held down by 30 dB
+// (after the echo path changed, in frames taken for near speech too).
 const (
 	warmMin   = 100   // frames of played sound
 	warmMax   = 600   // frames of played sound
