@@ -36,7 +36,9 @@ type EchoOptions struct {
 	// (before the delay is found, told against the loudest the echo could
 	// be at any lag), and once the suppressor has a model of the echo the
 	// hold is per band: a band of the microphone 5 dB above the echo
-	// expected there passes.
+	// expected there passes, and so does one 1.5 dB above it, in a frame
+	// above its echo, where the filter's output stands 5 dB above the
+	// residual it leaves (once the delay is found).
 	Hold bool
 	// Log, if set, hears when the delay search moves the filter.
 	Log *slog.Logger
@@ -86,7 +88,11 @@ type Echo struct {
 	post  *residual
 	est   *delayEstimator
 
-	hist    []int16 // the reference, a ring of samples for the delay
+	hist    []int16 // the reference, a ring of samples for the delay and the replay
+	reach   int     // how far back the delay search looks: its range and 2 frames, samples
+	past    []int16 // the microphone of the last replayFrames frames the filter took, a ring
+	pastAt  int     // frames the filter took
+	pastN   int     // how many of the last of them follow on from one another
 	t       int     // frames seen
 	far     []int16 // the reference at the frame's time
 	play    []int16 // the delayed reference given to the filter
@@ -158,7 +164,9 @@ func NewEcho(ref *Reference, o EchoOptions) (*Echo, error) {
 			return nil, fmt.Errorf("echo canceller: %w", err)
 		}
 	}
-	e.hist = make([]int16, maxLag+2*frame)
+	e.reach = maxLag + 2*frame
+	e.hist = make([]int16, e.reach+replayFrames*frame)
+	e.past = make([]int16, replayFrames*frame)
 	e.far = make([]int16, frame)
 	e.play = make([]int16, frame)
 	e.aligned = make([]int16, frame)
@@ -213,6 +221,7 @@ func (e *Echo) Cancel(mic, far []int16) {
 		// off. The filters rest with what they learnt; the microphone
 		// passes as it came (as late as the suppressor puts it).
 		e.resting = true
+		e.pastN = 0
 		if e.post != nil || e.res != nil {
 			copy(mic, e.last)
 		}
@@ -292,6 +301,7 @@ func (e *Echo) filter(mic, far []int16, at int) {
 				e.resetFilter()
 				if e.postLag == 0 || e.firstLooking() {
 					e.holdFilter() // the first delay found, or corrected: see below
+					e.replay(at)
 				} else {
 					e.hold()
 				}
@@ -307,6 +317,9 @@ func (e *Echo) filter(mic, far []int16, at int) {
 		e.play[i] = e.hist[(from+i)%len(e.hist)]
 	}
 	e.aec.cancel(mic, e.play, e.out)
+	copy(e.past[e.pastAt%replayFrames*e.frame:], mic)
+	e.pastAt++
+	e.pastN = min(e.pastN+1, replayFrames)
 	if e.slapped(mic) {
 		e.slaps++
 		// speexdsp started its filter again on its own (it added more
@@ -379,6 +392,22 @@ func (e *Echo) filter(mic, far []int16, at int) {
 	}
 }
 
+// replay runs the filter, started again at the first delay found (the
+// frame at at is next), over the frames it took before, up to a second,
+// its output discarded: it learns the room from them as if it had started
+// there. (Not after a later move: the echo path may have changed.)
+func (e *Echo) replay(at int) {
+	n := min(e.pastN, (len(e.hist)-e.window())/e.frame-1)
+	for k := n; k >= 1; k-- {
+		from := at - k*e.frame - e.window() + 2*len(e.hist)
+		for i := range e.play {
+			e.play[i] = e.hist[(from+i)%len(e.hist)]
+		}
+		j := (e.pastAt - k) % replayFrames * e.frame
+		e.aec.cancel(e.past[j:j+e.frame], e.play, e.out)
+	}
+}
+
 // diverged reports whether the filter, once it had learnt the room, has
 // for 200 ms taken less than 3 dB off the microphone while its output and
 // its echo estimate (mic less output) were anticorrelated: the estimate
@@ -445,7 +474,7 @@ func (e *Echo) slapped(mic []int16) bool {
 // echoing reports whether the frame may hold echo: sound was played within
 // the reference's history and warmTail frames.
 func (e *Echo) echoing() bool {
-	return (e.t-e.lastFar)*e.frame <= len(e.hist)+warmTail*e.frame
+	return (e.t-e.lastFar)*e.frame <= e.reach+warmTail*e.frame
 }
 
 // firstLooking reports whether the delay search's first look still looks
@@ -491,8 +520,9 @@ func (e *Echo) holdFilter() {
 // delay is found, against the reference's envelope over the search's range),
 // and once it has a model of the echo (blind or aligned) the suppressor holds
 // per band: a band whose microphone stands 5 dB above its echo expected
-// passes, the others are held down by 30 dB (after the echo path changed,
-// in frames taken for near speech too).
+// passes (or 1.5 dB above it, the frame above its echo, where the filter's
+// output stands 5 dB above its residual), the others are held down by 30 dB
+// (after the echo path changed, in frames taken for near speech too).
 const (
 	warmMin   = 100   // frames of played sound
 	warmMax   = 600   // frames of played sound
@@ -504,6 +534,8 @@ const (
 	holdMin   = 200   // and for at least 2 s of played sound (near speech passes)
 
 	softenFirst = 0.1 // the weight the suppressor's unaligned model keeps at the first delay found
+
+	replayFrames = 100 // what the filter took that it learns again at the first delay found (1 s)
 
 	divDecay = 0.9  // per frame: about the last 100 ms count for a divergence
 	divCorr  = 0.2  // the output and the echo estimate anticorrelated this much,
@@ -540,7 +572,7 @@ func (e *Echo) window() int { return max(0, e.shift-delayMargin*e.frame) }
 // has died out in everything the canceller keeps: the reference's history
 // (the delay search's range), the filter's tail past it, and the room's
 // reverberation past that.
-func (e *Echo) restAfter() int { return len(e.hist) + e.tailSamples() + warmTail*e.frame }
+func (e *Echo) restAfter() int { return e.reach + e.tailSamples() + warmTail*e.frame }
 
 func (e *Echo) tailSamples() int { return int(e.o.Tail.Seconds() * float64(e.o.Rate)) }
 

@@ -156,7 +156,7 @@ func TestTheLearningHoldEndsWithTheEchoOfAShortReply(t *testing.T) {
 		t.Fatal("the hold is over after a 1.5 s reply: the test does not test it")
 	}
 	// The suppressor's output comes a frame late.
-	from := last + len(e.hist) + warmTail*frameLen + frameLen
+	from := last + e.reach + warmTail*frameLen + frameLen
 	to := last + e.restAfter()
 	in, got := energy(s.Mic[from-frameLen:to-frameLen]), energy(out[from:to])
 	lost := 10 * math.Log10(in/got)

@@ -64,6 +64,7 @@ type residual struct {
 	holdBy   float64
 	changed  bool // the hold follows a change of the echo path: near speech too is held per band
 	bandHeld bool
+	louder   bool    // the microphone stands resLouder above the echo expected (aligned) this frame
 	unheld   float64 // the output's power without the hold over with it (≥ 1)
 }
 
@@ -79,6 +80,8 @@ const (
 	resHang    = 10   // frames near speech is taken to last after it was seen
 	resKept    = 0.25 // near speech: the filter takes at most 6 dB off the microphone
 	resBand    = 3.0  // during the hold, a band's microphone this far above its echo passes
+	resLouder  = 1.26 // or, in a frame this far above its echo (1 dB),
+	resAbove   = 1.4  // a band this far above its echo (1.5 dB) whose filter's output stands resBand above the residual
 )
 
 func newResidual(frame, span int) *residual {
@@ -174,6 +177,7 @@ func (r *residual) run(mic, play, out []int16) {
 		r.floor *= 1.001
 	}
 	talk := held(&r.hang, r.trained >= resTrained && r.nearSpeech(sumM, sumE, expect))
+	r.louder = sumM > resLouder*expect
 	r.bTalking = r.blind && r.blindTalk(far, sumM, sumE)
 	if r.bTalking {
 		talk = true
@@ -270,10 +274,20 @@ func (r *residual) holdModel(talk bool) (m, d, x []float64) {
 
 // passesHold reports whether band b of the microphone stands resBand above
 // the echo expected there by the hold's model (and above its share of the
-// noise floor).
+// noise floor); or, in a frame louder than its echo (the model aligned and
+// the echo path unchanged), whether it stands resAbove above it, and the
+// filter's output resBand above the residual expected there: the young
+// filter takes the echo down, not a voice.
 func (r *residual) passesHold(b int, m, d, x []float64) bool {
+	if d[b] <= 0 {
+		return false
+	}
 	w := float64(r.bands[b][1]-r.bands[b][0]) / float64(len(r.gBin))
-	return d[b] > 0 && r.pm[b] > resBand*m[b]/d[b]*x[b]+4*w*r.floor
+	echo, noise := m[b]/d[b]*x[b], 4*w*r.floor
+	if r.pm[b] > resBand*echo+noise {
+		return true
+	}
+	return r.louder && !r.blind && !r.changed && r.pm[b] > resAbove*echo+noise && r.pe[b] > resBand*r.ge[b]/r.gd[b]*r.sx[b]+noise
 }
 
 // blindTalk tells near speech from echo while the echo's delay is not
