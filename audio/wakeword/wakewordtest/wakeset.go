@@ -27,7 +27,7 @@ import (
 // wakes. The variants are split in two: the tuning part and the held-out
 // part share no variant. Renders are cached outside the clone in
 // ${XDG_CACHE_HOME:-~/.cache}/agenthost/wakeset/<hash> (or
-// $AGENTHOST_WAKESET_CACHE), the hash taken over this file, espeak-ng's and
+// $AGENTHOST_WAKESET_CACHE), the hash taken over this file and synth.go, espeak-ng's and
 // sox's versions: a changed generator makes a new set.
 
 // Voices are espeak-ng's English voices (`espeak-ng --voices=en`, without
@@ -174,7 +174,7 @@ func cacheDir(files []string, tools ...[]string) (string, error) {
 }
 
 func render() (*Set, error) {
-	dir, err := cacheDir(nil, []string{"espeak-ng", "--version"}, []string{"sox", "--version"})
+	dir, err := cacheDir([]string{"synth.go"}, []string{"espeak-ng", "--version"}, []string{"sox", "--version"})
 	if err != nil {
 		return nil, err
 	}
