@@ -461,6 +461,10 @@ func cachedTrace(b *testing.B, dir, front string, step int, pcm []int16, run fun
 	h.Write(audiotest.SamplesToBytes(pcm))
 	fmt.Fprintf(h, "|%s|%d|", front, step)
 	writeCode(b, h, "../stream.go", "../gain.go", "ort.go")
+	if front == "denoise" {
+		fmt.Fprintf(h, "%v|", capture.DefaultDenoiseLevel)
+		writeCode(b, h, "../../capture/denoise.go")
+	}
 	path := filepath.Join(dir, "trace-"+hex.EncodeToString(h.Sum(nil))[:16]+".bin")
 	if raw, err := os.ReadFile(path); err == nil && len(raw)%12 == 0 {
 		out := make([]wakeword.Score, len(raw)/12)
