@@ -304,8 +304,8 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 			tseqs, _ = embedAll(b, set.Dir, headStep, tconds, open)
 			b.Logf("tuning part's embeddings in %s", time.Since(t0).Round(time.Second))
 		}
-		eset, _, part := measuredPart(b)
-		econds := conditions(b, eset, true, minutes)
+		eset, eheld, part := measuredPart(b)
+		econds := conditions(b, eset, eheld, minutes)
 		t0 := time.Now()
 		eseqs, pre := embedAll(b, eset.Dir, headStep, econds, open)
 		b.Logf("%s's embeddings in %s", part, time.Since(t0).Round(time.Second))
