@@ -336,7 +336,7 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 				key += "|no slice"
 			}
 			if len(synths) > 0 {
-				key += "|synths " + strings.Join(synthSpeakers(), ",")
+				key += "|synths " + strings.Join(synthSpeakers(), ",") + " of " + filepath.Base(wakewordtest.OtherSynths(b).Dir)
 			}
 			head = trainedHead(b, set.Dir, tconds, tseqs, key, slice)
 		}
