@@ -14,11 +14,8 @@ import (
 var OtherVoices = []string{"flite/kal", "flite/kal16", "flite/awb", "flite/rms", "flite/slt",
 	"festival/kal_diphone", "festival/ked_diphone", "festival/cmu_us_slt_arctic_hts"}
 
-var (
-	otherOnce sync.Once
-	otherSet  *Set
-	otherErr  error
-)
+// otherSynths renders the other synthesizers' set once per process.
+var otherSynths = sync.OnceValues(renderOthers)
 
 // OtherSynths renders (or reads from its cache) the wake set's kinds of
 // clips (the phrase alone and with a command, the confusables, paragraphs
@@ -27,11 +24,7 @@ var (
 // the held-out part: material nobody tuned on, from other synthesizers.
 func OtherSynths(t testing.TB) *Set {
 	t.Helper()
-	otherOnce.Do(func() { otherSet, otherErr = renderOthers() })
-	if otherErr != nil {
-		t.Fatal(otherErr)
-	}
-	return otherSet
+	return must(t, otherSynths)
 }
 
 func renderOthers() (*Set, error) {

@@ -115,12 +115,8 @@ type Set struct {
 	Sounds      map[string][]int16 // sox-synthesized notes, chords and drums for music
 }
 
-// Rendering shares.
-var (
-	setOnce sync.Once
-	theSet  *Set
-	setErr  error
-)
+// wakeset renders the wake set once per process.
+var wakeset = sync.OnceValues(render)
 
 // held: the variants of the held-out part (every other one, in a fixed
 // shuffled order).
@@ -132,11 +128,17 @@ func held(variant string) bool {
 // Wakeset renders (or reads from its cache) the wake set.
 func Wakeset(t testing.TB) *Set {
 	t.Helper()
-	setOnce.Do(func() { theSet, setErr = render() })
-	if setErr != nil {
-		t.Fatal(setErr)
+	return must(t, wakeset)
+}
+
+// must is the set get gives, or t's end with get's error.
+func must(t testing.TB, get func() (*Set, error)) *Set {
+	t.Helper()
+	s, err := get()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return theSet
+	return s
 }
 
 // cacheDir is the folder of a set made by this file and the files named
