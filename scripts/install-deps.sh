@@ -21,14 +21,34 @@ PACKAGES=(
 # scripts/install-mcp-test-deps.sh adds a Node 20 from the npm registry.
 command -v node >/dev/null 2>&1 || PACKAGES+=(nodejs npm)
 
+# The wake set's other voices made from recordings of people, in Debian's
+# contrib and non-free (test material only, never shipped): festival's British
+# diphones, MBROLA's (four native speakers, sixteen reading English with an
+# accent), RHVoice's and SVOX Pico's.
+VOICES=(festvox-rablpc16k festvox-don mbrola rhvoice rhvoice-english libttspico-utils)
+for v in us1 us2 us3 en1 af1 nl2 fr1 fr4 de1 de2 de3 de4 de5 de6 gr2 hu1 pl1 ro1 sw1 sw2; do VOICES+=("mbrola-$v"); done
+PACKAGES+=("${VOICES[@]}")
+
+SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+# apt-get update fails on one index a mirror is still syncing; what it could
+# read is enough, and apt-get install says what is missing.
+apt_update() { $SUDO apt-get update -qq || echo "install-deps: apt-get update reported errors; going on" >&2; }
+if ! dpkg-query -W -f='${Status}' mbrola-us1 2>/dev/null | grep -q "install ok installed" &&
+   ! apt-cache show mbrola-us1 >/dev/null 2>&1; then
+  . /etc/os-release
+  echo "install-deps: enabling Debian's contrib and non-free for the test voices (/etc/apt/sources.list.d/agenthost-test-voices.sources)" >&2
+  printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: contrib non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
+    "$VERSION_CODENAME" | $SUDO tee /etc/apt/sources.list.d/agenthost-test-voices.sources >/dev/null
+  apt_update
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if ((${#missing[@]})); then
   echo "install-deps: installing ${missing[*]}" >&2
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
+  apt_update
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 

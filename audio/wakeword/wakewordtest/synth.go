@@ -9,10 +9,11 @@ import (
 )
 
 // synthesize writes c spoken to wav and says which sox effects finish it.
-// A voice "engine/name" is flite's or festival's (OtherVoices): their
-// speed and pitch come from sox (tempo WPM/175, pitch (Pitch-50)·10
-// cents), since festival's HTS voices ignore its duration stretch; any
-// other voice is espeak-ng's, which takes both itself.
+// A voice "engine/name" is flite's, festival's, MBROLA's, RHVoice's or
+// SVOX Pico's (OtherVoices): their speed and pitch come from sox (tempo
+// WPM/175, pitch (Pitch-50)·10 cents), the same for all, since festival's
+// HTS voices ignore its duration stretch and Pico has neither; any other
+// voice is espeak-ng's, which takes both itself.
 func synthesize(c *Clip, wav string) ([]string, error) {
 	engine, voice, ok := strings.Cut(c.Voice, "/")
 	if !ok {
@@ -32,6 +33,13 @@ func synthesize(c *Clip, wav string) ([]string, error) {
 		}
 		defer os.Remove(txt)
 		cmd = exec.Command("text2wave", "-eval", "(voice_"+voice+")", txt, "-o", wav)
+	case "mbrola": // through espeak-ng at its default speed and pitch
+		cmd = exec.Command("espeak-ng", "-v", "mb-"+voice, "-w", wav, c.Text)
+	case "rhvoice":
+		cmd = exec.Command("RHVoice-test", "-p", voice, "-o", wav)
+		cmd.Stdin = strings.NewReader(c.Text)
+	case "pico":
+		cmd = exec.Command("pico2wave", "-l", voice, "-w", wav, c.Text)
 	default:
 		return nil, fmt.Errorf("wake set: %s: no synthesizer %q", c.Name(), engine)
 	}

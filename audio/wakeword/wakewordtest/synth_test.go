@@ -12,19 +12,20 @@ func TestOtherVoicesSayThePhraseAtTheSpeedAndPitchAsked(t *testing.T) {
 	dir := t.TempDir()
 	for _, v := range OtherVoices {
 		t.Run(v, func(t *testing.T) {
-			clip := func(wpm, pitch int) Clip {
-				c := Clip{Voice: v, WPM: wpm, Pitch: pitch, Text: "hey jarvis"}
+			clip := func(wpm, pitch int, text string) Clip {
+				c := Clip{Voice: v, WPM: wpm, Pitch: pitch, Text: text}
 				if err := say(dir, &c); err != nil {
 					t.Fatal(err)
 				}
 				return c
 			}
-			slow, fast := clip(120, 50), clip(200, 50)
+			slow, fast := clip(120, 50, "hey jarvis"), clip(200, 50, "hey jarvis")
 			ratio := float64(slow.End-slow.Onset) / float64(fast.End-fast.Onset)
 			if math.Abs(ratio-200.0/120) > 0.25 {
 				t.Errorf("voiced %d samples at 120 wpm, %d at 200: ratio %.2f, want about %.2f", slow.End-slow.Onset, fast.End-fast.Onset, ratio, 200.0/120)
 			}
-			low, high := pitchOf(clip(160, 30)), pitchOf(clip(160, 80))
+			const longer = "hey jarvis, what is the weather like in the morning"
+			low, high := pitchOf(clip(160, 30, longer)), pitchOf(clip(160, 80, longer))
 			if want := math.Pow(2, 500.0/1200); high/low < want*0.85 || high/low > want*1.15 {
 				t.Errorf("pitch %.0f Hz at 30, %.0f Hz at 80: ratio %.2f, want about %.2f", low, high, high/low, want)
 			}
@@ -33,28 +34,34 @@ func TestOtherVoicesSayThePhraseAtTheSpeedAndPitchAsked(t *testing.T) {
 }
 
 // pitchOf is the median pitch of c's voiced 40 ms frames (autocorrelation,
-// 60–400 Hz).
+// 60–400 Hz; the shortest lag whose peak comes within 15% of the highest,
+// so that a period's multiples are not taken for it).
 func pitchOf(c Clip) float64 {
 	var f0s []float64
 	p := c.PCM[c.Onset:c.End]
+	lo, hi := 16000/400, 16000/60
+	r := make([]float64, hi+2)
 	for i := 0; i+640 <= len(p); i += 320 {
 		w := p[i : i+640]
-		best, lag := 0.0, 0
-		var e float64
+		var e, best float64
 		for _, v := range w {
 			e += float64(v) * float64(v)
 		}
-		for l := 16000 / 400; l <= 16000/60; l++ {
-			var r float64
+		for l := lo - 1; l <= hi+1; l++ {
+			r[l] = 0
 			for k := 0; k+l < len(w); k++ {
-				r += float64(w[k]) * float64(w[k+l])
+				r[l] += float64(w[k]) * float64(w[k+l])
 			}
-			if r > best {
-				best, lag = r, l
-			}
+			best = max(best, r[l])
 		}
-		if lag > 0 && best > 0.5*e {
-			f0s = append(f0s, 16000/float64(lag))
+		if best <= 0.5*e {
+			continue
+		}
+		for l := lo; l <= hi; l++ {
+			if r[l] >= 0.85*best && r[l] >= r[l-1] && r[l] >= r[l+1] {
+				f0s = append(f0s, 16000/float64(l))
+				break
+			}
 		}
 	}
 	if len(f0s) == 0 {

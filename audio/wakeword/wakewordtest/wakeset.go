@@ -160,7 +160,7 @@ func cacheDir(files []string, tools ...[]string) (string, error) {
 	for _, c := range tools {
 		out, err := exec.Command(c[0], c[1:]...).Output()
 		if err != nil {
-			return "", fmt.Errorf("wake set: %s: %w (apt-get install espeak-ng sox flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts)", c[0], err)
+			return "", fmt.Errorf("wake set: %s: %w (scripts/install-deps.sh installs it)", c[0], err)
 		}
 		h.Write(out)
 	}
