@@ -1,6 +1,7 @@
 package wakewordtest
 
 import (
+	"crypto/sha256"
 	"math"
 	"sort"
 	"testing"
@@ -69,4 +70,26 @@ func pitchOf(c Clip) float64 {
 	}
 	sort.Float64s(f0s)
 	return f0s[len(f0s)/2]
+}
+
+// Every other voice sounds its own: flite and RHVoice speak in their
+// default voice, and exit 0, when the voice asked for is not there.
+func TestEveryOtherVoiceSoundsItsOwn(t *testing.T) {
+	dir := t.TempDir()
+	seen := map[[32]byte]string{}
+	for _, v := range OtherVoices {
+		c := Clip{Voice: v, WPM: 160, Pitch: 50, Text: "hey jarvis"}
+		if err := say(dir, &c); err != nil {
+			t.Fatal(err)
+		}
+		b := make([]byte, 2*len(c.PCM))
+		for i, s := range c.PCM {
+			b[2*i], b[2*i+1] = byte(s), byte(s>>8)
+		}
+		h := sha256.Sum256(b)
+		if other, ok := seen[h]; ok {
+			t.Errorf("%s says the phrase exactly as %s: is the voice installed, and its name right?", v, other)
+		}
+		seen[h] = v
+	}
 }
