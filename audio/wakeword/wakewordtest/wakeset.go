@@ -321,7 +321,8 @@ func dbfs(p []int16) float64 {
 	return 10*math.Log10(e/float64(len(p))+1e-9) - 20*math.Log10(32768)
 }
 
-// sounds are sox-synthesized notes, chords and drums (cached).
+// sounds are sox-synthesized notes, chords and drums (cached; -R: the
+// same bits on every render).
 func sounds(dir string) (map[string][]int16, error) {
 	type spec struct {
 		name string
@@ -361,7 +362,7 @@ func sounds(dir string) (map[string][]int16, error) {
 	for _, s := range specs {
 		raw := filepath.Join(dir, "sound-"+s.name+".s16")
 		if _, err := os.Stat(raw); err != nil {
-			args := append([]string{"-n", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", raw + ".tmp"}, s.args...)
+			args := append([]string{"-R", "-n", "-r", "16000", "-c", "1", "-b", "16", "-e", "signed-integer", "-t", "raw", raw + ".tmp"}, s.args...)
 			if o, err := exec.Command("sox", args...).CombinedOutput(); err != nil {
 				return nil, fmt.Errorf("sox %v: %w: %s", s.args, err, o)
 			}
