@@ -250,6 +250,8 @@ func headExamples(conds []*condition, seqs []*embSeq, earlier *wakeword.Head, sl
 // AGENTHOST_WAKESET_HEAD_OTHER_PHRASES=N with N clips of the phrase in
 // such voices (otherPositives), AGENTHOST_WAKESET_HEAD_OTHER_NEAR=N with
 // N clips of near misses in them (otherConfusables);
+// AGENTHOST_WAKESET_HEAD_SYNTH_HOURS=H against H hours in the voices of
+// AGENTHOST_WAKESET_HEAD_SYNTHS (synthNegatives);
 // AGENTHOST_WAKESET_HEAD_TUNING=1 prints its figures on the tuning part
 // too (what it was trained on); AGENTHOST_WAKESET_PART=other-synths
 // measures it on the other synthesizers' voices instead of the held-out
@@ -293,6 +295,9 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 		}
 		synths := synthTraining(b, trainMinutes/2)
 		tconds = append(tconds, synths...)
+		synthHours, _ := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_HOURS"), 64)
+		synthNeg := synthNegatives(b, set, synthHours)
+		tconds = append(tconds, synthNeg...)
 		var slice *tuningSlice // nil: trained on the whole tuning part, as the shipped head was
 		if os.Getenv("AGENTHOST_WAKESET_HEAD_SLICE") != "off" {
 			slice = newTuningSlice(set, tconds)
@@ -337,6 +342,9 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 			}
 			if len(synths) > 0 {
 				key += "|synths " + strings.Join(synthSpeakers(), ",") + " of " + filepath.Base(wakewordtest.OtherSynths(b).Dir)
+			}
+			if len(synthNeg) > 0 {
+				key += fmt.Sprintf("|synth negatives %g", synthHours)
 			}
 			head = trainedHead(b, set.Dir, tconds, tseqs, key, slice)
 		}

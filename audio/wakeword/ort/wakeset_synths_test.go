@@ -1,6 +1,7 @@
 package ort_test
 
 import (
+	"math/rand/v2"
 	"os"
 	"strings"
 	"testing"
@@ -56,4 +57,26 @@ func synthTraining(b *testing.B, minutes int) []*condition {
 		c.name = "other synthesizers' " + c.name
 	}
 	return conds
+}
+
+// synthNegatives are hours (AGENTHOST_WAKESET_HEAD_SYNTH_HOURS) of
+// negatives in the voices of synthSpeakers: the word lists' sentences, noise and music
+// as moreNegatives, each clip in the next of those voices (none without
+// them). The other synthesizers' set holds only four paragraphs a voice.
+func synthNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condition {
+	speakers := synthSpeakers()
+	if hours <= 0 || len(speakers) == 0 {
+		return nil
+	}
+	var voices []string
+	for _, v := range wakewordtest.OtherVoices {
+		for _, s := range speakers {
+			if strings.Contains(v, s) {
+				voices = append(voices, v)
+				break
+			}
+		}
+	}
+	voice := func(i int) (string, []string) { return voices[i%len(voices)], nil }
+	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 11)), "other synthesizers' negatives", voice)
 }
