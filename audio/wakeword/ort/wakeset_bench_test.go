@@ -54,8 +54,9 @@ var agcRuns = map[string]bool{"clean": true, "pink 5 dB": true, "far (low-passed
 //	go test ./audio/wakeword/ort/ -run '^$' -bench WakeSet -benchtime 1x -timeout 3h
 //
 // AGENTHOST_WAKESET_PART=tune measures the tuning part instead,
-// AGENTHOST_WAKESET_PART=other-synths the clips in flite's and festival's
-// voices (wakewordtest.OtherSynths);
+// AGENTHOST_WAKESET_PART=other-synths the clips in the other
+// synthesizers' voices (wakewordtest.OtherSynths; without the people
+// AGENTHOST_WAKESET_HEAD_SYNTHS names);
 // AGENTHOST_WAKESET_MINUTES bounds the false-wake audio (60);
 // AGENTHOST_WAKESET_CACHED_ONLY=1 prints what the cached scores give, and
 // scores nothing.
@@ -727,9 +728,9 @@ func measuredPart(b *testing.B) (set *wakewordtest.Set, held bool, name string) 
 		return wakewordtest.Wakeset(b), false, "tuning part"
 	case "other-synths":
 		if sp := synthSpeakers(); len(sp) > 0 {
-			return bySpeaker(wakewordtest.OtherSynths(b), sp, false), true, "other synthesizers (flite, festival) but " + strings.Join(sp, ", ")
+			return bySpeaker(wakewordtest.OtherSynths(b), sp, false), true, "other synthesizers (flite, festival, MBROLA, RHVoice, Pico) but " + strings.Join(sp, ", ")
 		}
-		return wakewordtest.OtherSynths(b), true, "other synthesizers (flite, festival)"
+		return wakewordtest.OtherSynths(b), true, "other synthesizers (flite, festival, MBROLA, RHVoice, Pico)"
 	default:
 		b.Fatalf("AGENTHOST_WAKESET_PART=%q: want held-out, tune or other-synths", p)
 		return nil, false, ""
