@@ -478,7 +478,7 @@ func (e *Echo) echoing() bool {
 }
 
 // firstLooking reports whether the delay search's first look still looks
-// (the first 3 s of sound): a delay found then corrects the first.
+// (the first 6 s of sound): a delay found then corrects the first.
 func (e *Echo) firstLooking() bool { return e.est != nil && e.est.first != nil }
 
 // found reports whether the delay search found the echo (or there is none).

@@ -14,7 +14,8 @@ import (
 // Whitened, the direct path stands out as a sharp peak even in a
 // reverberant room; a microphone without the echo, or one whose path is
 // changing, gives none; nor does a peak at the end of the range (a tune
-// repeating itself). It looks once, in the canceller's first 3 s of sound.
+// repeating itself). It looks in the canceller's first 6 s of sound: a near
+// talker as loud as the echo can keep a sure peak from it for the first 3.
 type firstLook struct {
 	rate, maxLag int // decimated
 	far, mic     []float64
@@ -29,7 +30,7 @@ type firstLook struct {
 
 const (
 	firstLen      = 1.5  // s: the stretch it looks over
-	firstGiveUp   = 3    // s: how long it looks, at most
+	firstGiveUp   = 6    // s: how long it looks, at most
 	firstSound    = 0.3  // s of sound played before it looks
 	firstPeak     = 8.0  // the peak this many times the correlation's RMS over the lags
 	firstHold     = 2    // looks in a row the peak must hold
