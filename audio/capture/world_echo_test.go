@@ -313,3 +313,20 @@ func TestABargeInOverMusicDuringALateLearningHoldIsKept(t *testing.T) {
 		}
 	}
 }
+
+func TestABargeInOverMusicBeforeTheEchosDelayIsFoundIsNotHeldWhole(t *testing.T) {
+	rooms := []string{"rt0.3-d7-b95-hard0.3", "rt0.3-d23-b79-soft0.3"}
+	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return sc.music && slices.Contains(rooms, sc.room.String()) }) {
+		// The voice said at 1 s keeps the delay search from the echo until
+		// 3.6–3.9 s. Meanwhile the suppressor took some of its frames for
+		// near speech against its unaligned model, which the hold does
+		// not trust before the delay is found: such a frame was neither
+		// held per band nor passed, but held down whole (12.9 dB of the
+		// voice lost in rt0.3-d7-b95-hard0.3, 4.9 in the other).
+		lost := firstBargeInLost(t, sc)
+		t.Logf("%s: near speech said from 1 s on, over music, before the echo's delay is found: %.1f dB of it lost", sc.name(), lost)
+		if lost > 10 {
+			t.Errorf("%s: near speech said 1 s into music, before the echo's delay is found, lost %.1f dB, want ≤ 10 dB", sc.name(), lost)
+		}
+	}
+}
