@@ -69,20 +69,19 @@ type residual struct {
 }
 
 const (
-	resDecay    = 0.76 // per frame: an RT60 of 0.5 s
-	resSmooth   = 0.98 // per frame: about half a second
-	resOver     = 20.0 // over-estimation of the residual in the gain (13 dB)
-	resOverDT   = 3.0  // and while near speech is taken to be there, or the model is young, or (the hold over) in a band where it is heard
-	resOverHold = 2.0  // and in a band that passes the learning hold (the echo path unchanged)
-	resSure     = 300  // frames of far end alone before the model is trusted with resOver
-	resFloor    = 0.01 // the most taken off a band: −40 dB
-	resTalk     = 2.5  // the microphone this far above its echo: near speech
-	resTrained  = 50   // frames of far end before near speech is looked for
-	resHang     = 10   // frames near speech is taken to last after it was seen
-	resKept     = 0.25 // near speech: the filter takes at most 6 dB off the microphone
-	resBand     = 3.0  // during the hold, a band's microphone this far above its echo passes
-	resLouder   = 1.26 // or, in a frame this far above its echo (1 dB),
-	resAbove    = 1.4  // a band this far above its echo (1.5 dB) whose filter's output stands resBand above the residual
+	resDecay   = 0.76 // per frame: an RT60 of 0.5 s
+	resSmooth  = 0.98 // per frame: about half a second
+	resOver    = 20.0 // over-estimation of the residual in the gain (13 dB)
+	resOverDT  = 3.0  // and while near speech is taken to be there, or the model is young, or (the hold over) in a band where it is heard
+	resSure    = 300  // frames of far end alone before the model is trusted with resOver
+	resFloor   = 0.01 // the most taken off a band: −40 dB
+	resTalk    = 2.5  // the microphone this far above its echo: near speech
+	resTrained = 50   // frames of far end before near speech is looked for
+	resHang    = 10   // frames near speech is taken to last after it was seen
+	resKept    = 0.25 // near speech: the filter takes at most 6 dB off the microphone
+	resBand    = 3.0  // during the hold, a band's microphone this far above its echo passes
+	resLouder  = 1.26 // or, in a frame this far above its echo (1 dB),
+	resAbove   = 1.4  // a band this far above its echo (1.5 dB) whose filter's output stands resBand above the residual
 )
 
 func newResidual(frame, span int) *residual {
@@ -205,7 +204,6 @@ func (r *residual) run(mic, play, out []int16) {
 			r.ge[b] = resSmooth*r.ge[b] + pe
 			r.gd[b] = resSmooth*r.gd[b] + r.sx[b]
 		}
-		passes := r.bandHeld && r.passesHold(b, hm, hd, hx)
 		g := 1.0
 		if r.pe[b] > 0 && r.gd[b] > 0 {
 			res := r.ge[b] / r.gd[b] * r.sx[b]
@@ -213,14 +211,10 @@ func (r *residual) run(mic, play, out []int16) {
 			// the young model cannot yet tell from echo is not eaten; and,
 			// once the hold is over, in a band where it is heard although
 			// the frame is not taken for it (over music as loud as the
-			// voice, many of its frames are not); and in a band that
-			// passes the learning hold, the voice standing above the echo.
+			// voice, many of its frames are not).
 			over := resOverDT
 			if !talk && r.trained >= resSure && (r.holdBy > 0 || !r.nearBand(b)) {
 				over = resOver
-			}
-			if passes && !r.changed {
-				over = resOverHold
 			}
 			g = max(resFloor, 1-over*res/r.pe[b])
 		}
@@ -232,7 +226,7 @@ func (r *residual) run(mic, play, out []int16) {
 		}
 		gb := r.gain[b]
 		pre += gb * gb * r.pe[b]
-		if r.bandHeld && !passes {
+		if r.bandHeld && !r.passesHold(b, hm, hd, hx) {
 			gb *= r.holdBy
 		}
 		post += gb * gb * r.pe[b]
