@@ -312,3 +312,33 @@ func TestABargeInOverMusicBeforeTheEchosDelayIsFoundIsNotHeldWhole(t *testing.T)
 		}
 	}
 }
+
+func TestTheLearningHoldDoesNotStartAgainWhenTheFirstLookMovesOnlyTheSuppressor(t *testing.T) {
+	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return sc.music && sc.room.Kind == echoroom.Living }) {
+		// The first look at the echo's delay looks for 6 s of sound; when
+		// it corrects the delay by a few ms after the hold is over, the
+		// filter's window stays and only the suppressor's reference
+		// moves: the echo is as well taken off as before, and holding the
+		// output down again would hold a barge-in down with it.
+		e, err := NewEcho(nil, EchoOptions{MaxDelay: DefaultMaxDelay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := append([]int16(nil), sc.echo.Mic...)
+		ended, again := 0, 0
+		for i := 0; i+frameLen <= worldMove; i += frameLen {
+			e.Cancel(out[i:i+frameLen], sc.far[i:i+frameLen])
+			switch {
+			case !e.held && ended == 0:
+				ended = i + frameLen
+			case e.held && ended > 0 && again == 0:
+				again = i + frameLen
+			}
+		}
+		e.Close()
+		t.Logf("%s: the learning hold ended at %.2f s", sc.name(), float64(ended)/rate)
+		if again > 0 {
+			t.Errorf("%s: the learning hold ended at %.2f s and started again at %.2f s, with neither the filter's window nor the echo path moved", sc.name(), float64(ended)/rate, float64(again)/rate)
+		}
+	}
+}
