@@ -357,7 +357,7 @@ func (e *Echo) filter(mic, far []int16, at int) {
 			lag = e.est.est
 		}
 		if abs(lag-e.postLag) > e.frame {
-			if e.postLag == 0 || e.firstLooking() && (moved || e.held) {
+			if e.postLag == 0 || e.firstLooking() && (moved || e.est.first.early()) {
 				// The first delay found: the suppressor keeps what it
 				// learnt (the echo's level, its reference not yet
 				// aligned) and goes on learning, aligned, so that near
@@ -365,9 +365,9 @@ func (e *Echo) filter(mic, far []int16, at int) {
 				// another half second of far end alone. What it learnt
 				// unaligned weighs a tenth: the aligned model soon leads.
 				// (So too when the first look corrects the search's
-				// filter in the first seconds, while it moves the
-				// filter's window or the hold is on: the echo's level is
-				// the same.)
+				// filter in the first seconds: the echo's level is the
+				// same. After its first 3 s, a correction within the
+				// filter's window is as below: a wander of the estimate.)
 				e.holdFilter()
 				e.post.soften(softenFirst)
 			} else if moved {

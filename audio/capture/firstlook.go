@@ -31,6 +31,7 @@ type firstLook struct {
 const (
 	firstLen      = 1.5  // s: the stretch it looks over
 	firstGiveUp   = 6    // s: how long it looks, at most
+	firstEarly    = 3    // s: what it finds before, within the filter's window, corrects the first delay
 	firstSound    = 0.3  // s of sound played before it looks
 	firstPeak     = 8.0  // the peak this many times the correlation's RMS over the lags
 	firstHold     = 2    // looks in a row the peak must hold
@@ -68,6 +69,9 @@ func (f *firstLook) add(far, mic []int16) {
 // done reports whether it has looked long enough: the filter's search
 // finds what it did not.
 func (f *firstLook) done() bool { return f.seen >= firstGiveUp*f.rate }
+
+// early reports whether it has looked for less than firstEarly.
+func (f *firstLook) early() bool { return f.seen < firstEarly*f.rate }
 
 // look returns the delay (decimated samples) once a peak stood out for
 // firstHold looks in a row.
