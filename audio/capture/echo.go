@@ -357,7 +357,7 @@ func (e *Echo) filter(mic, far []int16, at int) {
 			lag = e.est.est
 		}
 		if abs(lag-e.postLag) > e.frame {
-			if e.postLag == 0 || e.firstLooking() {
+			if e.postLag == 0 || e.firstLooking() && (moved || e.est.first.early()) {
 				// The first delay found: the suppressor keeps what it
 				// learnt (the echo's level, its reference not yet
 				// aligned) and goes on learning, aligned, so that near
@@ -366,7 +366,8 @@ func (e *Echo) filter(mic, far []int16, at int) {
 				// unaligned weighs a tenth: the aligned model soon leads.
 				// (So too when the first look corrects the search's
 				// filter in the first seconds: the echo's level is the
-				// same.)
+				// same. After its first 3 s, a correction within the
+				// filter's window is as below: a wander of the estimate.)
 				e.holdFilter()
 				e.post.soften(softenFirst)
 			} else if moved {
@@ -478,7 +479,7 @@ func (e *Echo) echoing() bool {
 }
 
 // firstLooking reports whether the delay search's first look still looks
-// (the first 3 s of sound): a delay found then corrects the first.
+// (the first 6 s of sound): a delay found then corrects the first.
 func (e *Echo) firstLooking() bool { return e.est != nil && e.est.first != nil }
 
 // found reports whether the delay search found the echo (or there is none).

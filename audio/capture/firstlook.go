@@ -14,7 +14,8 @@ import (
 // Whitened, the direct path stands out as a sharp peak even in a
 // reverberant room; a microphone without the echo, or one whose path is
 // changing, gives none; nor does a peak at the end of the range (a tune
-// repeating itself). It looks once, in the canceller's first 3 s of sound.
+// repeating itself). It looks in the canceller's first 6 s of sound: a near
+// talker as loud as the echo can keep a sure peak from it for the first 3.
 type firstLook struct {
 	rate, maxLag int // decimated
 	far, mic     []float64
@@ -29,7 +30,8 @@ type firstLook struct {
 
 const (
 	firstLen      = 1.5  // s: the stretch it looks over
-	firstGiveUp   = 3    // s: how long it looks, at most
+	firstGiveUp   = 6    // s: how long it looks, at most
+	firstEarly    = 3    // s: what it finds before, within the filter's window, corrects the first delay
 	firstSound    = 0.3  // s of sound played before it looks
 	firstPeak     = 8.0  // the peak this many times the correlation's RMS over the lags
 	firstHold     = 2    // looks in a row the peak must hold
@@ -67,6 +69,9 @@ func (f *firstLook) add(far, mic []int16) {
 // done reports whether it has looked long enough: the filter's search
 // finds what it did not.
 func (f *firstLook) done() bool { return f.seen >= firstGiveUp*f.rate }
+
+// early reports whether it has looked for less than firstEarly.
+func (f *firstLook) early() bool { return f.seen < firstEarly*f.rate }
 
 // look returns the delay (decimated samples) once a peak stood out for
 // firstHold looks in a row.

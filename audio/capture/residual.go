@@ -259,11 +259,12 @@ func (r *residual) run(mic, play, out []int16) {
 // holdModel is what the learning hold holds each band against this frame:
 // the smoothed microphone and reference powers and the reference's power
 // now (blind: its envelope over the lags); nil for no hold, for a frame
-// taken for near speech (but not after the echo path changed), or while
-// the model is too young.
+// taken for near speech (but not after the echo path changed, nor, blind,
+// by the unaligned model alone: the canceller holds such a frame down
+// whole), or while the model is too young.
 func (r *residual) holdModel(talk bool) (m, d, x []float64) {
 	switch {
-	case r.holdBy <= 0 || talk && !r.changed:
+	case r.holdBy <= 0 || talk && !r.changed && (!r.blind || r.bTalking):
 	case r.blind && r.bTrain >= resTrained:
 		return r.bm, r.bd, r.env
 	case !r.blind && r.trained >= resTrained:

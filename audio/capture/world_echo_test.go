@@ -2,6 +2,7 @@ package capture
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -291,6 +292,80 @@ func TestNearSpeechOverMusicIsKeptOnceTheFilterHasLearnt(t *testing.T) {
 			if lost > 7 {
 				t.Errorf("%s: near speech said at %d s over music lost %.1f dB, want ≤ 7 dB", sc.name(), at, lost)
 			}
+		}
+	}
+}
+
+func TestABargeInOverMusicBeforeTheEchosDelayIsFoundIsNotHeldWhole(t *testing.T) {
+	rooms := []string{"rt0.3-d7-b95-hard0.3", "rt0.3-d23-b79-soft0.3"}
+	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return sc.music && slices.Contains(rooms, sc.room.String()) }) {
+		// The voice said at 1 s keeps the delay search from the echo until
+		// 3.6–3.9 s. Meanwhile the suppressor took some of its frames for
+		// near speech against its unaligned model, which the hold does
+		// not trust before the delay is found: such a frame was neither
+		// held per band nor passed, but held down whole (12.9 dB of the
+		// voice lost in rt0.3-d7-b95-hard0.3, 4.9 in the other).
+		lost := firstBargeInLost(t, sc)
+		t.Logf("%s: near speech said from 1 s on, over music, before the echo's delay is found: %.1f dB of it lost", sc.name(), lost)
+		if lost > 10 {
+			t.Errorf("%s: near speech said 1 s into music, before the echo's delay is found, lost %.1f dB, want ≤ 10 dB", sc.name(), lost)
+		}
+	}
+}
+
+func TestTheLearningHoldDoesNotStartAgainWhenTheFirstLookMovesOnlyTheSuppressor(t *testing.T) {
+	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return sc.music && sc.room.Kind == echoroom.Living }) {
+		// The first look at the echo's delay looks for 6 s of sound; when
+		// it corrects the delay by a few ms after the hold is over, the
+		// filter's window stays and only the suppressor's reference
+		// moves: the echo is as well taken off as before, and holding the
+		// output down again would hold a barge-in down with it.
+		e, err := NewEcho(nil, EchoOptions{MaxDelay: DefaultMaxDelay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := append([]int16(nil), sc.echo.Mic...)
+		ended, again := 0, 0
+		for i := 0; i+frameLen <= worldMove; i += frameLen {
+			e.Cancel(out[i:i+frameLen], sc.far[i:i+frameLen])
+			switch {
+			case !e.held && ended == 0:
+				ended = i + frameLen
+			case e.held && ended > 0 && again == 0:
+				again = i + frameLen
+			}
+		}
+		e.Close()
+		t.Logf("%s: the learning hold ended at %.2f s", sc.name(), float64(ended)/rate)
+		if again > 0 {
+			t.Errorf("%s: the learning hold ended at %.2f s and started again at %.2f s, with neither the filter's window nor the echo path moved", sc.name(), float64(ended)/rate, float64(again)/rate)
+		}
+	}
+}
+
+func TestTheLearningHoldIsNotProlongedByTheFirstLookAfterItsFirstSeconds(t *testing.T) {
+	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return sc.music && sc.room.String() == "rt0.3-d14-b254-hard0.3" }) {
+		// The first look looks for 6 s; its corrections of the delay by a
+		// few ms, each of which started the hold's count again, kept the
+		// output held down to 7.29 s (3.66 s when it looked for 3 s),
+		// though the canceller had taken 30–40 dB off from 3.75 s on.
+		e, err := NewEcho(nil, EchoOptions{MaxDelay: DefaultMaxDelay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := append([]int16(nil), sc.echo.Mic...)
+		end := len(out)
+		for i := 0; i+frameLen <= len(out); i += frameLen {
+			e.Cancel(out[i:i+frameLen], sc.far[i:i+frameLen])
+			if !e.held {
+				end = i + frameLen
+				break
+			}
+		}
+		e.Close()
+		t.Logf("%s: the learning hold ended at %.2f s", sc.name(), float64(end)/rate)
+		if end > 5*rate {
+			t.Errorf("%s: the learning hold ended at %.2f s, want by 5 s", sc.name(), float64(end)/rate)
 		}
 	}
 }
