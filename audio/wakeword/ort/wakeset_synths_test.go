@@ -80,3 +80,18 @@ func synthNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condi
 	voice := func(i int) (string, []string) { return voices[i%len(voices)], nil }
 	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 11)), "other synthesizers' negatives", voice)
 }
+
+// TestSynthNegativesSaysWhenNoVoiceIsThePersonNamed: people named in
+// AGENTHOST_WAKESET_HEAD_SYNTHS that no other voice is (a typo) stop the
+// benchmark with a message. Found by review: synthNegatives took clip i
+// in voices[i%len(voices)], and with no voice the benchmark panicked
+// (integer divide by zero).
+func TestSynthNegativesSaysWhenNoVoiceIsThePersonNamed(t *testing.T) {
+	t.Setenv("AGENTHOST_WAKESET_HEAD_SYNTHS", "nobody-at-all")
+	r := testing.Benchmark(func(b *testing.B) {
+		synthNegatives(b, nil, 0.01)
+	})
+	if r.N != 0 {
+		t.Errorf("synthNegatives went on without a voice (%d runs)", r.N)
+	}
+}
