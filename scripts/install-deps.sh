@@ -33,12 +33,28 @@ SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
 # apt-get update fails on one index a mirror is still syncing; what it could
 # read is enough, and apt-get install says what is missing.
 apt_update() { $SUDO apt-get update -qq || echo "install-deps: apt-get update reported errors; going on" >&2; }
+# The entry for Debian's contrib and non-free, signed by the keyring the
+# system's own Debian entries name (bookworm's debian-archive-keyring.gpg,
+# trixie's .pgp): apt reads no list at all when two entries of one source
+# name different ones.
+voices_source() {
+  local d="${APT_SOURCES_D:-/etc/apt/sources.list.d}" f keyring=""
+  for f in "$d"/*.sources; do
+    [ -f "$f" ] && [ "$(basename "$f")" != agenthost-test-voices.sources ] || continue
+    keyring=$(sed -n 's|^Signed-By: *\(/[^ ]*debian-archive-keyring\.[a-z]*\) *$|\1|p' "$f" | head -n1)
+    if [ -n "$keyring" ]; then break; fi
+  done
+  if [ -z "$keyring" ]; then
+    keyring=/usr/share/keyrings/debian-archive-keyring.gpg
+    if [ -e /usr/share/keyrings/debian-archive-keyring.pgp ]; then keyring=/usr/share/keyrings/debian-archive-keyring.pgp; fi
+  fi
+  printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: contrib non-free\nSigned-By: %s\n' "$1" "$keyring"
+}
 if ! dpkg-query -W -f='${Status}' mbrola-us1 2>/dev/null | grep -q "install ok installed" &&
    ! apt-cache show mbrola-us1 >/dev/null 2>&1; then
   . /etc/os-release
   echo "install-deps: enabling Debian's contrib and non-free for the test voices (/etc/apt/sources.list.d/agenthost-test-voices.sources)" >&2
-  printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: contrib non-free\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n' \
-    "$VERSION_CODENAME" | $SUDO tee /etc/apt/sources.list.d/agenthost-test-voices.sources >/dev/null
+  voices_source "$VERSION_CODENAME" | $SUDO tee /etc/apt/sources.list.d/agenthost-test-voices.sources >/dev/null
   apt_update
 fi
 

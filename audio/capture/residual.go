@@ -60,7 +60,8 @@ type residual struct {
 	// stands well above its echo expected passes, the others are held down.
 	// Frames taken for near speech pass whole, but not after the echo path
 	// changed: the model is the old path's, and a word through the new one
-	// may stand above it.
+	// may stand above it; nor, blind, frames only the unaligned model took
+	// for it (see holdModel).
 	holdBy   float64
 	changed  bool // the hold follows a change of the echo path: near speech too is held per band
 	bandHeld bool

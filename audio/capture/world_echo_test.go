@@ -336,6 +336,10 @@ func TestTheLearningHoldDoesNotStartAgainWhenTheFirstLookMovesOnlyTheSuppressor(
 			}
 		}
 		e.Close()
+		if ended == 0 {
+			t.Errorf("%s: the learning hold did not end by %.2f s", sc.name(), float64(worldMove)/rate)
+			continue
+		}
 		t.Logf("%s: the learning hold ended at %.2f s", sc.name(), float64(ended)/rate)
 		if again > 0 {
 			t.Errorf("%s: the learning hold ended at %.2f s and started again at %.2f s, with neither the filter's window nor the echo path moved", sc.name(), float64(ended)/rate, float64(again)/rate)

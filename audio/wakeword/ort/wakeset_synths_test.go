@@ -10,7 +10,7 @@ import (
 )
 
 // synthSpeakers are the people behind the other synthesizers' voices
-// (wakewordtest.OtherVoices: kal, awb, rms, slt, ked) whose clips the own
+// (wakewordtest.OtherVoices: kal, awb, slt, us1, de2-en, bdl, en-GB, …) whose clips the own
 // head trains on, named in AGENTHOST_WAKESET_HEAD_SYNTHS (comma-separated);
 // the other synthesizers' part then measures only the others.
 func synthSpeakers() []string {
@@ -77,6 +77,24 @@ func synthNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condi
 			}
 		}
 	}
+	if len(voices) == 0 {
+		b.Fatalf("AGENTHOST_WAKESET_HEAD_SYNTHS=%s: no other voice (wakewordtest.OtherVoices) is one of them", strings.Join(speakers, ","))
+	}
 	voice := func(i int) (string, []string) { return voices[i%len(voices)], nil }
 	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 11)), "other synthesizers' negatives", voice)
+}
+
+// TestSynthNegativesSaysWhenNoVoiceIsThePersonNamed: people named in
+// AGENTHOST_WAKESET_HEAD_SYNTHS that no other voice is (a typo) stop the
+// benchmark with a message. Found by review: synthNegatives took clip i
+// in voices[i%len(voices)], and with no voice the benchmark panicked
+// (integer divide by zero).
+func TestSynthNegativesSaysWhenNoVoiceIsThePersonNamed(t *testing.T) {
+	t.Setenv("AGENTHOST_WAKESET_HEAD_SYNTHS", "nobody-at-all")
+	r := testing.Benchmark(func(b *testing.B) {
+		synthNegatives(b, nil, 0.01)
+	})
+	if r.N != 0 {
+		t.Errorf("synthNegatives went on without a voice (%d runs)", r.N)
+	}
 }
