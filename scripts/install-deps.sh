@@ -50,12 +50,16 @@ voices_source() {
   fi
   printf 'Types: deb\nURIs: http://deb.debian.org/debian\nSuites: %s\nComponents: contrib non-free\nSigned-By: %s\n' "$1" "$keyring"
 }
-if ! dpkg-query -W -f='${Status}' mbrola-us1 2>/dev/null | grep -q "install ok installed" &&
-   ! apt-cache show mbrola-us1 >/dev/null 2>&1; then
+# Whether an apt entry names non-free (not only non-free-firmware).
+has_non_free() { grep -rhsqE '^[^#]*[[:space:]]non-free([[:space:]]|$)' /etc/apt/sources.list /etc/apt/sources.list.d/; }
+if ! dpkg-query -W -f='${Status}' mbrola-us1 2>/dev/null | grep -q "install ok installed" && ! has_non_free; then
   . /etc/os-release
-  echo "install-deps: enabling Debian's contrib and non-free for the test voices (/etc/apt/sources.list.d/agenthost-test-voices.sources)" >&2
-  voices_source "$VERSION_CODENAME" | $SUDO tee /etc/apt/sources.list.d/agenthost-test-voices.sources >/dev/null
-  apt_update
+  if [ "${ID:-}" = debian ]; then
+    echo "install-deps: enabling Debian's contrib and non-free for the test voices (/etc/apt/sources.list.d/agenthost-test-voices.sources)" >&2
+    voices_source "$VERSION_CODENAME" | $SUDO tee /etc/apt/sources.list.d/agenthost-test-voices.sources >/dev/null
+  else
+    echo "install-deps: the test voices (MBROLA, RHVoice, SVOX Pico) are in contrib and non-free: enable those in apt's sources of ${PRETTY_NAME:-this system}" >&2
+  fi
 fi
 
 missing=()
