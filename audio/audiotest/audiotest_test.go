@@ -125,8 +125,8 @@ func TestHeadlessConfigWithALSATools(t *testing.T) {
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// Music is the same for the same seed, to the last bit: sox dithers its
-// output, and seeds that from the clock unless it runs repeatable (-R).
+// Music is the same for the same seed, to the last bit: sox dithers a
+// 16-bit output from a clock-seeded generator unless told not to (-D).
 func TestMusicIsTheSameForTheSameSeed(t *testing.T) {
 	a, b := Music(t, 7, 2*time.Second), Music(t, 7, 2*time.Second)
 	if !slices.Equal(a, b) {
