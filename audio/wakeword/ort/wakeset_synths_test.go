@@ -10,9 +10,10 @@ import (
 )
 
 // synthSpeakers are the people behind the other synthesizers' voices
-// (wakewordtest.OtherVoices: kal, awb, slt, us1, de2-en, bdl, en-GB, …) whose clips the own
-// head trains on, named in AGENTHOST_WAKESET_HEAD_SYNTHS (comma-separated);
-// the other synthesizers' part then measures only the others.
+// (wakewordtest.OtherVoices: kal, awb, slt, us1, de2-en, bdl, en-GB, …)
+// whose clips the own head trains on, named in
+// AGENTHOST_WAKESET_HEAD_SYNTHS (comma-separated); the other synthesizers'
+// part then measures only the others.
 func synthSpeakers() []string {
 	var out []string
 	for _, s := range strings.Split(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTHS"), ",") {
@@ -60,9 +61,9 @@ func synthTraining(b *testing.B, minutes int) []*condition {
 }
 
 // synthNegatives are hours (AGENTHOST_WAKESET_HEAD_SYNTH_HOURS) of
-// negatives in the voices of synthSpeakers: the word lists' sentences, noise and music
-// as moreNegatives, each clip in the next of those voices (none without
-// them). The other synthesizers' set holds only four paragraphs a voice.
+// negatives in the voices of synthSpeakers: the word lists' sentences,
+// noise and music as moreNegatives, each clip in the next of those voices
+// (none without them). The other synthesizers' set holds only four paragraphs a voice.
 func synthNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condition {
 	speakers := synthSpeakers()
 	if hours <= 0 || len(speakers) == 0 {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"sort"
 	"testing"
+
+	"github.com/agenthost/agenthost/audio/audiotest"
 )
 
 // Every other synthesizer's voice says the phrase, slower at 120 words a
@@ -83,11 +85,7 @@ func TestEveryOtherVoiceSoundsItsOwn(t *testing.T) {
 		if err := say(dir, &c); err != nil {
 			t.Fatal(err)
 		}
-		b := make([]byte, 2*len(c.PCM))
-		for i, s := range c.PCM {
-			b[2*i], b[2*i+1] = byte(s), byte(s>>8)
-		}
-		h := sha256.Sum256(b)
+		h := sha256.Sum256(audiotest.SamplesToBytes(c.PCM))
 		if other, ok := seen[h]; ok {
 			t.Errorf("%s says the phrase exactly as %s: is the voice installed, and its name right?", v, other)
 		}
