@@ -251,7 +251,9 @@ func headExamples(conds []*condition, seqs []*embSeq, earlier *wakeword.Head, sl
 // such voices (otherPositives), AGENTHOST_WAKESET_HEAD_OTHER_NEAR=N with
 // N clips of near misses in them (otherConfusables);
 // AGENTHOST_WAKESET_HEAD_SYNTH_HOURS=H against H hours in the voices of
-// AGENTHOST_WAKESET_HEAD_SYNTHS (synthNegatives);
+// AGENTHOST_WAKESET_HEAD_SYNTHS (synthNegatives), and
+// AGENTHOST_WAKESET_HEAD_SYNTH_NEAR=N with N clips of near misses in them
+// (synthConfusables);
 // AGENTHOST_WAKESET_HEAD_TUNING=1 prints its figures on the tuning part
 // too (what it was trained on); AGENTHOST_WAKESET_PART=other-synths
 // measures it on the other synthesizers' voices instead of the held-out
@@ -298,6 +300,8 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 		synthHours, _ := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_HOURS"), 64)
 		synthNeg := synthNegatives(b, set, synthHours)
 		tconds = append(tconds, synthNeg...)
+		synthNear, _ := strconv.Atoi(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_NEAR"))
+		tconds = append(tconds, synthConfusables(b, set, synthNear)...)
 		var slice *tuningSlice // nil: trained on the whole tuning part, as the shipped head was
 		if os.Getenv("AGENTHOST_WAKESET_HEAD_SLICE") != "off" {
 			slice = newTuningSlice(set, tconds)

@@ -203,7 +203,7 @@ var otherPhrase = map[string]string{"de": "hey dscharwis", "fr-fr": "hey jarvis"
 // row: recall 91–99% (far 99%), 4 false wakes an hour, but confusables
 // 15.5% (without them 8.6%).
 func otherPositives(b *testing.B, set *wakewordtest.Set, n int) []*condition {
-	return otherSaid(b, set, n, rand.New(rand.NewPCG(24, 10)), "other voices", "positive", func(lang string, _ int) string {
+	return otherSaid(b, set, n, rand.New(rand.NewPCG(24, 10)), "other voices", "positive", otherPick(set), func(lang string, _ int) string {
 		if lang == "" {
 			return "hey jarvis"
 		}
@@ -217,6 +217,15 @@ func otherPositives(b *testing.B, set *wakewordtest.Set, n int) []*condition {
 // phrase, held-out: worse (43% of confusables wake it at 0.5, 94 false
 // wakes an hour; without them 32% and 54).
 func otherConfusables(b *testing.B, set *wakewordtest.Set, n int) []*condition {
+	texts := nearMissTexts(set)
+	return otherSaid(b, set, n, rand.New(rand.NewPCG(24, 11)), "other voices' near misses", "confusable", otherPick(set), func(_ string, i int) string {
+		return texts[(i*5)%len(texts)]
+	})
+}
+
+// nearMissTexts are the head's own near misses and the tuning part's
+// confusables.
+func nearMissTexts(set *wakewordtest.Set) []string {
 	texts := append([]string(nil), headConfusables...)
 	seen := map[string]bool{}
 	for _, c := range set.Confusables {
@@ -225,19 +234,14 @@ func otherConfusables(b *testing.B, set *wakewordtest.Set, n int) []*condition {
 			texts = append(texts, c.Text)
 		}
 	}
-	return otherSaid(b, set, n, rand.New(rand.NewPCG(24, 11)), "other voices' near misses", "confusable", func(_ string, i int) string {
-		return texts[(i*5)%len(texts)]
-	})
+	return texts
 }
 
-// otherSaid renders n clips of text(lang, i) (lang the non-English voice,
-// or "" for a shifted tuning voice): half in a non-English voice
-// (otherLanguages, a tuning variant or none), half in a tuning voice
-// shifted with sox as otherNegatives shifts them; each laid out as the
-// tuning part's positives are, clean, under pink noise at 10 and 5 dB,
-// under music at 0 dB and far (low-passed, reverberant, 20 dB quieter)
-// under pink noise at 10 dB; conditions of kind named label.
-func otherSaid(b *testing.B, set *wakewordtest.Set, n int, rng *rand.Rand, label, kind string, text func(lang string, i int) string) []*condition {
+// otherPick picks otherSaid's voice for clip i: for even i a non-English
+// voice (otherLanguages, with a tuning variant or none), for odd i a
+// tuning voice shifted with sox (pitch, speed and sometimes a bend) as
+// otherNegatives shifts them.
+func otherPick(set *wakewordtest.Set) func(i int, rng *rand.Rand) (voice, lang string, fx []string) {
 	tuning := tuningVoices(set)
 	var variants []string
 	for _, va := range wakewordtest.Variants {
@@ -245,6 +249,34 @@ func otherSaid(b *testing.B, set *wakewordtest.Set, n int, rng *rand.Rand, label
 			variants = append(variants, va)
 		}
 	}
+	return func(i int, rng *rand.Rand) (string, string, []string) {
+		if i%2 == 0 {
+			l := otherLanguages[(i/2)%len(otherLanguages)]
+			voice := l
+			if va := variants[rng.IntN(len(variants))]; va != "" {
+				voice += "+" + va
+			}
+			return voice, l, nil
+		}
+		semi := (2 + 5*rng.Float64()) * float64(1-2*rng.IntN(2))
+		fx := []string{"pitch", fmt.Sprintf("%.0f", 100*semi), "speed", fmt.Sprintf("%.3f", 0.85+0.35*rng.Float64())}
+		if rng.IntN(3) == 0 {
+			// sox refuses a bend of 0 cents.
+			up, down := (20+130*rng.Float64())*float64(1-2*rng.IntN(2)), (20+130*rng.Float64())*float64(1-2*rng.IntN(2))
+			fx = append(fx, "bend", fmt.Sprintf("0.1,%.0f,0.2", up), fmt.Sprintf("0.35,%.0f,0.2", down))
+		}
+		return tuning[(i*7)%len(tuning)], "", append(fx, "rate", "16000")
+	}
+}
+
+// otherSaid renders n clips of text(lang, i), clip i in the voice pick
+// gives it (lang its non-English language, or ""; fx sox effects after
+// it), at 110–210 words a minute and pitch 20–90; each laid out as the
+// tuning part's positives are, clean, under pink noise at 10 and 5 dB,
+// under music at 0 dB and far (low-passed, reverberant, 20 dB quieter)
+// under pink noise at 10 dB; conditions of kind named label.
+func otherSaid(b *testing.B, set *wakewordtest.Set, n int, rng *rand.Rand, label, kind string,
+	pick func(i int, rng *rand.Rand) (voice, lang string, fx []string), text func(lang string, i int) string) []*condition {
 	type job struct {
 		voice, text string
 		fx          []string
@@ -255,23 +287,9 @@ func otherSaid(b *testing.B, set *wakewordtest.Set, n int, rng *rand.Rand, label
 	jobs := make([]*job, n)
 	for i := range jobs {
 		j := &job{wpm: 110 + 10*rng.IntN(11), pitch: 20 + 5*rng.IntN(15)}
-		if i%2 == 0 {
-			l := otherLanguages[(i/2)%len(otherLanguages)]
-			j.voice, j.text = l, text(l, i)
-			if va := variants[rng.IntN(len(variants))]; va != "" {
-				j.voice += "+" + va
-			}
-		} else {
-			j.voice, j.text = tuning[(i*7)%len(tuning)], text("", i)
-			semi := (2 + 5*rng.Float64()) * float64(1-2*rng.IntN(2))
-			j.fx = []string{"pitch", fmt.Sprintf("%.0f", 100*semi), "speed", fmt.Sprintf("%.3f", 0.85+0.35*rng.Float64())}
-			if rng.IntN(3) == 0 {
-				// sox refuses a bend of 0 cents.
-				up, down := (20+130*rng.Float64())*float64(1-2*rng.IntN(2)), (20+130*rng.Float64())*float64(1-2*rng.IntN(2))
-				j.fx = append(j.fx, "bend", fmt.Sprintf("0.1,%.0f,0.2", up), fmt.Sprintf("0.35,%.0f,0.2", down))
-			}
-			j.fx = append(j.fx, "rate", "16000")
-		}
+		var lang string
+		j.voice, lang, j.fx = pick(i, rng)
+		j.text = text(lang, i)
 		jobs[i] = j
 	}
 	onTwo(jobs, nil, func(_ func() *ort.Runtime, j *job) {

@@ -65,8 +65,42 @@ func synthTraining(b *testing.B, minutes int) []*condition {
 // noise and music as moreNegatives, each clip in the next of those voices
 // (none without them). The other synthesizers' set holds only four paragraphs a voice.
 func synthNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condition {
+	if hours <= 0 {
+		return nil
+	}
+	voices := synthVoices(b)
+	if len(voices) == 0 {
+		return nil
+	}
+	voice := func(i int) (string, []string) { return voices[i%len(voices)], nil }
+	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 11)), "other synthesizers' negatives", voice)
+}
+
+// synthConfusables are n clips (AGENTHOST_WAKESET_HEAD_SYNTH_NEAR) of near
+// misses (the head's own and the tuning part's confusables) in the voices
+// of synthSpeakers, clip i in the next of those voices, laid out as
+// otherConfusables lays out its own (none without them). Seeded.
+func synthConfusables(b *testing.B, set *wakewordtest.Set, n int) []*condition {
+	if n <= 0 {
+		return nil
+	}
+	voices := synthVoices(b)
+	if len(voices) == 0 {
+		return nil
+	}
+	texts := nearMissTexts(set)
+	pick := func(i int, _ *rand.Rand) (string, string, []string) { return voices[i%len(voices)], "", nil }
+	return otherSaid(b, set, n, rand.New(rand.NewPCG(24, 12)), "other synthesizers' near misses", "confusable", pick, func(_ string, i int) string {
+		return texts[(i*5)%len(texts)]
+	})
+}
+
+// synthVoices are the other voices (wakewordtest.OtherVoices) of
+// synthSpeakers; none without them, and the benchmark stops when they
+// name no voice.
+func synthVoices(b *testing.B) []string {
 	speakers := synthSpeakers()
-	if hours <= 0 || len(speakers) == 0 {
+	if len(speakers) == 0 {
 		return nil
 	}
 	var voices []string
@@ -81,8 +115,7 @@ func synthNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condi
 	if len(voices) == 0 {
 		b.Fatalf("AGENTHOST_WAKESET_HEAD_SYNTHS=%s: no other voice (wakewordtest.OtherVoices) is one of them", strings.Join(speakers, ","))
 	}
-	voice := func(i int) (string, []string) { return voices[i%len(voices)], nil }
-	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 11)), "other synthesizers' negatives", voice)
+	return voices
 }
 
 // TestSynthNegativesSaysWhenNoVoiceIsThePersonNamed: people named in
