@@ -331,26 +331,7 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 				b.Fatal(err)
 			}
 		} else {
-			key := fmt.Sprintf("%d|%g", trainMinutes, more)
-			if other > 0 {
-				key += fmt.Sprintf("|other %g", other)
-			}
-			if phrases > 0 {
-				key += fmt.Sprintf("|other phrases %d", phrases)
-			}
-			if near > 0 {
-				key += fmt.Sprintf("|other near misses %d", near)
-			}
-			if slice == nil {
-				key += "|no slice"
-			}
-			if len(synths) > 0 {
-				key += "|synths " + strings.Join(synthSpeakers(), ",") + " of " + filepath.Base(wakewordtest.OtherSynths(b).Dir)
-			}
-			if len(synthNeg) > 0 {
-				key += fmt.Sprintf("|synth negatives %g", synthHours)
-			}
-			head = trainedHead(b, set.Dir, tconds, tseqs, key, slice)
+			head = trainedHead(b, set.Dir, tconds, tseqs, slice)
 		}
 		if out := os.Getenv("AGENTHOST_WAKESET_HEAD_OUT"); out != "" {
 			raw, _ := head.MarshalBinary()
@@ -418,12 +399,13 @@ func headOptions() wakeword.HeadOptions {
 }
 
 // trainedHead trains the head on the tuning conditions (cached in dir by
-// the sources that make it and the negatives' key).
-func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, negatives string, sl *tuningSlice) *wakeword.Head {
+// the sources that train it, the conditions themselves and the options).
+func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, sl *tuningSlice) *wakeword.Head {
 	h := sha256.New()
-	writeCode(b, h, "../head.go", "../head_train.go", "../stream.go", "ort.go", "wakeset_head_bench_test.go", "wakeset_embed_test.go", "wakeset_bench_test.go", "wakeset_negatives_test.go", "wakeset_othervoices_test.go", "wakeset_slice_test.go")
+	writeCode(b, h, "../head.go", "../head_train.go", "../stream.go", "ort.go", "wakeset_head_bench_test.go", "wakeset_embed_test.go", "wakeset_slice_test.go", "wakeset_headcache_test.go")
+	writeConditions(h, conds)
 	opts := headOptions()
-	fmt.Fprintf(h, "|%s|%v|%v|%v", negatives, opts.Noise, opts.Hidden, opts.Epochs)
+	fmt.Fprintf(h, "|%v|%v|%v|%v", sl == nil, opts.Noise, opts.Hidden, opts.Epochs)
 	if opts.Decay != 0.1 {
 		fmt.Fprintf(h, "|decay %v", opts.Decay)
 	}
