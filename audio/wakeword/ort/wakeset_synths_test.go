@@ -79,7 +79,8 @@ func synthNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condi
 // synthConfusables are n clips (AGENTHOST_WAKESET_HEAD_SYNTH_NEAR) of near
 // misses (the head's own and the tuning part's confusables) in the voices
 // of synthSpeakers, clip i in the next of those voices, laid out as
-// otherConfusables lays out its own (none without them). Seeded.
+// otherConfusables lays out its own (none without them); with
+// AGENTHOST_WAKESET_HEAD_SYNTH_NEAR_CLEAN=1 only the clean ones. Seeded.
 func synthConfusables(b *testing.B, set *wakewordtest.Set, n int) []*condition {
 	if n <= 0 {
 		return nil
@@ -90,9 +91,13 @@ func synthConfusables(b *testing.B, set *wakewordtest.Set, n int) []*condition {
 	}
 	texts := nearMissTexts(set)
 	pick := func(i int, _ *rand.Rand) (string, string, []string) { return voices[i%len(voices)], "", nil }
-	return otherSaid(b, set, n, rand.New(rand.NewPCG(24, 12)), "other synthesizers' near misses", "confusable", pick, func(_ string, i int) string {
+	conds := otherSaid(b, set, n, rand.New(rand.NewPCG(24, 12)), "other synthesizers' near misses", "confusable", pick, func(_ string, i int) string {
 		return texts[(i*5)%len(texts)]
 	})
+	if os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_NEAR_CLEAN") == "1" {
+		conds = conds[:1] // otherSaid's first condition is the clean one
+	}
+	return conds
 }
 
 // synthVoices are the other voices (wakewordtest.OtherVoices) of
