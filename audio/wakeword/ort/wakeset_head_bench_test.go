@@ -405,7 +405,8 @@ func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, s
 	writeCode(b, h, "../head.go", "../head_train.go", "../stream.go", "ort.go", "wakeset_head_bench_test.go", "wakeset_embed_test.go", "wakeset_slice_test.go", "wakeset_headcache_test.go")
 	writeConditions(h, conds)
 	opts := headOptions()
-	fmt.Fprintf(h, "|%v|%v|%v|%v", sl == nil, opts.Noise, opts.Hidden, opts.Epochs)
+	writeSlice(h, sl)
+	fmt.Fprintf(h, "|%v|%v|%v", opts.Noise, opts.Hidden, opts.Epochs)
 	if opts.Decay != 0.1 {
 		fmt.Fprintf(h, "|decay %v", opts.Decay)
 	}

@@ -24,6 +24,12 @@ func writeConditions(h io.Writer, conds []*condition) {
 	}
 }
 
+// writeSlice writes to h what the tuning slice sl holds back from
+// training (nil: nothing).
+func writeSlice(h io.Writer, sl *tuningSlice) {
+	fmt.Fprintf(h, "|%v", sl == nil)
+}
+
 // TestTheTrainedHeadsCacheKeyIsItsTrainingMaterial: the trained head is
 // cached by what it learns from, so material that differs in a sample, a
 // clip's place or a condition trains a head of its own. Found by a run:
@@ -51,10 +57,54 @@ func TestTheTrainedHeadsCacheKeyIsItsTrainingMaterial(t *testing.T) {
 		"a sample":       func(c []*condition) { c[1].pcm = []int16{4, 6} },
 		"a clip's place": func(c []*condition) { c[0].clips[0].phraseAt = 3 },
 		"a kind":         func(c []*condition) { c[1].kind = "negative" },
+		"a clip's voice": func(c []*condition) { c[0].clips[0].voice = "en-us+m3" },
 		"more audio":     func(c []*condition) { c[1].pcm = append(c[1].pcm, 0) },
 	} {
 		if conds(change) == same {
 			t.Errorf("material that differs in %s gave the same key", what)
+		}
+	}
+}
+
+// TestTheTrainedHeadsCacheKeyNamesWhatTheSliceHoldsBack: windows of the
+// slice's voices and streams are not trained on (heldBack), so a slice
+// of other voices or streams trains a head of its own. Found by review:
+// the key said only whether there was a slice, and writeConditions left
+// out each clip's voice, by which heldBack holds a clip back.
+func TestTheTrainedHeadsCacheKeyNamesWhatTheSliceHoldsBack(t *testing.T) {
+	key := func(sl *tuningSlice) string {
+		h := sha256.New()
+		writeSlice(h, sl)
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	slice := func(voices []string, negs ...int) *tuningSlice {
+		sl := &tuningSlice{voices: map[string]bool{}, negs: map[int]bool{}}
+		for _, v := range voices {
+			sl.voices[v] = true
+		}
+		for _, i := range negs {
+			sl.negs[i] = true
+		}
+		return sl
+	}
+	keys := map[string]string{}
+	for what, sl := range map[string]*tuningSlice{
+		"none":            nil,
+		"en-us":           slice([]string{"en-us"}, 2),
+		"en-us+m3":        slice([]string{"en-us+m3"}, 2),
+		"en-us, stream 5": slice([]string{"en-us"}, 5),
+		"en-us and en-gb": slice([]string{"en-us", "en-gb"}, 2),
+	} {
+		k := key(sl)
+		if other, ok := keys[k]; ok {
+			t.Errorf("slices %q and %q gave the same key", what, other)
+		}
+		keys[k] = what
+	}
+	a, b := slice([]string{"a", "b", "c", "d"}, 2, 5, 8), slice([]string{"d", "c", "b", "a"}, 8, 5, 2)
+	for range 10 {
+		if key(a) != key(b) {
+			t.Fatal("the same slice gave two keys (map order)")
 		}
 	}
 }
