@@ -399,7 +399,8 @@ func headOptions() wakeword.HeadOptions {
 }
 
 // trainedHead trains the head on the tuning conditions (cached in dir by
-// the sources that train it, the conditions themselves and the options).
+// the sources that train it, the conditions themselves, what the tuning
+// slice holds back and the options).
 func trainedHead(b *testing.B, dir string, conds []*condition, seqs []*embSeq, sl *tuningSlice) *wakeword.Head {
 	h := sha256.New()
 	writeCode(b, h, "../head.go", "../head_train.go", "../stream.go", "ort.go", "wakeset_head_bench_test.go", "wakeset_embed_test.go", "wakeset_slice_test.go", "wakeset_headcache_test.go")

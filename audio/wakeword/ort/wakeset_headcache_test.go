@@ -5,20 +5,22 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"sort"
 	"testing"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
 )
 
 // writeConditions writes what the head learns from conds to h: each
-// condition's name, kind, clips and audio (a switch that adds or changes
+// condition's name, kind, clips (with their voices, by which the tuning
+// slice holds them back) and audio (a switch that adds or changes
 // training material changes them, so a head trained on other material is
 // never taken from the cache for it).
 func writeConditions(h io.Writer, conds []*condition) {
 	for _, c := range conds {
 		fmt.Fprintf(h, "|%s|%s|%d|", c.name, c.kind, len(c.clips))
 		for _, cl := range c.clips {
-			fmt.Fprintf(h, "%d,%d;", cl.start, cl.phraseAt)
+			fmt.Fprintf(h, "%d,%d,%q;", cl.start, cl.phraseAt, cl.voice)
 		}
 		h.Write(audiotest.SamplesToBytes(c.pcm))
 	}
@@ -28,6 +30,24 @@ func writeConditions(h io.Writer, conds []*condition) {
 // training (nil: nothing).
 func writeSlice(h io.Writer, sl *tuningSlice) {
 	fmt.Fprintf(h, "|%v", sl == nil)
+	if sl == nil {
+		return
+	}
+	var voices []string
+	for v, ok := range sl.voices {
+		if ok {
+			voices = append(voices, v)
+		}
+	}
+	sort.Strings(voices)
+	var negs []int
+	for i, ok := range sl.negs {
+		if ok {
+			negs = append(negs, i)
+		}
+	}
+	sort.Ints(negs)
+	fmt.Fprintf(h, "|slice %q %v", voices, negs)
 }
 
 // TestTheTrainedHeadsCacheKeyIsItsTrainingMaterial: the trained head is
