@@ -95,7 +95,12 @@ func synthConfusables(b *testing.B, set *wakewordtest.Set, n int) []*condition {
 		return texts[(i*5)%len(texts)]
 	})
 	if os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_NEAR_CLEAN") == "1" {
-		conds = conds[:1] // otherSaid's first condition is the clean one
+		for _, c := range conds {
+			if strings.HasSuffix(c.name, ": clean") {
+				return []*condition{c}
+			}
+		}
+		b.Fatal("synthConfusables: otherSaid laid out no clean condition")
 	}
 	return conds
 }
