@@ -8,7 +8,7 @@ import (
 func TestWakeWordSettings(t *testing.T) {
 	clearEnv(t)
 	c := mustLoad(t, "", nil)
-	if w := c.Conversation.WakeWord; w.On() || w.Threshold != 0.5 || w.Dir != "/var/lib/agenthost/wakeword" || w.PreRoll.D().Milliseconds() != 300 || !w.Gate || w.Step.D().Milliseconds() != 20 {
+	if w := c.Conversation.WakeWord; w.On() || w.Threshold != 0.5 || w.Dir != "/var/lib/agenthost/wakeword" || w.PreRoll.D().Milliseconds() != 300 || !w.Gate || w.Step.D().Milliseconds() != 20 || w.Over != 1 {
 		t.Errorf("defaults = %+v", w)
 	}
 	if c := mustLoad(t, writeConfig(t, "conversation:\n  wake_word: {gate: false}\n"), nil); c.Conversation.WakeWord.Gate {
@@ -16,6 +16,9 @@ func TestWakeWordSettings(t *testing.T) {
 	}
 	if c := mustLoad(t, writeConfig(t, "conversation:\n  wake_word: {step: 80ms}\n"), nil); c.Conversation.WakeWord.Step.D().Milliseconds() != 80 {
 		t.Errorf("step: 80ms loads as %+v", c.Conversation.WakeWord)
+	}
+	if c := mustLoad(t, writeConfig(t, "conversation:\n  wake_word: {over: 2}\n"), nil); c.Conversation.WakeWord.Over != 2 {
+		t.Errorf("over: 2 loads as %+v", c.Conversation.WakeWord)
 	}
 	c = mustLoad(t, writeConfig(t, "conversation:\n  wake_word: {models: [hey_jarvis, /opt/mine.onnx], threshold: 0.6, follow_up: 5s}\n  hooks: {wake: 'echo $AGENTHOST_MODEL'}\n"), nil)
 	if w := c.Conversation.WakeWord; !w.On() || len(w.Models) != 2 || w.Threshold != 0.6 || w.FollowUp.D().Seconds() != 5 {
@@ -36,6 +39,8 @@ func TestWakeWordSettings(t *testing.T) {
 		{"conversation:\n  wake_word: {modles: [alexa]}\n", "conversation.wake_word.modles"},
 		{"conversation:\n  wake_word: {gate: sometimes}\n", "conversation.wake_word.gate"},
 		{"conversation:\n  wake_word: {step: 30ms}\n", "conversation.wake_word.step: 30ms is not 20ms, 40ms or 80ms"},
+		{"conversation:\n  wake_word: {over: 0}\n", "conversation.wake_word.over: 0 is outside 1…10"},
+		{"conversation:\n  wake_word: {over: 11}\n", "conversation.wake_word.over: 11 is outside 1…10"},
 		{"audio: {rate: 24000}\nconversation:\n  wake_word: {models: [alexa]}\n", "the wake word's models hear 16000 Hz"},
 	} {
 		_, err := Load(writeConfig(t, tc.yaml), nil)

@@ -18,3 +18,18 @@ func TestTheStepReachesTheDetector(t *testing.T) {
 		t.Errorf("args without a step = %q", args)
 	}
 }
+
+// TestScoresInARowReachTheDetector: conversation.wake_word.over is passed
+// on as --over, before the models; 1 (or none) leaves the detector's own.
+func TestScoresInARowReachTheDetector(t *testing.T) {
+	args := Settings{Models: []string{"hey_jarvis"}, Threshold: 0.9, Dir: "/d", Over: 2}.Args()
+	i := slices.Index(args, "--over")
+	if i < 0 || i+1 >= len(args) || args[i+1] != "2" || i > slices.Index(args, "--") {
+		t.Errorf("args = %q, want --over 2 before --", args)
+	}
+	for _, over := range []int{0, 1} {
+		if args := (Settings{Models: []string{"hey_jarvis"}, Dir: "/d", Over: over}).Args(); slices.Contains(args, "--over") {
+			t.Errorf("args with over %d = %q", over, args)
+		}
+	}
+}
