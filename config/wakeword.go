@@ -42,6 +42,10 @@ type WakeWord struct {
 	// quarter of the CPU of 20ms, for a slow board; scores then depend on
 	// where the grid falls in the speech by up to 0.6).
 	Step Duration `yaml:"step"`
+	// Over is how many scores in a row must reach the threshold (1: the
+	// first fires). A model's own operating point may want more: a higher
+	// threshold held for two scores turns away more near misses.
+	Over int `yaml:"over"`
 }
 
 // On reports whether the wake word is configured.
@@ -50,7 +54,7 @@ func (w WakeWord) On() bool { return len(w.Models) > 0 }
 func defaultWakeWord() WakeWord {
 	return WakeWord{Models: []string{}, Threshold: 0.5, Dir: "/var/lib/agenthost/wakeword",
 		PreRoll: Duration(300 * time.Millisecond), MaxTurn: Duration(30 * time.Second), Gate: true,
-		Step: Duration(20 * time.Millisecond)}
+		Step: Duration(20 * time.Millisecond), Over: 1}
 }
 
 // Bounds of the wake-word settings.
@@ -59,6 +63,7 @@ const (
 	maxPreRoll    = time.Second
 	maxFollowUp   = 5 * time.Minute
 	maxTurn       = 5 * time.Minute
+	maxOver       = 10 // as the detector's --over
 )
 
 var modelName = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
@@ -89,6 +94,9 @@ func (l *loader) wakeWord(c *Config) {
 	}
 	if st := time.Duration(w.Step); st != 20*time.Millisecond && st != 40*time.Millisecond && st != 80*time.Millisecond {
 		l.errorf(path(key+"step"), "%s is not 20ms, 40ms or 80ms (20ms is the default; 80ms costs a quarter of its CPU)", w.Step)
+	}
+	if w.Over < 1 || w.Over > maxOver {
+		l.errorf(path(key+"over"), "%d is outside 1…%d (1, the default: the first score at the threshold fires)", w.Over, maxOver)
 	}
 	if w.Dir == "" || !filepath.IsAbs(w.Dir) {
 		l.errorf(path(key+"dir"), "%q is not an absolute folder; the default is /var/lib/agenthost/wakeword", w.Dir)

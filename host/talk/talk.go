@@ -83,7 +83,7 @@ func (t *Talk) Parts() []part.Part {
 // owner's verifiers are in the state folder (agenthost wakeword enroll).
 func settings(cfg *config.Config) hostwake.Settings {
 	w := cfg.Conversation.WakeWord
-	return hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime, Gate: w.Gate, Step: time.Duration(w.Step),
+	return hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime, Gate: w.Gate, Step: time.Duration(w.Step), Over: w.Over,
 		Verifiers: filepath.Join(cfg.Plugins.StateDirectory(), hostwake.VerifierFolder)}
 }
 

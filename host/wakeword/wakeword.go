@@ -62,6 +62,9 @@ type Settings struct {
 	Gate bool
 	// Step is how often the models score (--step); 0 is the detector's own.
 	Step time.Duration
+	// Over is how many scores in a row must reach the threshold (--over);
+	// 0 or 1 is the detector's own (the first).
+	Over int
 	// Verifiers is the folder of the owners' verifiers (--verifiers: the
 	// state folder's wakeword/, where `agenthost wakeword enroll` writes
 	// them); "" uses none.
@@ -76,6 +79,9 @@ func (s Settings) Args() []string {
 	}
 	if s.Step > 0 {
 		args = append(args, "--step", s.Step.String())
+	}
+	if s.Over > 1 {
+		args = append(args, "--over", strconv.Itoa(s.Over))
 	}
 	if s.Verifiers != "" {
 		args = append(args, "--verifiers", s.Verifiers)
