@@ -190,5 +190,5 @@ func CheckWakeWord(ctx context.Context, cfg *config.Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("OK: models %s, ONNX Runtime %s (%s), threshold %g", strings.Join(m.Models, ", "), m.ONNXRuntime, m.Library, w.Threshold), nil
+	return fmt.Sprintf("OK: models %s, ONNX Runtime %s (%s), threshold %g, %d in a row", strings.Join(m.Models, ", "), m.ONNXRuntime, m.Library, w.Threshold, w.Over), nil
 }

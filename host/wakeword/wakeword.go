@@ -196,7 +196,7 @@ func (d *Detector) load() {
 		if err != nil {
 			return nil, err
 		}
-		d.log.Info("wake word on", "models", c.ready.Models, "onnxruntime", c.ready.ONNXRuntime, "library", c.ready.Library, "threshold", s.Threshold, "verified", c.ready.Verified)
+		d.log.Info("wake word on", "models", c.ready.Models, "onnxruntime", c.ready.ONNXRuntime, "library", c.ready.Library, "threshold", s.Threshold, "over", max(s.Over, 1), "verified", c.ready.Verified)
 		if c.ready.VerifierError != "" {
 			d.log.Warn("owner's verifier not used", "error", c.ready.VerifierError)
 		}
