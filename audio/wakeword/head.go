@@ -131,8 +131,12 @@ func ParseHead(raw []byte) (*Head, error) {
 		if err := binary.Read(r, binary.LittleEndian, &io2); err != nil {
 			return nil, fmt.Errorf("head file: %w", err)
 		}
-		n := int64(io2[0]) * int64(io2[1])
-		if n <= 0 || int64(total)+n+int64(io2[1]) > maxHeadValues || 4*(n+int64(io2[1])) > int64(r.Len()) {
+		in, out := int64(io2[0]), int64(io2[1])
+		if in == 0 || out == 0 || in > maxHeadValues || out > maxHeadValues {
+			return nil, fmt.Errorf("head file: a %d×%d layer does not fit", out, in)
+		}
+		n := in * out // at most 2⁴⁴: it cannot wrap
+		if int64(total)+n+out > maxHeadValues || 4*(n+out) > int64(r.Len()) {
 			return nil, fmt.Errorf("head file: a %d×%d layer does not fit", io2[1], io2[0])
 		}
 		total += int(n) + int(io2[1])
