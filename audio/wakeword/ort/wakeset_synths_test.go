@@ -1,6 +1,7 @@
 package ort_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -103,6 +104,41 @@ func synthConfusables(b *testing.B, set *wakewordtest.Set, n int) []*condition {
 		b.Fatal("synthConfusables: otherSaid laid out no clean condition")
 	}
 	return conds
+}
+
+// synthPhrases are n clips of the phrase (AGENTHOST_WAKESET_HEAD_SYNTH_PHRASES)
+// in the voices of synthSpeakers, each made into another speaker by sox
+// (shiftedSpeaker), laid out as otherPositives lays out its own (none
+// without them). Seeded.
+func synthPhrases(b *testing.B, set *wakewordtest.Set, n int) []*condition {
+	if n <= 0 {
+		return nil
+	}
+	voices := synthVoices(b)
+	if len(voices) == 0 {
+		return nil
+	}
+	pick := func(i int, rng *rand.Rand) (string, string, []string) {
+		return voices[i%len(voices)], "", shiftedSpeaker(rng)
+	}
+	return otherSaid(b, set, n, rand.New(rand.NewPCG(24, 13)), "other synthesizers' shifted phrases", "positive", pick, func(string, int) string {
+		return "hey jarvis"
+	})
+}
+
+// shiftedSpeaker are sox effects that make a voice into another speaker's
+// as far as a vocal tract's length and a speaking rate go: every formant
+// and the pitch scaled by 0.82–1.22 (±350 cents, about the spread of
+// adults' vocal tracts), the tempo by 0.9–1.1, a third of them with a
+// pitch bend.
+func shiftedSpeaker(rng *rand.Rand) []string {
+	fx := []string{"pitch", fmt.Sprintf("%.0f", 700*rng.Float64()-350), "tempo", fmt.Sprintf("%.3f", 0.9+0.2*rng.Float64())}
+	if rng.IntN(3) == 0 {
+		// sox refuses a bend of 0 cents.
+		up, down := (20+130*rng.Float64())*float64(1-2*rng.IntN(2)), (20+130*rng.Float64())*float64(1-2*rng.IntN(2))
+		fx = append(fx, "bend", fmt.Sprintf("0.1,%.0f,0.2", up), fmt.Sprintf("0.35,%.0f,0.2", down))
+	}
+	return append(fx, "rate", "16000")
 }
 
 // synthVoices are the other voices (wakewordtest.OtherVoices) of
