@@ -254,7 +254,9 @@ func headExamples(conds []*condition, seqs []*embSeq, earlier *wakeword.Head, sl
 // AGENTHOST_WAKESET_HEAD_SYNTHS (synthNegatives), and
 // AGENTHOST_WAKESET_HEAD_SYNTH_NEAR=N with N clips of near misses in them
 // (synthConfusables), AGENTHOST_WAKESET_HEAD_SYNTH_PHRASES=N with N clips
-// of the phrase in them, each shifted to another speaker (synthPhrases);
+// of the phrase in them, each shifted to another speaker (synthPhrases),
+// AGENTHOST_WAKESET_HEAD_SYNTH_SHIFTED_HOURS=H against H hours of
+// negatives so shifted (synthShiftedNegatives);
 // AGENTHOST_WAKESET_HEAD_TUNING=1 prints its figures on the tuning part
 // too (what it was trained on); AGENTHOST_WAKESET_PART=other-synths
 // measures it on the other synthesizers' voices instead of the held-out
@@ -305,6 +307,8 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 		tconds = append(tconds, synthConfusables(b, set, synthNear)...)
 		synthPhr, _ := strconv.Atoi(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_PHRASES"))
 		tconds = append(tconds, synthPhrases(b, set, synthPhr)...)
+		shiftedHours, _ := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_SHIFTED_HOURS"), 64)
+		tconds = append(tconds, synthShiftedNegatives(b, set, shiftedHours)...)
 		var slice *tuningSlice // nil: trained on the whole tuning part, as the shipped head was
 		if os.Getenv("AGENTHOST_WAKESET_HEAD_SLICE") != "off" {
 			slice = newTuningSlice(set, tconds)

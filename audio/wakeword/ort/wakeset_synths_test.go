@@ -77,6 +77,23 @@ func synthNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condi
 	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 11)), "other synthesizers' negatives", voice)
 }
 
+// synthShiftedNegatives are hours (AGENTHOST_WAKESET_HEAD_SYNTH_SHIFTED_HOURS)
+// of negatives as synthNegatives, each clip's voice shifted to another
+// speaker as synthPhrases shifts the phrase's, so that a shift alone does
+// not tell the phrase (none without synthSpeakers).
+func synthShiftedNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condition {
+	if hours <= 0 {
+		return nil
+	}
+	voices := synthVoices(b)
+	if len(voices) == 0 {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(24, 14))
+	voice := func(i int) (string, []string) { return voices[i%len(voices)], shiftedSpeaker(rng) }
+	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 15)), "other synthesizers' shifted negatives", voice)
+}
+
 // synthConfusables are n clips (AGENTHOST_WAKESET_HEAD_SYNTH_NEAR) of near
 // misses (the head's own and the tuning part's confusables) in the voices
 // of synthSpeakers, clip i in the next of those voices, laid out as
