@@ -98,7 +98,9 @@ func synthShiftedNegatives(b *testing.B, set *wakewordtest.Set, hours float64) [
 // misses (the head's own and the tuning part's confusables) in the voices
 // of synthSpeakers, clip i in the next of those voices, laid out as
 // otherConfusables lays out its own (none without them); with
-// AGENTHOST_WAKESET_HEAD_SYNTH_NEAR_CLEAN=1 only the clean ones. Seeded.
+// AGENTHOST_WAKESET_HEAD_SYNTH_NEAR_CLEAN=1 only the clean ones, with
+// AGENTHOST_WAKESET_HEAD_SYNTH_NEAR_SHIFTED=1 each voice shifted to another
+// speaker as synthPhrases shifts the phrase's. Seeded.
 func synthConfusables(b *testing.B, set *wakewordtest.Set, n int) []*condition {
 	if n <= 0 {
 		return nil
@@ -108,7 +110,13 @@ func synthConfusables(b *testing.B, set *wakewordtest.Set, n int) []*condition {
 		return nil
 	}
 	texts := nearMissTexts(set)
-	pick := func(i int, _ *rand.Rand) (string, string, []string) { return voices[i%len(voices)], "", nil }
+	shifted := os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_NEAR_SHIFTED") == "1"
+	pick := func(i int, rng *rand.Rand) (string, string, []string) {
+		if shifted {
+			return voices[i%len(voices)], "", shiftedSpeaker(rng)
+		}
+		return voices[i%len(voices)], "", nil
+	}
 	conds := otherSaid(b, set, n, rand.New(rand.NewPCG(24, 12)), "other synthesizers' near misses", "confusable", pick, func(_ string, i int) string {
 		return texts[(i*5)%len(texts)]
 	})
