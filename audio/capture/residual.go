@@ -67,6 +67,19 @@ type residual struct {
 	bandHeld bool
 	louder   bool    // the microphone stands resLouder above the echo expected (aligned) this frame
 	unheld   float64 // the output's power without the hold over with it (≥ 1)
+
+	// During the hold, once the delay is found, a young filter that takes
+	// the echo down tells near speech by its own output: per band, the
+	// output over the microphone, smoothed (kept), and the least of that
+	// lately (kept falls at once and rises by youngRise a frame: the
+	// filter improves, and a voice lifts the ratio for a while only). A
+	// frame whose output stands youngTalk above the residual so expected
+	// is near speech, if the microphone stands above its echo too and the
+	// output is not correlated with the filter's echo estimate (as when
+	// the filter has yet to learn what the echo now holds).
+	ratio, least []float64
+	young        bool // this frame was taken for near speech so
+	starting     bool // set by the canceller: the hold is its first since the start
 }
 
 const (
@@ -121,9 +134,52 @@ func newResidual(frame, span int) *residual {
 	for b := range r.gain {
 		r.gain[b] = 1
 	}
+	r.ratio, r.least = make([]float64, nb), make([]float64, nb)
+	r.restart()
 	r.gBin = make([]float64, bins)
 	r.unheld = 1
 	return r
+}
+
+const (
+	youngSmooth = 0.7   // per frame: the ratio of output to microphone, smoothed over about 30 ms
+	youngRise   = 1.005 // per frame: how fast its least lately rises (2 dB a second)
+	youngTalk   = 8.0   // the output this far above the residual expected (9 dB),
+	youngMic    = 1.6   // the microphone this far above its echo (2 dB),
+	youngCorr   = 0.05  // and the output's correlation with the echo estimate below this: near speech
+)
+
+// restart forgets how far the filter took the echo down: it starts again.
+func (r *residual) restart() {
+	for b := range r.ratio {
+		r.ratio[b], r.least[b] = 1, 1
+	}
+}
+
+// youngTalk tracks the filter's output over its microphone per band (mic
+// and out one frame of each, this frame's powers in r.pm and r.pe) and
+// reports whether, during the hold with the delay found, the frame holds
+// near speech by it (see young).
+func (r *residual) youngTalk(sumM, sumE, expect float64, mic, out []int16) bool {
+	var res float64
+	for b := range r.bands {
+		if r.pm[b] > 0 {
+			r.ratio[b] = youngSmooth*r.ratio[b] + (1-youngSmooth)*min(1, r.pe[b]/r.pm[b])
+			r.least[b] = min(r.least[b]*youngRise, r.ratio[b])
+		}
+		res += r.least[b] * r.pm[b]
+	}
+	if r.holdBy <= 0 || !r.starting || r.blind || r.changed || r.trained < resTrained || sumE <= youngTalk*res+4*r.floor || sumM <= youngMic*expect {
+		return false
+	}
+	var ey, ee, yy float64
+	for i, v := range out {
+		x, y := float64(v), float64(mic[i])-float64(v)
+		ey += x * y
+		ee += x * x
+		yy += y * y
+	}
+	return ey < youngCorr*math.Sqrt(ee*yy)
 }
 
 // bandPowers puts x (two frames), windowed, through the FFT into r.buf and
@@ -178,6 +234,10 @@ func (r *residual) run(mic, play, out []int16) {
 		r.floor *= 1.001
 	}
 	talk := held(&r.hang, r.trained >= resTrained && r.nearSpeech(sumM, sumE, expect))
+	r.young = far > 0 && sumM > 0 && r.youngTalk(sumM, sumE, expect, mic, out) && !talk
+	if r.young {
+		talk = true
+	}
 	r.louder = sumM > resLouder*expect
 	r.bTalking = r.blind && r.blindTalk(far, sumM, sumE)
 	if r.bTalking {
@@ -208,6 +268,9 @@ func (r *residual) run(mic, play, out []int16) {
 		g := 1.0
 		if r.pe[b] > 0 && r.gd[b] > 0 {
 			res := r.ge[b] / r.gd[b] * r.sx[b]
+			if r.young {
+				res = min(res, r.least[b]*r.pm[b]) // the model learnt from the voice
+			}
 			// Gently while someone may be talking over it: near speech
 			// the young model cannot yet tell from echo is not eaten; and,
 			// once the hold is over, in a band where it is heard although
@@ -367,4 +430,5 @@ func (r *residual) soften(k float64) {
 		r.gd[b] *= k
 	}
 	r.hang = 0
+	r.restart()
 }
