@@ -73,10 +73,13 @@ type residual struct {
 	// output over the microphone, smoothed (kept), and the least of that
 	// lately (kept falls at once and rises by youngRise a frame: the
 	// filter improves, and a voice lifts the ratio for a while only). A
-	// frame whose output stands youngTalk above the residual so expected
-	// is near speech, if the microphone stands above its echo too and the
-	// output is not correlated with the filter's echo estimate (as when
-	// the filter has yet to learn what the echo now holds).
+	// frame whose output stands youngAbove above the residual so expected
+	// is near speech, if the microphone stands above its echo in the bands
+	// where the output stands out (a tune's new notes, which the young
+	// filter has yet to learn, lift its output as much, but not the
+	// microphone above the echo expected there) and the output is not
+	// correlated with the filter's echo estimate (as when the filter has
+	// yet to learn what the echo now holds).
 	ratio, least []float64
 	young        bool // this frame was taken for near speech so
 	starting     bool // set by the canceller: the hold is its first since the start
@@ -144,9 +147,10 @@ func newResidual(frame, span int) *residual {
 const (
 	youngSmooth = 0.7   // per frame: the ratio of output to microphone, smoothed over about 30 ms
 	youngRise   = 1.005 // per frame: how fast its least lately rises (2 dB a second)
-	youngTalk   = 8.0   // the output this far above the residual expected (9 dB),
-	youngMic    = 1.6   // the microphone this far above its echo (2 dB),
-	youngCorr   = 0.05  // and the output's correlation with the echo estimate below this: near speech
+	youngAbove  = 3.0   // the output this far above the residual expected (5 dB),
+	youngBand   = 5.0   // in the bands where it stands this far above it (7 dB)
+	youngMic    = 2.0   // the microphone this far above its echo (3 dB),
+	youngCorr   = 0.3   // and the output's correlation with the echo estimate below this: near speech
 )
 
 // restart forgets how far the filter took the echo down: it starts again.
@@ -160,16 +164,20 @@ func (r *residual) restart() {
 // and out one frame of each, this frame's powers in r.pm and r.pe) and
 // reports whether, during the hold with the delay found, the frame holds
 // near speech by it (see young).
-func (r *residual) youngTalk(sumM, sumE, expect float64, mic, out []int16) bool {
-	var res float64
+func (r *residual) youngTalk(sumE float64, mic, out []int16) bool {
+	var res, inM, inEcho float64
 	for b := range r.bands {
 		if r.pm[b] > 0 {
 			r.ratio[b] = youngSmooth*r.ratio[b] + (1-youngSmooth)*min(1, r.pe[b]/r.pm[b])
 			r.least[b] = min(r.least[b]*youngRise, r.ratio[b])
 		}
 		res += r.least[b] * r.pm[b]
+		if r.pe[b] > youngBand*r.least[b]*r.pm[b] && r.gd[b] > 0 {
+			inM += r.pm[b]
+			inEcho += r.gm[b] / r.gd[b] * r.sx[b]
+		}
 	}
-	if r.holdBy <= 0 || !r.starting || r.blind || r.changed || r.trained < resTrained || sumE <= youngTalk*res+4*r.floor || sumM <= youngMic*expect {
+	if r.holdBy <= 0 || !r.starting || r.blind || r.changed || r.trained < resTrained || sumE <= youngAbove*res+4*r.floor || inM <= youngMic*inEcho {
 		return false
 	}
 	var ey, ee, yy float64
@@ -234,7 +242,7 @@ func (r *residual) run(mic, play, out []int16) {
 		r.floor *= 1.001
 	}
 	talk := held(&r.hang, r.trained >= resTrained && r.nearSpeech(sumM, sumE, expect))
-	r.young = far > 0 && sumM > 0 && r.youngTalk(sumM, sumE, expect, mic, out) && !talk
+	r.young = far > 0 && sumM > 0 && r.youngTalk(sumE, mic, out) && !talk
 	if r.young {
 		talk = true
 	}
