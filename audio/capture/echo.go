@@ -272,7 +272,7 @@ func (e *Echo) Cancel(mic, far []int16) {
 			}
 		}
 	}
-	if e.held && echoing && !(ours && (e.post.bandHeld || e.found() && e.post.learnt() && e.post.talking || !e.found() && e.post.bTalking)) {
+	if e.held && echoing && !(ours && (e.post.bandHeld || e.found() && e.post.learnt() && e.post.talking || !e.found() && (e.post.bTalking || e.post.young))) {
 		// The filter is still learning the room: while its echo may be
 		// in the microphone, hold the output down rather than pass it
 		// (but not near speech, once the suppressor can tell it, nor a

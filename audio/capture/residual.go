@@ -68,7 +68,7 @@ type residual struct {
 	louder   bool    // the microphone stands resLouder above the echo expected (aligned) this frame
 	unheld   float64 // the output's power without the hold over with it (≥ 1)
 
-	// During the hold, once the delay is found, a young filter that takes
+	// During the first hold, a young filter that takes
 	// the echo down tells near speech by its own output: per band, the
 	// output over the microphone, smoothed (kept), and the least of that
 	// lately (kept falls at once and rises by youngRise a frame: the
@@ -79,7 +79,10 @@ type residual struct {
 	// filter has yet to learn, lift its output as much, but not the
 	// microphone above the echo expected there) and the output is not
 	// correlated with the filter's echo estimate (as when the filter has
-	// yet to learn what the echo now holds).
+	// yet to learn what the echo now holds). Before the delay is found,
+	// too: a filter whose window does not hold the echo takes nothing off,
+	// and its output never stands above the residual so expected. Such a
+	// frame passes the hold whole.
 	ratio, least []float64
 	young        bool // this frame was taken for near speech so
 	starting     bool // set by the canceller: the hold is its first since the start
@@ -150,6 +153,7 @@ const (
 	youngAbove  = 3.0   // the output this far above the residual expected (5 dB),
 	youngBand   = 5.0   // in the bands where it stands this far above it (7 dB)
 	youngMic    = 2.0   // the microphone this far above its echo (3 dB),
+	youngBlind  = 1.0   // (before the delay is found, above the loudest it could be at any lag)
 	youngCorr   = 0.3   // and the output's correlation with the echo estimate below this: near speech
 )
 
@@ -162,8 +166,8 @@ func (r *residual) restart() {
 
 // youngTalk tracks the filter's output over its microphone per band (mic
 // and out one frame of each, this frame's powers in r.pm and r.pe) and
-// reports whether, during the hold with the delay found, the frame holds
-// near speech by it (see young).
+// reports whether, during the first hold, the frame holds near speech by
+// it (see young).
 func (r *residual) youngTalk(sumE float64, mic, out []int16) bool {
 	var res, inM, inEcho float64
 	for b := range r.bands {
@@ -172,12 +176,23 @@ func (r *residual) youngTalk(sumE float64, mic, out []int16) bool {
 			r.least[b] = min(r.least[b]*youngRise, r.ratio[b])
 		}
 		res += r.least[b] * r.pm[b]
-		if r.pe[b] > youngBand*r.least[b]*r.pm[b] && r.gd[b] > 0 {
+		if r.pe[b] <= youngBand*r.least[b]*r.pm[b] {
+			continue
+		}
+		switch {
+		case r.blind && r.bd[b] > 0:
+			inM += r.pm[b]
+			inEcho += r.bm[b] / r.bd[b] * r.env[b]
+		case !r.blind && r.gd[b] > 0:
 			inM += r.pm[b]
 			inEcho += r.gm[b] / r.gd[b] * r.sx[b]
 		}
 	}
-	if r.holdBy <= 0 || !r.starting || r.blind || r.changed || r.trained < resTrained || sumE <= youngAbove*res+4*r.floor || inM <= youngMic*inEcho {
+	above := youngMic
+	if r.blind {
+		above = youngBlind
+	}
+	if r.holdBy <= 0 || !r.starting || r.changed || r.trained < resTrained || r.blind && r.bTrain < resTrained || sumE <= youngAbove*res+4*r.floor || inM <= above*inEcho {
 		return false
 	}
 	var ey, ee, yy float64
@@ -332,11 +347,12 @@ func (r *residual) run(mic, play, out []int16) {
 // the smoothed microphone and reference powers and the reference's power
 // now (blind: its envelope over the lags); nil for no hold, for a frame
 // taken for near speech (but not after the echo path changed, nor, blind,
-// by the unaligned model alone: the canceller holds such a frame down
-// whole), or while the model is too young.
+// by the unaligned model alone, not the young filter's output: the
+// canceller holds such a frame down whole), or while the model is too
+// young.
 func (r *residual) holdModel(talk bool) (m, d, x []float64) {
 	switch {
-	case r.holdBy <= 0 || talk && !r.changed && (!r.blind || r.bTalking):
+	case r.holdBy <= 0 || talk && !r.changed && (!r.blind || r.bTalking || r.young):
 	case r.blind && r.bTrain >= resTrained:
 		return r.bm, r.bd, r.env
 	case !r.blind && r.trained >= resTrained:
