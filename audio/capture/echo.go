@@ -108,6 +108,7 @@ type Echo struct {
 
 	warm    int     // frames with sound played since the filter (re)started
 	held    bool    // the output is held down while the filter learns
+	started bool    // and that hold ended once since the start
 	eIn     float64 // recent echo energy into the filter, while held
 	eOut    float64 // and out of it
 	lastFar int     // the last frame with sound played
@@ -265,13 +266,13 @@ func (e *Echo) Cancel(mic, far []int16) {
 			learned = e.found() && e.post.learnt() && e.eIn >= holdERLE*e.eOut && e.warm >= holdMin
 		}
 		if learned || e.warm >= warmMax {
-			e.held = false
+			e.held, e.started = false, true
 			if e.post != nil {
 				e.post.changed = false
 			}
 		}
 	}
-	if e.held && echoing && !(ours && (e.post.bandHeld || e.found() && e.post.learnt() && e.post.talking || !e.found() && e.post.bTalking)) {
+	if e.held && echoing && !(ours && (e.post.bandHeld || e.found() && e.post.learnt() && e.post.talking || !e.found() && (e.post.bTalking || e.post.young))) {
 		// The filter is still learning the room: while its echo may be
 		// in the microphone, hold the output down rather than pass it
 		// (but not near speech, once the suppressor can tell it, nor a
@@ -385,6 +386,7 @@ func (e *Echo) filter(mic, far []int16, at int) {
 			e.aligned[i] = e.hist[(from+i)%len(e.hist)]
 		}
 		e.post.blind = !e.found()
+		e.post.starting = !e.started
 		e.post.holdBy = 0
 		if e.held && !e.o.Hold && e.echoing() {
 			e.post.holdBy = 1.0 / warmDiv
@@ -502,6 +504,7 @@ func (e *Echo) hold() {
 func (e *Echo) holdFilter() {
 	e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0
 	if e.post != nil {
+		e.post.restart()
 		e.post.changed = false
 	}
 }

@@ -67,6 +67,25 @@ type residual struct {
 	bandHeld bool
 	louder   bool    // the microphone stands resLouder above the echo expected (aligned) this frame
 	unheld   float64 // the output's power without the hold over with it (≥ 1)
+
+	// During the first hold, a young filter that takes
+	// the echo down tells near speech by its own output: per band, the
+	// output over the microphone, smoothed (kept), and the least of that
+	// lately (kept falls at once and rises by youngRise a frame: the
+	// filter improves, and a voice lifts the ratio for a while only). A
+	// frame whose output stands youngAbove above the residual so expected
+	// is near speech, if the microphone stands above its echo in the bands
+	// where the output stands out (a tune's new notes, which the young
+	// filter has yet to learn, lift its output as much, but not the
+	// microphone above the echo expected there) and the output is not
+	// correlated with the filter's echo estimate (as when the filter has
+	// yet to learn what the echo now holds). Before the delay is found,
+	// too: a filter whose window does not hold the echo takes nothing off,
+	// and its output never stands above the residual so expected. Such a
+	// frame passes the hold whole.
+	ratio, least []float64
+	young        bool // this frame was taken for near speech so
+	starting     bool // set by the canceller: the hold is its first since the start
 }
 
 const (
@@ -121,9 +140,69 @@ func newResidual(frame, span int) *residual {
 	for b := range r.gain {
 		r.gain[b] = 1
 	}
+	r.ratio, r.least = make([]float64, nb), make([]float64, nb)
+	r.restart()
 	r.gBin = make([]float64, bins)
 	r.unheld = 1
 	return r
+}
+
+const (
+	youngSmooth = 0.7   // per frame: the ratio of output to microphone, smoothed over about 30 ms
+	youngRise   = 1.005 // per frame: how fast its least lately rises (2 dB a second)
+	youngAbove  = 3.0   // the output this far above the residual expected (5 dB),
+	youngBand   = 5.0   // in the bands where it stands this far above it (7 dB)
+	youngMic    = 2.0   // the microphone this far above its echo (3 dB),
+	youngBlind  = 1.0   // (before the delay is found, above the loudest it could be at any lag)
+	youngCorr   = 0.3   // and the output's correlation with the echo estimate below this: near speech
+)
+
+// restart forgets how far the filter took the echo down: it starts again.
+func (r *residual) restart() {
+	for b := range r.ratio {
+		r.ratio[b], r.least[b] = 1, 1
+	}
+}
+
+// youngTalk tracks the filter's output over its microphone per band (mic
+// and out one frame of each, this frame's powers in r.pm and r.pe) and
+// reports whether, during the first hold, the frame holds near speech by
+// it (see young).
+func (r *residual) youngTalk(sumE float64, mic, out []int16) bool {
+	var res, inM, inEcho float64
+	for b := range r.bands {
+		if r.pm[b] > 0 {
+			r.ratio[b] = youngSmooth*r.ratio[b] + (1-youngSmooth)*min(1, r.pe[b]/r.pm[b])
+			r.least[b] = min(r.least[b]*youngRise, r.ratio[b])
+		}
+		res += r.least[b] * r.pm[b]
+		if r.pe[b] <= youngBand*r.least[b]*r.pm[b] {
+			continue
+		}
+		switch {
+		case r.blind && r.bd[b] > 0:
+			inM += r.pm[b]
+			inEcho += r.bm[b] / r.bd[b] * r.env[b]
+		case !r.blind && r.gd[b] > 0:
+			inM += r.pm[b]
+			inEcho += r.gm[b] / r.gd[b] * r.sx[b]
+		}
+	}
+	above := youngMic
+	if r.blind {
+		above = youngBlind
+	}
+	if r.holdBy <= 0 || !r.starting || r.changed || r.trained < resTrained || r.blind && r.bTrain < resTrained || sumE <= youngAbove*res+4*r.floor || inM <= above*inEcho {
+		return false
+	}
+	var ey, ee, yy float64
+	for i, v := range out {
+		x, y := float64(v), float64(mic[i])-float64(v)
+		ey += x * y
+		ee += x * x
+		yy += y * y
+	}
+	return ey < youngCorr*math.Sqrt(ee*yy)
 }
 
 // bandPowers puts x (two frames), windowed, through the FFT into r.buf and
@@ -178,6 +257,10 @@ func (r *residual) run(mic, play, out []int16) {
 		r.floor *= 1.001
 	}
 	talk := held(&r.hang, r.trained >= resTrained && r.nearSpeech(sumM, sumE, expect))
+	r.young = far > 0 && sumM > 0 && r.youngTalk(sumE, mic, out) && !talk
+	if r.young {
+		talk = true
+	}
 	r.louder = sumM > resLouder*expect
 	r.bTalking = r.blind && r.blindTalk(far, sumM, sumE)
 	if r.bTalking {
@@ -208,6 +291,9 @@ func (r *residual) run(mic, play, out []int16) {
 		g := 1.0
 		if r.pe[b] > 0 && r.gd[b] > 0 {
 			res := r.ge[b] / r.gd[b] * r.sx[b]
+			if r.young {
+				res = min(res, r.least[b]*r.pm[b]) // the model learnt from the voice
+			}
 			// Gently while someone may be talking over it: near speech
 			// the young model cannot yet tell from echo is not eaten; and,
 			// once the hold is over, in a band where it is heard although
@@ -261,11 +347,12 @@ func (r *residual) run(mic, play, out []int16) {
 // the smoothed microphone and reference powers and the reference's power
 // now (blind: its envelope over the lags); nil for no hold, for a frame
 // taken for near speech (but not after the echo path changed, nor, blind,
-// by the unaligned model alone: the canceller holds such a frame down
-// whole), or while the model is too young.
+// by the unaligned model alone, not the young filter's output: the
+// canceller holds such a frame down whole), or while the model is too
+// young.
 func (r *residual) holdModel(talk bool) (m, d, x []float64) {
 	switch {
-	case r.holdBy <= 0 || talk && !r.changed && (!r.blind || r.bTalking):
+	case r.holdBy <= 0 || talk && !r.changed && (!r.blind || r.bTalking || r.young):
 	case r.blind && r.bTrain >= resTrained:
 		return r.bm, r.bd, r.env
 	case !r.blind && r.trained >= resTrained:
@@ -367,4 +454,5 @@ func (r *residual) soften(k float64) {
 		r.gd[b] *= k
 	}
 	r.hang = 0
+	r.restart()
 }
