@@ -427,3 +427,41 @@ func TestABargeInBeforeTheEchosDelayIsFoundIsHeardWhereTheFilterAlreadyTakesTheE
 		}
 	}
 }
+
+func TestTheBlindModelDoesNotLearnAFrameTheYoungFilterTookForNearSpeech(t *testing.T) {
+	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return sc.music && sc.room.String() == "rt0.3-d7-b95-hard0.3" }) {
+		// Before the delay is found, a frame the young filter's output
+		// takes for near speech passes the hold whole; the blind model
+		// (the echo's level against the reference's envelope) must not
+		// learn it as echo meanwhile, or the voice lifts the echo it is
+		// told from and the rest of the barge-in is held down.
+		e, err := NewEcho(nil, EchoOptions{MaxDelay: DefaultMaxDelay})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mic, ref := append([]int16(nil), sc.dt.Mic...), make([]int16, frameLen)
+		young, learnt := 0, 0
+		for i := 0; i+frameLen <= len(mic); i += frameLen {
+			clear(ref)
+			if i < len(sc.far) {
+				copy(ref, sc.far[i:min(len(sc.far), i+frameLen)])
+			}
+			before := e.post.bTrain
+			e.Cancel(mic[i:i+frameLen], ref)
+			if e.post.blind && e.post.young {
+				young++
+				if e.post.bTrain > before {
+					learnt++
+				}
+			}
+		}
+		e.Close()
+		t.Logf("%s: %d frames taken for near speech by the young filter, blind; the blind model learnt %d of them", sc.name(), young, learnt)
+		if young == 0 {
+			t.Fatalf("%s: no frame taken for near speech by the young filter before the delay was found: the test tests nothing", sc.name())
+		}
+		if learnt > 0 {
+			t.Errorf("%s: the blind model learnt %d of the %d frames the young filter took for near speech as echo, want none", sc.name(), learnt, young)
+		}
+	}
+}
