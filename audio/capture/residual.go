@@ -262,7 +262,7 @@ func (r *residual) run(mic, play, out []int16) {
 		talk = true
 	}
 	r.louder = sumM > resLouder*expect
-	r.bTalking = r.blind && r.blindTalk(far, sumM, sumE)
+	r.bTalking = r.blind && r.blindTalk(far, sumM, sumE, r.young)
 	if r.bTalking {
 		talk = true
 	}
@@ -381,8 +381,9 @@ func (r *residual) passesHold(b int, m, d, x []float64) bool {
 
 // blindTalk tells near speech from echo while the echo's delay is not
 // known (see blind), and learns the echo's level against the reference's
-// envelope over the lags meanwhile.
-func (r *residual) blindTalk(far, sumM, sumE float64) bool {
+// envelope over the lags meanwhile (not from a frame the young filter took
+// for near speech, young: the voice would lift the echo it is told from).
+func (r *residual) blindTalk(far, sumM, sumE float64, young bool) bool {
 	copy(r.ring[r.ringAt], r.sx)
 	r.ringAt = (r.ringAt + 1) % r.span
 	var expect float64
@@ -400,7 +401,7 @@ func (r *residual) blindTalk(far, sumM, sumE float64) bool {
 	if far > 0 {
 		r.bFar++
 	}
-	if far > 0 && !talk && r.bFar > r.span {
+	if far > 0 && !talk && !young && r.bFar > r.span {
 		// (Not before the echo of the first sound played can have come.)
 		r.bTrain++
 		for b := range r.env {
