@@ -103,3 +103,23 @@ func FuzzParseHead(f *testing.F) {
 		}
 	})
 }
+
+// TestAHeadWhoseSumsOverflowScoresANumber: a head file of finite values
+// passes its checks, but values near float32's largest overflow the sums
+// (+Inf − Inf): it scored NaN, which no threshold ever reaches, where
+// FuzzParseHead asks for a number in [0, 1].
+func TestAHeadWhoseSumsOverflowScoresANumber(t *testing.T) {
+	const big = 3e38
+	h := &Head{Window: 1, Layers: []Layer{
+		{In: embedSize, Out: 2, W: make([]float32, 2*embedSize), B: []float32{big, big}},
+		{In: 2, Out: 1, W: []float32{big, -big}, B: []float32{0}},
+	}}
+	raw, _ := h.MarshalBinary()
+	p, err := ParseHead(raw)
+	if err != nil {
+		t.Skipf("the head file is refused (%v): nothing to score", err)
+	}
+	if s := p.Score(make([]float32, embedSize)); !(s >= 0 && s <= 1) {
+		t.Errorf("score %v, want a number in [0, 1]", s)
+	}
+}
