@@ -63,7 +63,8 @@ func (h *Head) Check() error {
 }
 
 // Score is the head's probability (0..1) that the window (Window×96
-// embedding values, oldest first) ends in the phrase.
+// embedding values, oldest first) ends in the phrase (0 when its sums
+// overflow: a head of values near float32's largest).
 func (h *Head) Score(window []float32) float32 {
 	x := window
 	var buf [2][]float32
@@ -86,6 +87,9 @@ func (h *Head) Score(window []float32) float32 {
 		}
 		buf[i%2] = y
 		x = y
+	}
+	if math.IsNaN(float64(x[0])) {
+		return 0 // its sums overflowed (+Inf − Inf): it cannot tell
 	}
 	return float32(1 / (1 + math.Exp(-float64(x[0]))))
 }
