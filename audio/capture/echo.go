@@ -108,7 +108,7 @@ type Echo struct {
 
 	warm    int     // frames with sound played since the filter (re)started
 	held    bool    // the output is held down while the filter learns
-	started bool    // and that hold ended once since the start
+	started bool    // that hold ended once since the start (never reset: a reopened device gets a new Echo)
 	eIn     float64 // recent echo energy into the filter, while held
 	eOut    float64 // and out of it
 	lastFar int     // the last frame with sound played
