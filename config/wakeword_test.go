@@ -20,6 +20,10 @@ func TestWakeWordSettings(t *testing.T) {
 	if c := mustLoad(t, writeConfig(t, "conversation:\n  wake_word: {over: 2}\n"), nil); c.Conversation.WakeWord.Over != 2 {
 		t.Errorf("over: 2 loads as %+v", c.Conversation.WakeWord)
 	}
+	c = mustLoad(t, writeConfig(t, "conversation:\n  wake_word: {models: [hey_jarvis, hey_jarvis_agenthost], per_model: {hey_jarvis_agenthost: {threshold: 0.9, over: 2}, hey_jarvis: {over: 3}}}\n"), nil)
+	if pm := c.Conversation.WakeWord.PerModel; pm["hey_jarvis_agenthost"] != (WakePoint{Threshold: 0.9, Over: 2}) || pm["hey_jarvis"] != (WakePoint{Over: 3}) {
+		t.Errorf("per_model loads as %+v", pm)
+	}
 	c = mustLoad(t, writeConfig(t, "conversation:\n  wake_word: {models: [hey_jarvis, /opt/mine.onnx], threshold: 0.6, follow_up: 5s}\n  hooks: {wake: 'echo $AGENTHOST_MODEL'}\n"), nil)
 	if w := c.Conversation.WakeWord; !w.On() || len(w.Models) != 2 || w.Threshold != 0.6 || w.FollowUp.D().Seconds() != 5 {
 		t.Errorf("wake_word = %+v", w)
@@ -41,6 +45,10 @@ func TestWakeWordSettings(t *testing.T) {
 		{"conversation:\n  wake_word: {step: 30ms}\n", "conversation.wake_word.step: 30ms is not 20ms, 40ms or 80ms"},
 		{"conversation:\n  wake_word: {over: 0}\n", "conversation.wake_word.over: 0 is outside 1…10"},
 		{"conversation:\n  wake_word: {over: 11}\n", "conversation.wake_word.over: 11 is outside 1…10"},
+		{"conversation:\n  wake_word: {models: [hey_jarvis], per_model: {alexa: {over: 2}}}\n", "conversation.wake_word.per_model.alexa: not one of conversation.wake_word.models"},
+		{"conversation:\n  wake_word: {models: [hey_jarvis], per_model: {hey_jarvis: {threshold: 1.5}}}\n", "conversation.wake_word.per_model.hey_jarvis.threshold: 1.5 is outside (0, 1)"},
+		{"conversation:\n  wake_word: {models: [hey_jarvis], per_model: {hey_jarvis: {over: 11}}}\n", "conversation.wake_word.per_model.hey_jarvis.over: 11 is outside 1…10"},
+		{"conversation:\n  wake_word: {models: [hey_jarvis], per_model: {hey_jarvis: {treshold: 0.9}}}\n", "conversation.wake_word.per_model.hey_jarvis.treshold"},
 		{"audio: {rate: 24000}\nconversation:\n  wake_word: {models: [alexa]}\n", "the wake word's models hear 16000 Hz"},
 	} {
 		_, err := Load(writeConfig(t, tc.yaml), nil)

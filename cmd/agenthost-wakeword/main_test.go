@@ -171,7 +171,7 @@ func trixieRoot(t *testing.T) string {
 	return root
 }
 
-// TestAStepOrRunOutOfRangeIsAClearError: --step and --over outside what the
+// TestAStepOrRunOutOfRangeIsAClearError: --step, --over and --point outside what the
 // detector can do end it with an error line that names them, before any
 // library is loaded.
 func TestAStepOrRunOutOfRangeIsAClearError(t *testing.T) {
@@ -183,6 +183,10 @@ func TestAStepOrRunOutOfRangeIsAClearError(t *testing.T) {
 		{[]string{"--step", "0s", "hey_jarvis"}, "--step: step 0 samples"},
 		{[]string{"--over", "0", "hey_jarvis"}, "--over 0 is outside 1…10"},
 		{[]string{"--over", "11", "hey_jarvis"}, "--over 11 is outside 1…10"},
+		{[]string{"--point", "alexa=0.9,2", "hey_jarvis"}, "--point alexa=0.9,2: alexa is not one of the models"},
+		{[]string{"--point", "hey_jarvis=1.5,2", "hey_jarvis"}, "--point hey_jarvis=1.5,2: threshold 1.5 is outside (0, 1)"},
+		{[]string{"--point", "hey_jarvis=0.9,0", "hey_jarvis"}, "--point hey_jarvis=0.9,0: 0 in a row is outside 1…10"},
+		{[]string{"--point", "hey_jarvis", "hey_jarvis"}, "--point hey_jarvis: give MODEL=THRESHOLD,OVER"},
 	} {
 		var out strings.Builder
 		if code := run(c.args, strings.NewReader(""), &out); code != 1 {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agenthost/agenthost/audio/wakeword"
 	"github.com/agenthost/agenthost/config"
 )
 
@@ -17,5 +18,19 @@ func TestTheDetectorsSettingsComeFromConversationWakeWord(t *testing.T) {
 	s := settings(cfg)
 	if len(s.Models) != 1 || s.Models[0] != "hey_jarvis_agenthost" || s.Threshold != 0.9 || s.Step != 40*time.Millisecond || s.Over != 2 {
 		t.Errorf("settings = %+v", s)
+	}
+}
+
+// TestEachModelsOwnPointReachesTheDetector: conversation.wake_word.per_model
+// gives a model its own threshold and scores in a row; what it leaves
+// unset is the global one.
+func TestEachModelsOwnPointReachesTheDetector(t *testing.T) {
+	cfg := config.Default()
+	w := &cfg.Conversation.WakeWord
+	w.Models, w.Threshold, w.Over = []string{"hey_jarvis", "hey_jarvis_agenthost"}, 0.5, 1
+	w.PerModel = map[string]config.WakePoint{"hey_jarvis_agenthost": {Threshold: 0.9, Over: 2}, "hey_jarvis": {Over: 3}}
+	s := settings(cfg)
+	if s.PerModel["hey_jarvis_agenthost"] != (wakeword.Point{Threshold: 0.9, Over: 2}) || s.PerModel["hey_jarvis"] != (wakeword.Point{Threshold: 0.5, Over: 3}) || len(s.PerModel) != 2 {
+		t.Errorf("per model = %+v", s.PerModel)
 	}
 }
