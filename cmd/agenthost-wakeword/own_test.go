@@ -36,3 +36,22 @@ func TestTheDetectorRunsTheOwnModel(t *testing.T) {
 		t.Errorf("ordinary speech woke %v", fired)
 	}
 }
+
+// TestEachModelFiresAtItsOwnPoint: --point gives one model a threshold and
+// scores in a row of its own: beside hey_jarvis, the own model at a point
+// it cannot reach leaves espeak-ng's "hey jarvis" to hey_jarvis, and the
+// other way round.
+func TestEachModelFiresAtItsOwnPoint(t *testing.T) {
+	f := wakewordtest.Fetch(t)
+	bin := testbin.Build(t, "./cmd/agenthost-wakeword")
+	models := []string{"hey_jarvis", heads.HeyJarvis}
+	for _, c := range []struct{ point, want string }{
+		{heads.HeyJarvis + "=0.999999,10", "hey_jarvis"},
+		{"hey_jarvis=0.999999,10", heads.HeyJarvis},
+	} {
+		_, fired := detect(t, exec.Command(bin, append([]string{"--dir", f.Dir, "--onnxruntime", f.ONNXRuntime, "--point", c.point}, models...)...))
+		if !slices.Equal(fired, []string{c.want}) {
+			t.Errorf("--point %s: fired %v, want %s once", c.point, fired, c.want)
+		}
+	}
+}

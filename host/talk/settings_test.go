@@ -34,3 +34,15 @@ func TestEachModelsOwnPointReachesTheDetector(t *testing.T) {
 		t.Errorf("per model = %+v", s.PerModel)
 	}
 }
+
+// TestTheCheckSaysEachModelsPoint: `agenthost check` says the threshold and
+// scores in a row, and each model's own where it has one.
+func TestTheCheckSaysEachModelsPoint(t *testing.T) {
+	cfg := config.Default()
+	w := &cfg.Conversation.WakeWord
+	w.Models, w.Threshold, w.Over = []string{"hey_jarvis", "hey_jarvis_agenthost"}, 0.5, 1
+	w.PerModel = map[string]config.WakePoint{"hey_jarvis_agenthost": {Threshold: 0.9, Over: 2}}
+	if got, want := operatingPoints(settings(cfg)), "threshold 0.5, 1 in a row; hey_jarvis_agenthost at 0.9, 2 in a row"; got != want {
+		t.Errorf("the check says %q, want %q", got, want)
+	}
+}
