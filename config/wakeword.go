@@ -1,9 +1,11 @@
 package config
 
 import (
+	"maps"
 	"math"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 )
@@ -46,6 +48,17 @@ type WakeWord struct {
 	// first fires). A model's own operating point may want more: a higher
 	// threshold held for two scores turns away more near misses.
 	Over int `yaml:"over"`
+	// PerModel gives models (by name, as in Models) their own operating
+	// point: agenthost's own head is measured at 0.9 two in a row, the
+	// pre-trained models at 0.5 one.
+	PerModel map[string]WakePoint `yaml:"per_model"`
+}
+
+// WakePoint is one model's threshold and scores in a row; 0 is the
+// wake word's own (Threshold, Over).
+type WakePoint struct {
+	Threshold float64 `yaml:"threshold"`
+	Over      int     `yaml:"over"`
 }
 
 // On reports whether the wake word is configured.
@@ -54,7 +67,7 @@ func (w WakeWord) On() bool { return len(w.Models) > 0 }
 func defaultWakeWord() WakeWord {
 	return WakeWord{Models: []string{}, Threshold: 0.5, Dir: "/var/lib/agenthost/wakeword",
 		PreRoll: Duration(300 * time.Millisecond), MaxTurn: Duration(30 * time.Second), Gate: true,
-		Step: Duration(20 * time.Millisecond), Over: 1}
+		Step: Duration(20 * time.Millisecond), Over: 1, PerModel: map[string]WakePoint{}}
 }
 
 // Bounds of the wake-word settings.
@@ -97,6 +110,17 @@ func (l *loader) wakeWord(c *Config) {
 	}
 	if w.Over < 1 || w.Over > maxOver {
 		l.errorf(path(key+"over"), "%d is outside 1…%d (1, the default: the first score at the threshold fires)", w.Over, maxOver)
+	}
+	for _, m := range slices.Sorted(maps.Keys(w.PerModel)) {
+		p, k := w.PerModel[m], key+"per_model."+m
+		switch {
+		case !slices.Contains(w.Models, m):
+			l.errorf(path(k), "not one of conversation.wake_word.models (%s)", strings.Join(w.Models, ", "))
+		case math.IsNaN(p.Threshold) || p.Threshold < 0 || p.Threshold >= 1:
+			l.errorf(path(k+".threshold"), "%g is outside (0, 1)", p.Threshold)
+		case p.Over < 0 || p.Over > maxOver:
+			l.errorf(path(k+".over"), "%d is outside 1…%d", p.Over, maxOver)
+		}
 	}
 	if w.Dir == "" || !filepath.IsAbs(w.Dir) {
 		l.errorf(path(key+"dir"), "%q is not an absolute folder; the default is /var/lib/agenthost/wakeword", w.Dir)

@@ -34,7 +34,15 @@ type Detector struct {
 	gain      *Gain // nil: none
 	buf       []int16
 	verify    *verifying // nil: no verifier
-	thresh    []float32  // by model: a verifier's threshold, else the trigger's
+	thresh    []float32  // by model: a verifier's threshold, else its point's, else the trigger's
+	over      []int      // by model: its point's scores in a row, else the trigger's
+}
+
+// Point is one model's operating point: it fires when Over scores in a
+// row reach Threshold. A zero field is the detector's own (Options).
+type Point struct {
+	Threshold float64
+	Over      int
 }
 
 // Options are a detector's settings.
@@ -47,6 +55,9 @@ type Options struct {
 	Over int
 	// Gain puts the gain control (Gain) before the models.
 	Gain bool
+	// Points are the models' own operating points by model (a missing or
+	// zero one: Threshold and Over).
+	Points []Point
 	// Verifiers are the owners' verifiers by model (nil: none for that
 	// model). A model with one fires on a score at or over the verifier's
 	// Candidate whose window the verifier takes (Threshold); Threshold and
@@ -74,9 +85,15 @@ func NewDetectorWith(rt Runtime, names []string, o Options) (*Detector, error) {
 		o.Over = 1
 	}
 	d := &Detector{names: names, trig: Trigger{Threshold: float32(o.Threshold), Over: o.Over}, runs: make([]int, rt.Models())}
-	d.thresh = make([]float32, rt.Models())
+	d.thresh, d.over = make([]float32, rt.Models()), make([]int, rt.Models())
 	for i := range d.thresh {
-		d.thresh[i] = d.trig.Threshold
+		d.thresh[i], d.over[i] = d.trig.Threshold, d.trig.Over
+		if i < len(o.Points) && o.Points[i].Threshold > 0 {
+			d.thresh[i] = float32(o.Points[i].Threshold)
+		}
+		if i < len(o.Points) && o.Points[i].Over > 0 {
+			d.over[i] = o.Points[i].Over
+		}
 	}
 	for i, v := range o.Verifiers {
 		if v == nil {
@@ -158,7 +175,7 @@ func (d *Detector) Feed(pos int64, pcm []int16) ([]Detection, error) {
 			v = verified
 		}
 		var fire bool
-		d.runs[sc.Model], fire = Trigger{Threshold: d.thresh[sc.Model], Over: d.trig.Over}.Fires(v, d.runs[sc.Model])
+		d.runs[sc.Model], fire = Trigger{Threshold: d.thresh[sc.Model], Over: d.over[sc.Model]}.Fires(v, d.runs[sc.Model])
 		if !fire || sc.End < d.quietTill {
 			continue
 		}

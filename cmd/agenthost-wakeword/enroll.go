@@ -12,11 +12,11 @@ import (
 	"github.com/agenthost/agenthost/internal/statefile"
 )
 
-// files is a repeatable flag of file paths.
-type files []string
+// repeated is a flag given any number of times.
+type repeated []string
 
-func (f *files) String() string     { return strings.Join(*f, ",") }
-func (f *files) Set(v string) error { *f = append(*f, v); return nil }
+func (f *repeated) String() string     { return strings.Join(*f, ",") }
+func (f *repeated) Set(v string) error { *f = append(*f, v); return nil }
 
 // maxRecording bounds one enrollment recording (30 s).
 const maxRecording = 30 * wakeword.Rate

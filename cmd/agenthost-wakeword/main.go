@@ -5,12 +5,13 @@
 // native library so that the host does not: a crash or hang here ends only
 // the detector.
 //
-//	agenthost-wakeword [--dir DIR] [--onnxruntime LIB] [--threshold T] [--step D] [--over N] [--gain] [--verifiers VDIR] [--check] MODEL...
+//	agenthost-wakeword [--dir DIR] [--onnxruntime LIB] [--threshold T] [--step D] [--over N] [--point MODEL=T,N]... [--gain] [--verifiers VDIR] [--check] MODEL...
 //	agenthost-wakeword [--dir DIR] [--onnxruntime LIB] --enroll VDIR --phrase RAW... --other RAW... MODEL
 //
 // --step is how often the models score (80, 40, 20 or 10 ms: a shorter
 // step makes where the 80 ms grid falls in the speech matter less, for
 // more CPU); --over is how many scores in a row must reach the threshold;
+// --point gives one model its own threshold and scores in a row;
 // --gain puts an automatic gain control before the models. The defaults
 // are wakeword.Shipped.
 //
@@ -35,6 +36,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -87,7 +90,8 @@ func run(args []string, in io.Reader, out io.Writer) int {
 	check := fs.Bool("check", false, "load everything, print the ready or error line, exit")
 	verifiers := fs.String("verifiers", "", "the folder of the owners' verifiers (MODEL.verifier.json); \"\": none")
 	enrollDir := fs.String("enroll", "", "train MODEL's verifier from --phrase and --other recordings into this folder, and exit")
-	var phrases, others files
+	var phrases, others, points repeated
+	fs.Var(&points, "point", "MODEL=THRESHOLD,OVER: that model's own threshold and scores in a row (repeatable)")
 	fs.Var(&phrases, "phrase", "with --enroll: a recording of the phrase, raw 16 kHz mono s16le (repeatable)")
 	fs.Var(&others, "other", "with --enroll: a recording of other speech or the room, raw 16 kHz mono s16le (repeatable)")
 	if err := fs.Parse(args); err != nil {
@@ -110,6 +114,10 @@ func run(args []string, in io.Reader, out io.Writer) int {
 		return 0
 	}
 	o := wakeword.Options{Threshold: *threshold, Step: int(step.Seconds()*wakeword.Rate + 0.5), Over: *over, Gain: *gain}
+	var err error
+	if o.Points, err = parsePoints(points, fs.Args()); err != nil {
+		return fail(err)
+	}
 	det, ready, closeRT, err := load(*dir, *lib, o, fs.Args(), *verifiers)
 	if err != nil {
 		return fail(err)
@@ -176,6 +184,36 @@ func load(dir, lib string, o wakeword.Options, models []string, verifiers string
 		return nil, ready, nil, err
 	}
 	return det, ready, rt.Close, nil
+}
+
+// parsePoints reads the --point flags (MODEL=THRESHOLD,OVER) into the
+// models' operating points, by model.
+func parsePoints(flags, models []string) ([]wakeword.Point, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	points := make([]wakeword.Point, len(models))
+	for _, f := range flags {
+		eq := strings.LastIndexByte(f, '=')
+		t, n, ok := strings.Cut(f[eq+1:], ",")
+		if eq < 0 || !ok {
+			return nil, fmt.Errorf("--point %s: give MODEL=THRESHOLD,OVER", f)
+		}
+		i := slices.Index(models, f[:eq])
+		if i < 0 {
+			return nil, fmt.Errorf("--point %s: %s is not one of the models", f, f[:eq])
+		}
+		th, err := strconv.ParseFloat(t, 64)
+		if err != nil || !(th > 0 && th < 1) {
+			return nil, fmt.Errorf("--point %s: threshold %s is outside (0, 1)", f, t)
+		}
+		over, err := strconv.Atoi(n)
+		if err != nil || over < 1 || over > 10 {
+			return nil, fmt.Errorf("--point %s: %s in a row is outside 1…10", f, n)
+		}
+		points[i] = wakeword.Point{Threshold: th, Over: over}
+	}
+	return points, nil
 }
 
 // loaded is the runtime of the models given: ONNX Runtime's, with the

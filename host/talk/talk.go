@@ -83,8 +83,22 @@ func (t *Talk) Parts() []part.Part {
 // owner's verifiers are in the state folder (agenthost wakeword enroll).
 func settings(cfg *config.Config) hostwake.Settings {
 	w := cfg.Conversation.WakeWord
-	return hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime, Gate: w.Gate, Step: time.Duration(w.Step), Over: w.Over,
+	s := hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime, Gate: w.Gate, Step: time.Duration(w.Step), Over: w.Over,
 		Verifiers: filepath.Join(cfg.Plugins.StateDirectory(), hostwake.VerifierFolder)}
+	for m, p := range w.PerModel {
+		if s.PerModel == nil {
+			s.PerModel = map[string]wakeword.Point{}
+		}
+		pt := wakeword.Point{Threshold: w.Threshold, Over: max(w.Over, 1)}
+		if p.Threshold > 0 {
+			pt.Threshold = p.Threshold
+		}
+		if p.Over > 0 {
+			pt.Over = p.Over
+		}
+		s.PerModel[m] = pt
+	}
+	return s
 }
 
 // wakeOptions builds the wake word the configuration asks for: nil when it
@@ -122,6 +136,7 @@ func WakeStatus(t *Talk, cfg *config.Config) hostwake.Status {
 func (t *Talk) Live() []string {
 	return []string{"conversation.hooks",
 		"conversation.wake_word.models", "conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
+		"conversation.wake_word.step", "conversation.wake_word.over", "conversation.wake_word.gate", "conversation.wake_word.per_model",
 		"audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room"}
 }
 
@@ -190,5 +205,17 @@ func CheckWakeWord(ctx context.Context, cfg *config.Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("OK: models %s, ONNX Runtime %s (%s), threshold %g, %d in a row", strings.Join(m.Models, ", "), m.ONNXRuntime, m.Library, w.Threshold, w.Over), nil
+	return fmt.Sprintf("OK: models %s, ONNX Runtime %s (%s), %s", strings.Join(m.Models, ", "), m.ONNXRuntime, m.Library, operatingPoints(settings(cfg))), nil
+}
+
+// operatingPoints says at which threshold and scores in a row the models
+// fire.
+func operatingPoints(s hostwake.Settings) string {
+	out := fmt.Sprintf("threshold %g, %d in a row", s.Threshold, max(s.Over, 1))
+	for _, m := range s.Models {
+		if p, ok := s.PerModel[m]; ok {
+			out += fmt.Sprintf("; %s at %g, %d in a row", m, p.Threshold, p.Over)
+		}
+	}
+	return out
 }

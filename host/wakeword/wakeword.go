@@ -65,6 +65,8 @@ type Settings struct {
 	// Over is how many scores in a row must reach the threshold (--over);
 	// 0 or 1 is the detector's own (the first).
 	Over int
+	// PerModel are models' own operating points (--point), by name.
+	PerModel map[string]wakeword.Point
 	// Verifiers is the folder of the owners' verifiers (--verifiers: the
 	// state folder's wakeword/, where `agenthost wakeword enroll` writes
 	// them); "" uses none.
@@ -82,6 +84,11 @@ func (s Settings) Args() []string {
 	}
 	if s.Over > 1 {
 		args = append(args, "--over", strconv.Itoa(s.Over))
+	}
+	for _, m := range s.Models {
+		if p, ok := s.PerModel[m]; ok {
+			args = append(args, "--point", fmt.Sprintf("%s=%s,%d", m, strconv.FormatFloat(p.Threshold, 'g', -1, 64), p.Over))
+		}
 	}
 	if s.Verifiers != "" {
 		args = append(args, "--verifiers", s.Verifiers)
@@ -196,7 +203,7 @@ func (d *Detector) load() {
 		if err != nil {
 			return nil, err
 		}
-		d.log.Info("wake word on", "models", c.ready.Models, "onnxruntime", c.ready.ONNXRuntime, "library", c.ready.Library, "threshold", s.Threshold, "over", max(s.Over, 1), "verified", c.ready.Verified)
+		d.log.Info("wake word on", "models", c.ready.Models, "onnxruntime", c.ready.ONNXRuntime, "library", c.ready.Library, "threshold", s.Threshold, "over", max(s.Over, 1), "per_model", s.PerModel, "verified", c.ready.Verified)
 		if c.ready.VerifierError != "" {
 			d.log.Warn("owner's verifier not used", "error", c.ready.VerifierError)
 		}
