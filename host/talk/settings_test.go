@@ -42,7 +42,23 @@ func TestTheCheckSaysEachModelsPoint(t *testing.T) {
 	w := &cfg.Conversation.WakeWord
 	w.Models, w.Threshold, w.Over = []string{"hey_jarvis", "hey_jarvis_agenthost"}, 0.5, 1
 	w.PerModel = map[string]config.WakePoint{"hey_jarvis_agenthost": {Threshold: 0.9, Over: 2}}
-	if got, want := operatingPoints(settings(cfg)), "threshold 0.5, 1 in a row; hey_jarvis_agenthost at 0.9, 2 in a row"; got != want {
+	if got, want := operatingPoints(settings(cfg), nil), "threshold 0.5, 1 in a row; hey_jarvis_agenthost at 0.9, 2 in a row"; got != want {
+		t.Errorf("the check says %q, want %q", got, want)
+	}
+}
+
+// TestTheCheckSaysAVerifiedModelFiresAtItsVerifiersThreshold: a model with
+// an owner's verifier fires at the verifier's threshold, whatever per_model
+// gives it (its scores in a row still apply, to the verifier's
+// probability), so `agenthost check` must not say per_model's threshold
+// for it.
+func TestTheCheckSaysAVerifiedModelFiresAtItsVerifiersThreshold(t *testing.T) {
+	cfg := config.Default()
+	w := &cfg.Conversation.WakeWord
+	w.Models, w.Threshold, w.Over = []string{"hey_jarvis", "/opt/mine_v0.1.onnx"}, 0.5, 1
+	w.PerModel = map[string]config.WakePoint{"hey_jarvis": {Threshold: 0.9, Over: 2}}
+	got := operatingPoints(settings(cfg), []string{"hey_jarvis", "mine"})
+	if want := "threshold 0.5, 1 in a row; hey_jarvis at its owner's verifier's threshold, 2 in a row; /opt/mine_v0.1.onnx at its owner's verifier's threshold, 1 in a row"; got != want {
 		t.Errorf("the check says %q, want %q", got, want)
 	}
 }
