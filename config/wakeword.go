@@ -50,7 +50,8 @@ type WakeWord struct {
 	Over int `yaml:"over"`
 	// PerModel gives models (by name, as in Models) their own operating
 	// point: agenthost's own head is measured at 0.9 two in a row, the
-	// pre-trained models at 0.5 one.
+	// pre-trained models at 0.5 one. A model with an owner's verifier fires
+	// at the verifier's threshold instead; Over still applies.
 	PerModel map[string]WakePoint `yaml:"per_model"`
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -205,15 +206,23 @@ func CheckWakeWord(ctx context.Context, cfg *config.Config) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("OK: models %s, ONNX Runtime %s (%s), %s", strings.Join(m.Models, ", "), m.ONNXRuntime, m.Library, operatingPoints(settings(cfg))), nil
+	return fmt.Sprintf("OK: models %s, ONNX Runtime %s (%s), %s", strings.Join(m.Models, ", "), m.ONNXRuntime, m.Library, operatingPoints(settings(cfg), m.Verified)), nil
 }
 
 // operatingPoints says at which threshold and scores in a row the models
-// fire.
-func operatingPoints(s hostwake.Settings) string {
+// fire; a model with an owner's verifier (verified, by wakeword.ModelName)
+// fires at the verifier's threshold, whatever per_model gives it.
+func operatingPoints(s hostwake.Settings, verified []string) string {
 	out := fmt.Sprintf("threshold %g, %d in a row", s.Threshold, max(s.Over, 1))
 	for _, m := range s.Models {
-		if p, ok := s.PerModel[m]; ok {
+		p, ok := s.PerModel[m]
+		if !ok {
+			p = wakeword.Point{Threshold: s.Threshold, Over: max(s.Over, 1)}
+		}
+		switch {
+		case slices.Contains(verified, wakeword.ModelName(m)):
+			out += fmt.Sprintf("; %s at its owner's verifier's threshold, %d in a row", m, p.Over)
+		case ok:
 			out += fmt.Sprintf("; %s at %g, %d in a row", m, p.Threshold, p.Over)
 		}
 	}
