@@ -57,3 +57,17 @@ func TestWakeWordSettings(t *testing.T) {
 		}
 	}
 }
+
+// TestAPathModelsPointCanBeOverridden: a model named by its path has dots
+// in its name (mine.onnx); an override of its per_model point takes the
+// name up to the point's field, as the file does, not "unknown key".
+func TestAPathModelsPointCanBeOverridden(t *testing.T) {
+	c, err := Load("", map[string]any{"conversation.wake_word.models": []any{"/opt/my.wake/mine.onnx"},
+		"conversation.wake_word.per_model./opt/my.wake/mine.onnx.threshold": 0.9, "conversation.wake_word.per_model./opt/my.wake/mine.onnx.over": 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pm := c.Conversation.WakeWord.PerModel; pm["/opt/my.wake/mine.onnx"] != (WakePoint{Threshold: 0.9, Over: 2}) || len(pm) != 1 {
+		t.Errorf("per_model = %+v", pm)
+	}
+}
