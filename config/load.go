@@ -470,7 +470,10 @@ func knownPaths() [][]string {
 // overrideMap turns dotted override keys into a nested map, checking each
 // key. Below a map with free-form keys whose values are single values, the
 // rest of the dotted key is the map key (so "services.timeouts.a.b" sets the
-// timeout of service "a.b").
+// timeout of service "a.b"); below one whose values are structs, the map
+// key runs up to the first of their keys (so
+// "conversation.wake_word.per_model./opt/mine.onnx.over" sets over of
+// /opt/mine.onnx).
 func (l *loader) overrideMap(ov map[string]any) map[string]any {
 	out := map[string]any{}
 	keys := make([]string, 0, len(ov))
@@ -531,7 +534,18 @@ func (l *loader) resolveOverride(key string) ([]string, bool) {
 			return bad(i)
 		case reflect.Map:
 			if e := t.Elem(); e.Kind() == reflect.Struct || e.Kind() == reflect.Interface {
-				p = append(p, seg)
+				// A map key may hold dots (a model's path: mine.onnx): it
+				// runs up to the first of e's fields.
+				j := i + 1
+				if e.Kind() == reflect.Struct && structFields(e).inline < 0 {
+					for ; j < len(segs)-1; j++ {
+						if _, ok := structFields(e).byName[segs[j]]; ok {
+							break
+						}
+					}
+				}
+				p = append(p, strings.Join(segs[i:j], "."))
+				i = j - 1
 				t = e
 				continue
 			}
