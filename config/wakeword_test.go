@@ -71,3 +71,13 @@ func TestAPathModelsPointCanBeOverridden(t *testing.T) {
 		t.Errorf("per_model = %+v", pm)
 	}
 }
+
+// TestAPathModelsPointIsNamedAtItsLine: a per_model entry of a model named
+// by its path (dots in its name) that is out of range is named at its own
+// line of the file, as any other entry is.
+func TestAPathModelsPointIsNamedAtItsLine(t *testing.T) {
+	_, err := Load(writeConfig(t, "conversation:\n  wake_word:\n    models: [/opt/mine.onnx]\n    per_model:\n\n      /opt/mine.onnx:\n        over: 11\n"), nil)
+	if err == nil || !strings.Contains(err.Error(), ":7: conversation.wake_word.per_model./opt/mine.onnx.over: 11 is outside") {
+		t.Errorf("err = %v, want it at line 7", err)
+	}
+}
