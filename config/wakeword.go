@@ -113,14 +113,14 @@ func (l *loader) wakeWord(c *Config) {
 		l.errorf(path(key+"over"), "%d is outside 1…%d (1, the default: the first score at the threshold fires)", w.Over, maxOver)
 	}
 	for _, m := range slices.Sorted(maps.Keys(w.PerModel)) {
-		p, k := w.PerModel[m], key+"per_model."+m
+		p, k := w.PerModel[m], append(path(key+"per_model"), m) // m may hold dots: a path
 		switch {
 		case !slices.Contains(w.Models, m):
-			l.errorf(path(k), "not one of conversation.wake_word.models (%s)", strings.Join(w.Models, ", "))
+			l.errorf(k, "not one of conversation.wake_word.models (%s)", strings.Join(w.Models, ", "))
 		case math.IsNaN(p.Threshold) || p.Threshold < 0 || p.Threshold >= 1:
-			l.errorf(path(k+".threshold"), "%g is outside (0, 1)", p.Threshold)
+			l.errorf(append(k, "threshold"), "%g is outside (0, 1)", p.Threshold)
 		case p.Over < 0 || p.Over > maxOver:
-			l.errorf(path(k+".over"), "%d is outside 1…%d", p.Over, maxOver)
+			l.errorf(append(k, "over"), "%d is outside 1…%d", p.Over, maxOver)
 		}
 	}
 	if w.Dir == "" || !filepath.IsAbs(w.Dir) {
