@@ -81,3 +81,15 @@ func TestAPathModelsPointIsNamedAtItsLine(t *testing.T) {
 		t.Errorf("err = %v, want it at line 7", err)
 	}
 }
+
+// TestBothOfAPointsProblemsAreNamed: a per_model entry whose threshold and
+// over are both out of range names both, as the rest of the file's
+// problems are all named at once.
+func TestBothOfAPointsProblemsAreNamed(t *testing.T) {
+	_, err := Load(writeConfig(t, "conversation:\n  wake_word: {models: [hey_jarvis], per_model: {hey_jarvis: {threshold: 1.5, over: 11}}}\n"), nil)
+	for _, want := range []string{"per_model.hey_jarvis.threshold: 1.5 is outside", "per_model.hey_jarvis.over: 11 is outside"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("err = %v, want %q in it", err, want)
+		}
+	}
+}
