@@ -114,13 +114,15 @@ func (l *loader) wakeWord(c *Config) {
 	}
 	for _, m := range slices.Sorted(maps.Keys(w.PerModel)) {
 		p, k := w.PerModel[m], append(path(key+"per_model"), m) // m may hold dots: a path
-		switch {
-		case !slices.Contains(w.Models, m):
+		if !slices.Contains(w.Models, m) {
 			l.errorf(k, "not one of conversation.wake_word.models (%s)", strings.Join(w.Models, ", "))
-		case math.IsNaN(p.Threshold) || p.Threshold < 0 || p.Threshold >= 1:
-			l.errorf(append(k, "threshold"), "%g is outside (0, 1)", p.Threshold)
-		case p.Over < 0 || p.Over > maxOver:
-			l.errorf(append(k, "over"), "%d is outside 1…%d", p.Over, maxOver)
+			continue
+		}
+		if math.IsNaN(p.Threshold) || p.Threshold < 0 || p.Threshold >= 1 {
+			l.errorf(append(k[:len(k):len(k)], "threshold"), "%g is outside (0, 1)", p.Threshold)
+		}
+		if p.Over < 0 || p.Over > maxOver {
+			l.errorf(append(k[:len(k):len(k)], "over"), "%d is outside 1…%d", p.Over, maxOver)
 		}
 	}
 	if w.Dir == "" || !filepath.IsAbs(w.Dir) {
