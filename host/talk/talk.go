@@ -6,6 +6,7 @@
 package talk
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -86,18 +87,11 @@ func settings(cfg *config.Config) hostwake.Settings {
 	w := cfg.Conversation.WakeWord
 	s := hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime, Gate: w.Gate, Step: time.Duration(w.Step), Over: w.Over,
 		Verifiers: filepath.Join(cfg.Plugins.StateDirectory(), hostwake.VerifierFolder)}
+	if len(w.PerModel) > 0 {
+		s.PerModel = map[string]wakeword.Point{}
+	}
 	for m, p := range w.PerModel {
-		if s.PerModel == nil {
-			s.PerModel = map[string]wakeword.Point{}
-		}
-		pt := wakeword.Point{Threshold: w.Threshold, Over: max(w.Over, 1)}
-		if p.Threshold > 0 {
-			pt.Threshold = p.Threshold
-		}
-		if p.Over > 0 {
-			pt.Over = p.Over
-		}
-		s.PerModel[m] = pt
+		s.PerModel[m] = wakeword.Point{Threshold: cmp.Or(p.Threshold, w.Threshold), Over: cmp.Or(p.Over, max(w.Over, 1))}
 	}
 	return s
 }
