@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -70,10 +71,15 @@ func start(ctx context.Context, command string, args []string, log *slog.Logger,
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	// Our own pipe, not StdoutPipe: Wait, called as soon as the child
+	// exits, closes that one, and a line the child wrote just before (its
+	// error at start) could be lost ("file already closed"). This one ends
+	// in EOF once the child is gone, and is closed when it has been read.
+	stdout, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
+	cmd.Stdout = w
 	c.stdin = stdin
 	err = proctree.StartLocked(cmd, nil, func(error) {
 		stderr.Flush()
@@ -84,7 +90,9 @@ func start(ctx context.Context, command string, args []string, log *slog.Logger,
 		c.mu.Unlock()
 		close(c.done)
 	})
+	w.Close() // the child has its own
 	if err != nil {
+		stdout.Close()
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, syscall.ENOENT) {
 			return nil, fmt.Errorf("the detector %s is not installed (it comes with the package, beside the plugins in /usr/lib/agenthost): %w", command, err)
 		}
@@ -114,12 +122,16 @@ func start(ctx context.Context, command string, args []string, log *slog.Logger,
 	if err != nil {
 		c.Kill()
 		<-c.done
+		stdout.Close()
 		if errors.Is(err, io.EOF) {
 			err = fmt.Errorf("the detector exited at start (%s)%s", exitOf(cmd), c.tailText())
 		}
 		return nil, err
 	}
-	go c.read(lines)
+	go func() {
+		defer stdout.Close()
+		c.read(lines)
+	}()
 	go c.write()
 	return c, nil
 }
