@@ -256,7 +256,7 @@ func headExamples(conds []*condition, seqs []*embSeq, earlier *wakeword.Head, sl
 // (synthConfusables), AGENTHOST_WAKESET_HEAD_SYNTH_PHRASES=N with N clips
 // of the phrase in them, each shifted to another speaker (synthPhrases),
 // AGENTHOST_WAKESET_HEAD_SYNTH_SHIFTED_HOURS=H against H hours of
-// negatives so shifted (synthShiftedNegatives);
+// negatives so shifted (synthNegatives too);
 // AGENTHOST_WAKESET_HEAD_TUNING=1 prints its figures on the tuning part
 // too (what it was trained on); AGENTHOST_WAKESET_PART=other-synths
 // measures it on the other synthesizers' voices instead of the held-out
@@ -301,14 +301,13 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 		synths := synthTraining(b, trainMinutes/2)
 		tconds = append(tconds, synths...)
 		synthHours, _ := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_HOURS"), 64)
-		synthNeg := synthNegatives(b, set, synthHours)
-		tconds = append(tconds, synthNeg...)
+		tconds = append(tconds, synthNegatives(b, set, synthHours, false)...)
 		synthNear, _ := strconv.Atoi(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_NEAR"))
 		tconds = append(tconds, synthConfusables(b, set, synthNear)...)
 		synthPhr, _ := strconv.Atoi(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_PHRASES"))
 		tconds = append(tconds, synthPhrases(b, set, synthPhr)...)
 		shiftedHours, _ := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_SHIFTED_HOURS"), 64)
-		tconds = append(tconds, synthShiftedNegatives(b, set, shiftedHours)...)
+		tconds = append(tconds, synthNegatives(b, set, shiftedHours, true)...)
 		var slice *tuningSlice // nil: trained on the whole tuning part, as the shipped head was
 		if os.Getenv("AGENTHOST_WAKESET_HEAD_SLICE") != "off" {
 			slice = newTuningSlice(set, tconds)

@@ -64,8 +64,11 @@ func synthTraining(b *testing.B, minutes int) []*condition {
 // synthNegatives are hours (AGENTHOST_WAKESET_HEAD_SYNTH_HOURS) of
 // negatives in the voices of synthSpeakers: the word lists' sentences,
 // noise and music as moreNegatives, each clip in the next of those voices
-// (none without them). The other synthesizers' set holds only four paragraphs a voice.
-func synthNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condition {
+// (none without them). The other synthesizers' set holds only four
+// paragraphs a voice. Shifted (AGENTHOST_WAKESET_HEAD_SYNTH_SHIFTED_HOURS),
+// each clip's voice is made into another speaker as synthPhrases makes the
+// phrase's, so that a shift alone does not tell the phrase.
+func synthNegatives(b *testing.B, set *wakewordtest.Set, hours float64, shifted bool) []*condition {
 	if hours <= 0 {
 		return nil
 	}
@@ -73,21 +76,9 @@ func synthNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condi
 	if len(voices) == 0 {
 		return nil
 	}
-	voice := func(i int) (string, []string) { return voices[i%len(voices)], nil }
-	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 11)), "other synthesizers' negatives", voice)
-}
-
-// synthShiftedNegatives are hours (AGENTHOST_WAKESET_HEAD_SYNTH_SHIFTED_HOURS)
-// of negatives as synthNegatives, each clip's voice shifted to another
-// speaker as synthPhrases shifts the phrase's, so that a shift alone does
-// not tell the phrase (none without synthSpeakers).
-func synthShiftedNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condition {
-	if hours <= 0 {
-		return nil
-	}
-	voices := synthVoices(b)
-	if len(voices) == 0 {
-		return nil
+	if !shifted {
+		voice := func(i int) (string, []string) { return voices[i%len(voices)], nil }
+		return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 11)), "other synthesizers' negatives", voice)
 	}
 	rng := rand.New(rand.NewPCG(24, 14))
 	voice := func(i int) (string, []string) { return voices[i%len(voices)], shiftedSpeaker(rng) }
@@ -197,7 +188,7 @@ func synthVoices(b *testing.B) []string {
 func TestSynthNegativesSaysWhenNoVoiceIsThePersonNamed(t *testing.T) {
 	t.Setenv("AGENTHOST_WAKESET_HEAD_SYNTHS", "nobody-at-all")
 	r := testing.Benchmark(func(b *testing.B) {
-		synthNegatives(b, nil, 0.01)
+		synthNegatives(b, nil, 0.01, false)
 	})
 	if r.N != 0 {
 		t.Errorf("synthNegatives went on without a voice (%d runs)", r.N)
