@@ -308,6 +308,10 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 		tconds = append(tconds, synthPhrases(b, set, synthPhr)...)
 		shiftedHours, _ := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_SHIFTED_HOURS"), 64)
 		tconds = append(tconds, synthNegatives(b, set, shiftedHours, true)...)
+		echoHours, _ := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_ECHO_HOURS"), 64)
+		tconds = append(tconds, echoNegatives(b, set, echoHours)...)
+		overSpeaker, _ := strconv.Atoi(os.Getenv("AGENTHOST_WAKESET_HEAD_SYNTH_ECHO_PHRASES"))
+		tconds = append(tconds, echoPhrases(b, set, overSpeaker)...)
 		var slice *tuningSlice // nil: trained on the whole tuning part, as the shipped head was
 		if os.Getenv("AGENTHOST_WAKESET_HEAD_SLICE") != "off" {
 			slice = newTuningSlice(set, tconds)
@@ -320,7 +324,7 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 			b.Logf("tuning part's embeddings in %s", time.Since(t0).Round(time.Second))
 		}
 		eset, eheld, part := measuredPart(b)
-		econds := conditions(b, eset, eheld, minutes)
+		econds := append(conditions(b, eset, eheld, minutes), echoConditions(b, eset, eheld)...)
 		t0 := time.Now()
 		eseqs, pre := embedAll(b, eset.Dir, headStep, econds, open)
 		b.Logf("%s's embeddings in %s", part, time.Since(t0).Round(time.Second))
@@ -514,7 +518,7 @@ func printHeadTable(part string, conds []*condition, pre, own [][]wakeword.Score
 		sb.WriteString("\n")
 	}
 	targets := map[string]string{"clean": "≥ 95%", "pink 10 dB": "≥ 90%", "brown 10 dB": "≥ 90%", "pink 5 dB": "≥ 80%", "babble 5 dB": "≥ 80%"}
-	var negDur time.Duration
+	var negDur, ownDur time.Duration
 	for i, c := range conds {
 		i, c := i, c
 		switch c.kind {
@@ -522,6 +526,9 @@ func printHeadTable(part string, conds []*condition, pre, own [][]wakeword.Score
 			t := targets[c.name]
 			if strings.HasPrefix(c.name, "far") {
 				t = "≥ 80%"
+			}
+			if strings.HasPrefix(c.name, "over its own") {
+				t = "≥ 90%"
 			}
 			row(c.name, t, func(k col) string {
 				h, _ := hits(k.s, c, k.tr[i])
@@ -559,6 +566,8 @@ func printHeadTable(part string, conds []*condition, pre, own [][]wakeword.Score
 			}
 		case "negative":
 			negDur += c.duration
+		case "own sound":
+			ownDur += c.duration
 		}
 	}
 	row(fmt.Sprintf("false wakes in %s of ordinary speech and music (in each 10 minutes: speech first, music after)", negDur.Round(time.Minute)), "0", func(k col) string {
@@ -566,6 +575,17 @@ func printHeadTable(part string, conds []*condition, pre, own [][]wakeword.Score
 		var each []string
 		for i, c := range conds {
 			if c.kind == "negative" {
+				n += len(detections(k.s, k.tr[i]))
+				each = append(each, fmt.Sprint(len(detections(k.s, k.tr[i]))))
+			}
+		}
+		return fmt.Sprintf("%d (%s)", n, strings.Join(each, "+"))
+	})
+	row(fmt.Sprintf("false wakes in %s of its own speech and music through a room, cancelled (each room)", ownDur.Round(time.Minute)), "0", func(k col) string {
+		n := 0
+		var each []string
+		for i, c := range conds {
+			if c.kind == "own sound" {
 				n += len(detections(k.s, k.tr[i]))
 				each = append(each, fmt.Sprint(len(detections(k.s, k.tr[i]))))
 			}

@@ -1,0 +1,254 @@
+package ort_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/agenthost/agenthost/audio/capture"
+	"github.com/agenthost/agenthost/audio/echoroom"
+	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
+)
+
+// What the detector hears while the speaker plays (issue 24): the
+// speaker's own sound through a room, taken off by the canceller as
+// shipped, with the room's person saying the phrase or nothing. The
+// canceller leaves speech-like fragments the models never heard
+// elsewhere (the own head scored 0.97 on a cancelled reply it scored 0.00
+// on uncancelled), so these are measured on their own, and may train.
+
+// shippedCanceller are the canceller's settings in the default
+// configuration (audio.capture.echo_tail, echo_delay_search).
+var shippedCanceller = capture.EchoOptions{Rate: wakeword.Rate, Tail: 200 * time.Millisecond, MaxDelay: capture.DefaultMaxDelay}
+
+// cancelled plays far through the room w, with near in it (nil: nobody),
+// and returns the microphone after a new canceller.
+func cancelled(b testing.TB, w echoroom.World, far, near []int16) []int16 {
+	sig := w.Render(far, near)
+	e, err := capture.NewEcho(nil, shippedCanceller)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close()
+	out := sig.Mic
+	for i := 0; i+160 <= len(out); i += 160 {
+		e.Cancel(out[i:i+160], far[i:i+160])
+	}
+	return out
+}
+
+// inRooms puts near (its clips at clips) in the rooms one after another,
+// each for an equal share of it cut between two clips, with far(n, room)
+// playing, cancelled; the canceller starts anew in each room.
+func inRooms(b testing.TB, near []float64, clips []placed, rooms []echoroom.World, far func(n int, w echoroom.World) []int16) []int16 {
+	out := make([]int16, 0, len(near))
+	from := 0
+	for k, w := range rooms {
+		to := len(near)
+		if k < len(rooms)-1 {
+			to = (k + 1) * len(near) / len(rooms)
+			for _, c := range clips { // not inside a clip
+				if c.start-lead <= to && to < c.phraseAt+tail {
+					to = c.start - lead
+					break
+				}
+			}
+			to = max(to, from)
+		}
+		out = append(out, cancelled(b, w, far(to-from, w), toPCM(near[from:to]))...)
+		from = to
+	}
+	return out
+}
+
+// roomsOf are the world rooms of seed of the kinds given, two of each.
+func roomsOf(seed uint64, kinds ...echoroom.Kind) []echoroom.World {
+	var out []echoroom.World
+	for _, r := range echoroom.WorldRooms(seed, 2) {
+		for _, k := range kinds {
+			if r.Kind == k {
+				out = append(out, r.World)
+			}
+		}
+	}
+	return out
+}
+
+// atEcho is x (unit RMS) scaled so that its echo through w stands at
+// level dBFS (RMS) at the microphone.
+func atEcho(x []float64, w echoroom.World, level float64) []int16 {
+	a := math.Pow(10, (level-w.Level)/20) * 32768
+	out := make([]float64, len(x))
+	for i, v := range x {
+		out[i] = a * v
+	}
+	return toPCM(out)
+}
+
+// unitSpeech is n samples of paragraphs drawn from paras, half a second
+// apart, their active speech at unit RMS.
+func unitSpeech(paras []wakewordtest.Clip, rng *rand.Rand, n int) []float64 {
+	var acc []float64
+	for len(acc) < n {
+		p := paras[rng.IntN(len(paras))].PCM
+		g := math.Pow(10, -activeDB(p)/20) / 32768
+		for _, v := range p {
+			acc = append(acc, float64(v)*g)
+		}
+		acc = append(acc, make([]float64, wakeword.Rate/2)...)
+	}
+	return acc[:n]
+}
+
+// echoConditions are the measured part's phrases said while the speaker
+// plays music, or speech, whose echo at the microphone is as loud as the
+// phrase, in living rooms (RT60 0.4–0.6 s) and cancelled; and 20 minutes
+// of the speaker's own speech and music through rooms of every kind,
+// cancelled, with nobody in the room, each wake in it a false wake of the
+// speaker's own sound. Rooms and music none of the training draws.
+func echoConditions(b *testing.B, set *wakewordtest.Set, held bool) []*condition {
+	rng := rand.New(rand.NewPCG(41, 1))
+	var pos, paras []wakewordtest.Clip
+	for _, c := range set.Positives {
+		if c.Held == held {
+			pos = append(pos, c)
+		}
+	}
+	for _, c := range set.Paragraphs {
+		if c.Held == held {
+			paras = append(paras, c)
+		}
+	}
+	music := func(n int, w echoroom.World) []int16 { return atEcho(unitMusic(set, rng, n), w, speechLevel) }
+	speech := func(n int, w echoroom.World) []int16 { return atEcho(unitSpeech(paras, rng, n), w, speechLevel) }
+	living := roomsOf(4102, echoroom.Living)
+	bargeIn := func(name string, far func(int, echoroom.World) []int16) *condition {
+		c := &condition{name: name, kind: "positive"}
+		var acc []float64
+		for _, cl := range pos {
+			at := len(acc) + lead
+			g := math.Pow(10, (speechLevel-6+12*rng.Float64()-activeDB(cl.PCM[:cl.End]))/20)
+			seg := make([]float64, lead+len(cl.PCM)+tail)
+			for k, v := range cl.PCM {
+				seg[lead+k] = g * float64(v)
+			}
+			acc = append(acc, seg...)
+			c.clips = append(c.clips, placed{name: cl.Name(), voice: cl.VoiceName(), start: at + cl.Onset, phraseAt: at + cl.PhraseEnd})
+		}
+		c.pcm = inRooms(b, acc, c.clips, living, far)
+		c.duration = time.Duration(len(c.pcm)) * time.Second / wakeword.Rate
+		return c
+	}
+	conds := []*condition{
+		bargeIn("over its own music, RT60 0.4–0.6 s, cancelled", music),
+		bargeIn("over its own speech, RT60 0.4–0.6 s, cancelled", speech),
+	}
+	all := roomsOf(4103, echoroom.Dry, echoroom.Living, echoroom.Hall, echoroom.HardClip, echoroom.SoftClip, echoroom.Moving)
+	for i, w := range all {
+		n := 100 * wakeword.Rate
+		far := speech(n, w)
+		if i%2 == 1 {
+			far = music(n, w)
+		}
+		c := &condition{name: fmt.Sprintf("its own sound through a room, cancelled %d (%s)", i+1, w), kind: "own sound"}
+		c.pcm = cancelled(b, w, far, nil)
+		c.duration = time.Duration(len(c.pcm)) * time.Second / wakeword.Rate
+		conds = append(conds, c)
+	}
+	return conds
+}
+
+// echoNegatives are hours (AGENTHOST_WAKESET_HEAD_SYNTH_ECHO_HOURS) of the
+// speaker's own sound through rooms, cancelled, with nobody in the room,
+// to train on: sentences in the voices of synthSpeakers, each shifted to
+// another speaker (shiftedSpeaker), music and noise, laid out as
+// negativeStreams lays out its own; in parts of two minutes, each in the
+// next of twelve rooms of every kind (none of echoConditions') and its
+// echo 0–10 dB louder than it was said. Seeded.
+func echoNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condition {
+	if hours <= 0 {
+		return nil
+	}
+	voices := synthVoices(b)
+	if len(voices) == 0 {
+		return nil
+	}
+	rng := rand.New(rand.NewPCG(41, 2))
+	voice := func(i int) (string, []string) { return voices[i%len(voices)], shiftedSpeaker(rng) }
+	far := negativeStreams(b, set, hours, rand.New(rand.NewPCG(41, 3)), "the speaker's own sound", voice)
+	rooms := roomsOf(4101, echoroom.Dry, echoroom.Living, echoroom.Hall, echoroom.HardClip, echoroom.SoftClip, echoroom.Moving)
+	t0 := time.Now()
+	var out []*condition
+	k := 0
+	for i, f := range far {
+		var pcm []int16
+		for from := 0; from < len(f.pcm); from += 120 * wakeword.Rate {
+			w := rooms[k%len(rooms)]
+			k++
+			g := math.Pow(10, (10*rng.Float64()-w.Level)/20)
+			part := make([]float64, min(len(f.pcm)-from, 120*wakeword.Rate))
+			for j := range part {
+				part[j] = g * float64(f.pcm[from+j])
+			}
+			pcm = append(pcm, cancelled(b, w, toPCM(part), nil)...)
+		}
+		out = append(out, &condition{name: fmt.Sprintf("the speaker's own sound through a room, cancelled %d", i+1), kind: "negative",
+			pcm: pcm, duration: time.Duration(len(pcm)) * time.Second / wakeword.Rate})
+	}
+	b.Logf("the speaker's own sound: %d streams through rooms and the canceller in %s", len(out), time.Since(t0).Round(time.Second))
+	return out
+}
+
+// echoPhrases are n clips (AGENTHOST_WAKESET_HEAD_SYNTH_ECHO_PHRASES) of the
+// phrase in the voices of synthSpeakers, each shifted (as synthPhrases),
+// said while the speaker plays music or the tuning part's speech, its echo
+// 0–6 dB louder than the phrase, in six rooms (none of echoConditions'),
+// cancelled, to train on. Seeded.
+func echoPhrases(b *testing.B, set *wakewordtest.Set, n int) []*condition {
+	if n <= 0 {
+		return nil
+	}
+	voices := synthVoices(b)
+	if len(voices) == 0 {
+		return nil
+	}
+	pick := func(i int, rng *rand.Rand) (string, string, []string) {
+		return voices[i%len(voices)], "", shiftedSpeaker(rng)
+	}
+	var clean *condition
+	for _, c := range otherSaid(b, set, n, rand.New(rand.NewPCG(41, 4)), "phrases over the speaker", "positive", pick, func(string, int) string { return "hey jarvis" }) {
+		if c.name == "phrases over the speaker: clean" {
+			clean = c
+		}
+	}
+	if clean == nil {
+		b.Fatal("echoPhrases: otherSaid laid out no clean condition")
+	}
+	var paras []wakewordtest.Clip
+	for _, c := range set.Paragraphs {
+		if !c.Held {
+			paras = append(paras, c)
+		}
+	}
+	rng := rand.New(rand.NewPCG(41, 5))
+	turn := 0
+	far := func(n int, w echoroom.World) []int16 {
+		turn++
+		level := speechLevel + 6*rng.Float64()
+		if turn%2 == 0 {
+			return atEcho(unitMusic(set, rng, n), w, level)
+		}
+		return atEcho(unitSpeech(paras, rng, n), w, level)
+	}
+	near := make([]float64, len(clean.pcm))
+	for i, v := range clean.pcm {
+		near[i] = float64(v)
+	}
+	c := &condition{name: "phrases over the speaker, cancelled", kind: "positive", clips: clean.clips}
+	c.pcm = inRooms(b, near, c.clips, roomsOf(4104, echoroom.Dry, echoroom.Living, echoroom.Hall), far)
+	c.duration = time.Duration(len(c.pcm)) * time.Second / wakeword.Rate
+	return []*condition{c}
+}
