@@ -1,10 +1,12 @@
 package talk
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/audio/wakeword/heads"
 	"github.com/agenthost/agenthost/config"
 )
 
@@ -60,5 +62,34 @@ func TestTheCheckSaysAVerifiedModelFiresAtItsVerifiersThreshold(t *testing.T) {
 	got := operatingPoints(settings(cfg), []string{"hey_jarvis", "mine"})
 	if want := "threshold 0.5, 1 in a row; hey_jarvis at its owner's verifier's threshold, 2 in a row; /opt/mine_v0.1.onnx at its owner's verifier's threshold, 1 in a row"; got != want {
 		t.Errorf("the check says %q, want %q", got, want)
+	}
+}
+
+// TestAnOwnModelRunsAtItsOwnPointUnlessPerModelSaysOtherwise: agenthost's
+// own head wakes about 16 times an hour on speech at the global 0.5, so
+// named without a per_model entry it runs at the point it was measured at
+// (heads.Point), not the global one; a per_model field still wins, and a
+// pre-trained model without an entry keeps the global point.
+func TestAnOwnModelRunsAtItsOwnPointUnlessPerModelSaysOtherwise(t *testing.T) {
+	own, ok := heads.Point(heads.HeyJarvis)
+	if !ok || own.Threshold < 0.5 || own.Over < 1 {
+		t.Fatalf("the own model's point = %+v, %v", own, ok)
+	}
+	cfg := config.Default()
+	w := &cfg.Conversation.WakeWord
+	w.Models, w.Threshold, w.Over = []string{"hey_jarvis", heads.HeyJarvis}, 0.5, 1
+	if s := settings(cfg); s.PerModel[heads.HeyJarvis] != own || len(s.PerModel) != 1 {
+		t.Errorf("without per_model: %+v, want %s at %+v and nothing else", s.PerModel, heads.HeyJarvis, own)
+	}
+	if got, want := operatingPoints(settings(cfg), nil), fmt.Sprintf("threshold 0.5, 1 in a row; %s at %g, %d in a row", heads.HeyJarvis, own.Threshold, own.Over); got != want {
+		t.Errorf("the check says %q, want %q", got, want)
+	}
+	w.PerModel = map[string]config.WakePoint{heads.HeyJarvis: {Threshold: 0.8}}
+	if s := settings(cfg); s.PerModel[heads.HeyJarvis] != (wakeword.Point{Threshold: 0.8, Over: own.Over}) {
+		t.Errorf("with a per_model threshold: %+v", s.PerModel)
+	}
+	w.PerModel = map[string]config.WakePoint{heads.HeyJarvis: {Over: 1}}
+	if s := settings(cfg); s.PerModel[heads.HeyJarvis] != (wakeword.Point{Threshold: own.Threshold, Over: 1}) {
+		t.Errorf("with per_model over: %+v", s.PerModel)
 	}
 }

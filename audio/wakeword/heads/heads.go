@@ -43,6 +43,12 @@ func Names() []string { return []string{HeyJarvis} }
 // Is reports whether name is one of this package's models.
 func Is(name string) bool { return slices.Contains(Names(), name) }
 
+// Point is the operating point the model name was measured at, and
+// whether it has one.
+func Point(name string) (wakeword.Point, bool) {
+	return wakeword.Point{}, false
+}
+
 // Load returns the head of the model name.
 func Load(name string) (*wakeword.Head, error) {
 	if name != HeyJarvis {
