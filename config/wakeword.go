@@ -49,14 +49,16 @@ type WakeWord struct {
 	// threshold held for two scores turns away more near misses.
 	Over int `yaml:"over"`
 	// PerModel gives models (by name, as in Models) their own operating
-	// point: agenthost's own head is measured at 0.9 two in a row, the
-	// pre-trained models at 0.5 one. A model with an owner's verifier fires
-	// at the verifier's threshold instead; Over still applies.
+	// point. A field left out is, for agenthost's own head, the point it
+	// was measured at (heads.Point: 0.9 two in a row), else Threshold and
+	// Over (the pre-trained models are measured at 0.5 one). A model with
+	// an owner's verifier fires at the verifier's threshold instead; Over
+	// still applies.
 	PerModel map[string]WakePoint `yaml:"per_model"`
 }
 
 // WakePoint is one model's threshold and scores in a row; 0 is the
-// wake word's own (Threshold, Over).
+// model's own point or the wake word's (see PerModel).
 type WakePoint struct {
 	Threshold float64 `yaml:"threshold"`
 	Over      int     `yaml:"over"`

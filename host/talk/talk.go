@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/audio/wakeword/heads"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/conversation"
 	"github.com/agenthost/agenthost/host/link"
@@ -87,11 +88,18 @@ func settings(cfg *config.Config) hostwake.Settings {
 	w := cfg.Conversation.WakeWord
 	s := hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime, Gate: w.Gate, Step: time.Duration(w.Step), Over: w.Over,
 		Verifiers: filepath.Join(cfg.Plugins.StateDirectory(), hostwake.VerifierFolder)}
-	if len(w.PerModel) > 0 {
-		s.PerModel = map[string]wakeword.Point{}
-	}
-	for m, p := range w.PerModel {
-		s.PerModel[m] = wakeword.Point{Threshold: cmp.Or(p.Threshold, w.Threshold), Over: cmp.Or(p.Over, max(w.Over, 1))}
+	for _, m := range w.Models {
+		// A field per_model leaves out is the model's own (agenthost's
+		// heads), else the global one.
+		own, isOwn := heads.Point(m)
+		p, ok := w.PerModel[m]
+		if !ok && !isOwn {
+			continue
+		}
+		if s.PerModel == nil {
+			s.PerModel = map[string]wakeword.Point{}
+		}
+		s.PerModel[m] = wakeword.Point{Threshold: cmp.Or(p.Threshold, own.Threshold, w.Threshold), Over: cmp.Or(p.Over, own.Over, max(w.Over, 1))}
 	}
 	return s
 }
