@@ -26,6 +26,9 @@ import (
 // maxStderrLine caps one forwarded stderr line; longer lines go in pieces.
 const maxStderrLine = 2048
 
+// stdoutDelay is how long the server's stdout is read after it exited.
+const stdoutDelay = 2 * time.Second
+
 // maxGarbageLogged is how many non-JSON stdout lines are logged one by one;
 // after that every hundredth.
 const maxGarbageLogged = 5
@@ -39,6 +42,7 @@ type process struct {
 	log  *slog.Logger
 
 	stdin  io.WriteCloser
+	rawOut *os.File       // the server's stdout
 	stdout *io.PipeReader // JSON lines only, see filterStdout
 
 	exited  chan struct{} // closed once the process is reaped
@@ -84,15 +88,26 @@ func startProcess(name string, c ServerConfig, log *slog.Logger, maxLine int) (*
 	if err != nil {
 		return nil, err
 	}
-	rawOut, err := cmd.StdoutPipe()
+	// Our own pipe, not StdoutPipe: Wait, called as soon as the server
+	// exits, closes that one, and what it wrote just before could be lost.
+	// This one ends in EOF once every holder of the write end is gone; a
+	// descendant that left the group may hold it, so it is closed anyway
+	// stdoutDelay after the exit, and when the session ends.
+	rawOut, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
 	}
-	if err := proctree.StartLocked(cmd, tree.Started, func(err error) {
+	cmd.Stdout = w
+	p.rawOut = rawOut
+	err = proctree.StartLocked(cmd, tree.Started, func(err error) {
 		stderr.Flush()
 		p.waitErr = err
 		close(p.exited)
-	}); err != nil {
+		time.AfterFunc(stdoutDelay, func() { rawOut.Close() })
+	})
+	w.Close() // the server has its own
+	if err != nil {
+		rawOut.Close()
 		return nil, startError(c, err)
 	}
 	p.stdin = stdin
@@ -124,7 +139,8 @@ func startError(c ServerConfig, err error) error {
 // filterStdout passes JSON lines on to w and logs anything else a server
 // prints on stdout (banners, debug output) instead of letting it break
 // the JSON-RPC stream. A line longer than maxLine ends the connection.
-func (p *process) filterStdout(r io.Reader, w *io.PipeWriter, maxLine int) {
+func (p *process) filterStdout(r io.ReadCloser, w *io.PipeWriter, maxLine int) {
+	defer r.Close()
 	br := bufio.NewReaderSize(r, 64<<10)
 	var line []byte
 	for {
@@ -266,6 +282,7 @@ func (p *process) kill(grace time.Duration) {
 		p.log.Info("killed what the server left running", "processes", n)
 	}
 	p.stdout.Close()
+	p.rawOut.Close()
 }
 
 func (p *process) pid() int { return p.cmd.Process.Pid }

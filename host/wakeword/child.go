@@ -74,7 +74,8 @@ func start(ctx context.Context, command string, args []string, log *slog.Logger,
 	// Our own pipe, not StdoutPipe: Wait, called as soon as the child
 	// exits, closes that one, and a line the child wrote just before (its
 	// error at start) could be lost ("file already closed"). This one ends
-	// in EOF once the child is gone, and is closed when it has been read.
+	// in EOF once the child is gone, and is closed when it has been read,
+	// or 2 s after the exit: a process that left the group may hold it.
 	stdout, w, err := os.Pipe()
 	if err != nil {
 		return nil, err
@@ -89,6 +90,7 @@ func start(ctx context.Context, command string, args []string, log *slog.Logger,
 		}
 		c.mu.Unlock()
 		close(c.done)
+		time.AfterFunc(2*time.Second, func() { stdout.Close() })
 	})
 	w.Close() // the child has its own
 	if err != nil {
@@ -123,7 +125,7 @@ func start(ctx context.Context, command string, args []string, log *slog.Logger,
 		c.Kill()
 		<-c.done
 		stdout.Close()
-		if errors.Is(err, io.EOF) {
+		if errors.Is(err, io.EOF) || errors.Is(err, os.ErrClosed) {
 			err = fmt.Errorf("the detector exited at start (%s)%s", exitOf(cmd), c.tailText())
 		}
 		return nil, err
@@ -189,7 +191,7 @@ func (c *child) read(r *bufio.Reader) {
 	for {
 		m, err := readMessage(r)
 		if err != nil {
-			if !errors.Is(err, io.EOF) {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
 				c.log.Error("the detector broke its protocol; restarting it", "err", err)
 				c.Kill()
 			}
