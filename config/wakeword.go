@@ -50,8 +50,9 @@ type WakeWord struct {
 	Over int `yaml:"over"`
 	// PerModel gives models (by name, as in Models) their own operating
 	// point. A field left out is, for agenthost's own head, the point it
-	// was measured at (heads.Point: 0.9 two in a row), else Threshold and
-	// Over (the pre-trained models are measured at 0.5 one). A model with
+	// was measured at (heads.Point: 0.9 two in a row) or Threshold and Over
+	// where they are stricter, else Threshold and Over (the pre-trained
+	// models are measured at 0.5 one). A model with
 	// an owner's verifier fires at the verifier's threshold instead; Over
 	// still applies.
 	PerModel map[string]WakePoint `yaml:"per_model"`

@@ -93,3 +93,28 @@ func TestAnOwnModelRunsAtItsOwnPointUnlessPerModelSaysOtherwise(t *testing.T) {
 		t.Errorf("with per_model over: %+v", s.PerModel)
 	}
 }
+
+// TestAStricterGlobalPointStillHoldsTheOwnModel: the own head's point is
+// where it runs instead of a global one that would wake it more, not
+// instead of one that wakes it less: a configuration that held it at 0.95
+// three in a row by the global fields (as before per_model, or with it
+// alone in models) must not be loosened to 0.9 two in a row by an upgrade
+// (more false wakes: more of the room's audio sent). A field per_model
+// gives still wins.
+func TestAStricterGlobalPointStillHoldsTheOwnModel(t *testing.T) {
+	own, _ := heads.Point(heads.HeyJarvis)
+	cfg := config.Default()
+	w := &cfg.Conversation.WakeWord
+	w.Models, w.Threshold, w.Over = []string{heads.HeyJarvis}, 0.95, 3
+	if got, want := settings(cfg).PerModel[heads.HeyJarvis], (wakeword.Point{Threshold: 0.95, Over: 3}); got != want {
+		t.Errorf("global 0.95, 3 in a row: the own head runs at %+v, want %+v", got, want)
+	}
+	w.Threshold, w.Over = 0.95, 1
+	if got, want := settings(cfg).PerModel[heads.HeyJarvis], (wakeword.Point{Threshold: 0.95, Over: own.Over}); got != want {
+		t.Errorf("global 0.95, 1 in a row: the own head runs at %+v, want %+v", got, want)
+	}
+	w.PerModel = map[string]config.WakePoint{heads.HeyJarvis: {Threshold: 0.8}}
+	if got, want := settings(cfg).PerModel[heads.HeyJarvis], (wakeword.Point{Threshold: 0.8, Over: own.Over}); got != want {
+		t.Errorf("per_model threshold 0.8: the own head runs at %+v, want %+v", got, want)
+	}
+}

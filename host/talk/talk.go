@@ -90,8 +90,12 @@ func settings(cfg *config.Config) hostwake.Settings {
 		Verifiers: filepath.Join(cfg.Plugins.StateDirectory(), hostwake.VerifierFolder)}
 	for _, m := range w.Models {
 		// A field per_model leaves out is the model's own (agenthost's
-		// heads), else the global one.
+		// heads) or the global one, whichever wakes less (a global point
+		// set stricter keeps holding it), else the global one.
 		own, isOwn := heads.Point(m)
+		if isOwn {
+			own = wakeword.Point{Threshold: max(own.Threshold, w.Threshold), Over: max(own.Over, w.Over)}
+		}
 		p, ok := w.PerModel[m]
 		if !ok && !isOwn {
 			continue

@@ -46,9 +46,9 @@ func Is(name string) bool { return slices.Contains(Names(), name) }
 
 // Point is the operating point the model name was measured at (the
 // figures in this package's doc), and whether it is one of this
-// package's: where it is named, it runs there unless the configuration's
-// per_model says otherwise (at the global 0.5 it wakes about 16 times an
-// hour on speech).
+// package's: where it is named, it runs there (or at the global point
+// where that is stricter) unless the configuration's per_model says
+// otherwise (at the global 0.5 it wakes about 16 times an hour on speech).
 func Point(name string) (wakeword.Point, bool) {
 	if name != HeyJarvis {
 		return wakeword.Point{}, false

@@ -25,19 +25,26 @@ import (
 var shippedCanceller = capture.EchoOptions{Rate: wakeword.Rate, Tail: 200 * time.Millisecond, MaxDelay: capture.DefaultMaxDelay}
 
 // cancelled plays far through the room w, with near in it (nil: nobody),
-// and returns the microphone after a new canceller.
+// and returns the microphone after a new canceller, sample for sample
+// where it was: the canceller takes 10 ms frames and gives each back one
+// frame later (its suppressor's), so the microphone and far go in with a
+// frame of silence after them (and the last frame made whole), and what
+// comes out a frame late is taken.
 func cancelled(b testing.TB, w echoroom.World, far, near []int16) []int16 {
+	const frame = 160
 	sig := w.Render(far, near)
 	e, err := capture.NewEcho(nil, shippedCanceller)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer e.Close()
-	out := sig.Mic
-	for i := 0; i+160 <= len(out); i += 160 {
-		e.Cancel(out[i:i+160], far[i:i+160])
+	n := len(sig.Mic)
+	pad := make([]int16, frame+(frame-n%frame)%frame)
+	mic, ref := append(sig.Mic, pad...), append(append([]int16(nil), far...), pad...)
+	for i := 0; i+frame <= len(mic); i += frame {
+		e.Cancel(mic[i:i+frame], ref[i:i+frame])
 	}
-	return out
+	return mic[frame : frame+n]
 }
 
 // inRooms puts near (its clips at clips) in the rooms one after another,
