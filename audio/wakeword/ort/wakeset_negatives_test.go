@@ -59,7 +59,7 @@ func negSentence(rng *rand.Rand) string {
 func moreNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condition {
 	voices := tuningVoices(set)
 	voice := func(i int) (string, []string) { return voices[(i*7)%len(voices)], nil }
-	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 7)), "extra negatives", voice)
+	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 7)), "extra negatives", voice, false)
 }
 
 // tuningVariant reports whether variant is in the tuning part (a

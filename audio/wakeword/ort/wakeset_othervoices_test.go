@@ -54,7 +54,7 @@ func otherNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condi
 		}
 		return tuning[(i*7)%len(tuning)], append(fx, "rate", "16000")
 	}
-	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 8)), "other-voice negatives", voice)
+	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 8)), "other-voice negatives", voice, false)
 }
 
 // tuningVoices are the tuning part's voices with their variants.
@@ -95,8 +95,9 @@ func sayShifted(set *wakewordtest.Set, voice string, wpm, pitch int, text string
 // i in voice(i), its sox effects applied when it names any) at 110–210
 // words a minute and pitch 20–90, a third over music or pink or brown
 // noise at 0–20 dB, and a fifth of the time music or noise alone; in
-// streams of 10 minutes named label.
-func negativeStreams(b *testing.B, set *wakewordtest.Set, hours float64, rng *rand.Rand, label string, voice func(i int) (string, []string)) []*condition {
+// streams of 10 minutes named label. With speechOnly, the sentences
+// alone (the same draws).
+func negativeStreams(b *testing.B, set *wakewordtest.Set, hours float64, rng *rand.Rand, label string, voice func(i int) (string, []string), speechOnly bool) []*condition {
 	speechWant := int(hours*3600*wakeword.Rate) * 4 / 5
 	type job struct {
 		voice      string
@@ -163,7 +164,7 @@ func negativeStreams(b *testing.B, set *wakewordtest.Set, hours float64, rng *ra
 			seg[k] = g * float64(v)
 		}
 		j.pcm = nil
-		if j.bg > 0 {
+		if j.bg > 0 && !speechOnly {
 			nz := noise(j.bg, len(seg))
 			a := math.Pow(10, (j.level-j.snr)/20) * 32768
 			for k := range seg {
@@ -171,7 +172,7 @@ func negativeStreams(b *testing.B, set *wakewordtest.Set, hours float64, rng *ra
 			}
 		}
 		acc = append(acc, seg...)
-		if i%5 == 4 {
+		if i%5 == 4 && !speechOnly {
 			// Music or noise alone, 10–40 s.
 			m := noise(1+rng.IntN(3), (10+rng.IntN(31))*wakeword.Rate)
 			a := math.Pow(10, (speechLevel-10+16*rng.Float64())/20) * 32768

@@ -78,11 +78,11 @@ func synthNegatives(b *testing.B, set *wakewordtest.Set, hours float64, shifted 
 	}
 	if !shifted {
 		voice := func(i int) (string, []string) { return voices[i%len(voices)], nil }
-		return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 11)), "other synthesizers' negatives", voice)
+		return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 11)), "other synthesizers' negatives", voice, false)
 	}
 	rng := rand.New(rand.NewPCG(24, 14))
 	voice := func(i int) (string, []string) { return voices[i%len(voices)], shiftedSpeaker(rng) }
-	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 15)), "other synthesizers' shifted negatives", voice)
+	return negativeStreams(b, set, hours, rand.New(rand.NewPCG(24, 15)), "other synthesizers' shifted negatives", voice, false)
 }
 
 // synthConfusables are n clips (AGENTHOST_WAKESET_HEAD_SYNTH_NEAR) of near
