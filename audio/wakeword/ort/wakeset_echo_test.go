@@ -172,9 +172,8 @@ func echoConditions(b *testing.B, set *wakewordtest.Set, held bool) []*condition
 // of the speaker's own speech through rooms, cancelled, with nobody in the
 // room, to train on: sentences in the voices of synthSpeakers, each shifted
 // to another speaker (shiftedSpeaker), laid out as negativeStreams lays out
-// its own but without music or noise (the own heads woke on cancelled
-// speech, not cancelled music, and with music here the phrase over music
-// went down with it); in parts of two minutes, each in the next of twelve
+// its own but without music or noise (with music here the phrase over
+// music went down with it); in parts of two minutes, each in the next of twelve
 // rooms of every kind (none of echoConditions') and its echo 0–10 dB
 // louder than it was said. Seeded.
 func echoNegatives(b *testing.B, set *wakewordtest.Set, hours float64) []*condition {
