@@ -570,28 +570,22 @@ func printHeadTable(part string, conds []*condition, pre, own [][]wakeword.Score
 			ownDur += c.duration
 		}
 	}
-	row(fmt.Sprintf("false wakes in %s of ordinary speech and music (in each 10 minutes: speech first, music after)", negDur.Round(time.Minute)), "0", func(k col) string {
-		n := 0
-		var each []string
-		for i, c := range conds {
-			if c.kind == "negative" {
-				n += len(detections(k.s, k.tr[i]))
-				each = append(each, fmt.Sprint(len(detections(k.s, k.tr[i]))))
+	// wakesIn counts a column's wakes in the conditions of kind, and in each.
+	wakesIn := func(kind string) func(k col) string {
+		return func(k col) string {
+			n := 0
+			var each []string
+			for i, c := range conds {
+				if c.kind == kind {
+					n += len(detections(k.s, k.tr[i]))
+					each = append(each, fmt.Sprint(len(detections(k.s, k.tr[i]))))
+				}
 			}
+			return fmt.Sprintf("%d (%s)", n, strings.Join(each, "+"))
 		}
-		return fmt.Sprintf("%d (%s)", n, strings.Join(each, "+"))
-	})
-	row(fmt.Sprintf("false wakes in %s of its own speech and music through a room, cancelled (each room)", ownDur.Round(time.Minute)), "0", func(k col) string {
-		n := 0
-		var each []string
-		for i, c := range conds {
-			if c.kind == "own sound" {
-				n += len(detections(k.s, k.tr[i]))
-				each = append(each, fmt.Sprint(len(detections(k.s, k.tr[i]))))
-			}
-		}
-		return fmt.Sprintf("%d (%s)", n, strings.Join(each, "+"))
-	})
+	}
+	row(fmt.Sprintf("false wakes in %s of ordinary speech and music (in each 10 minutes: speech first, music after)", negDur.Round(time.Minute)), "0", wakesIn("negative"))
+	row(fmt.Sprintf("false wakes in %s of its own speech and music through a room, cancelled (each room)", ownDur.Round(time.Minute)), "0", wakesIn("own sound"))
 	row("the head's own CPU (beyond mel + embedding), % of one core", "", func(k col) string {
 		if k.name == cols[0].name {
 			return ""
