@@ -185,22 +185,7 @@ const (
 )
 
 func conditions(b *testing.B, set *wakewordtest.Set, held bool, minutes int) []*condition {
-	var pos, conf, paras []wakewordtest.Clip
-	for _, c := range set.Positives {
-		if c.Held == held {
-			pos = append(pos, c)
-		}
-	}
-	for _, c := range set.Confusables {
-		if c.Held == held {
-			conf = append(conf, c)
-		}
-	}
-	for _, c := range set.Paragraphs {
-		if c.Held == held {
-			paras = append(paras, c)
-		}
-	}
+	pos, conf, paras := inPart(set.Positives, held), inPart(set.Confusables, held), inPart(set.Paragraphs, held)
 	rng := rand.New(rand.NewPCG(24, 2))
 	gains := make([]float64, len(pos))
 	for i := range gains {
@@ -325,6 +310,17 @@ func conditions(b *testing.B, set *wakewordtest.Set, held bool, minutes int) []*
 		conds = append(conds, &c)
 	}
 	return conds
+}
+
+// inPart are the clips of the held-out part (held) or of the tuning part.
+func inPart(clips []wakewordtest.Clip, held bool) []wakewordtest.Clip {
+	var out []wakewordtest.Clip
+	for _, c := range clips {
+		if c.Held == held {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func activeDB(p []int16) float64 {

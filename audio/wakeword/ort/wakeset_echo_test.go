@@ -118,17 +118,7 @@ func unitSpeech(paras []wakewordtest.Clip, rng *rand.Rand, n int) []float64 {
 // speaker's own sound. Rooms and music none of the training draws.
 func echoConditions(b *testing.B, set *wakewordtest.Set, held bool) []*condition {
 	rng := rand.New(rand.NewPCG(41, 1))
-	var pos, paras []wakewordtest.Clip
-	for _, c := range set.Positives {
-		if c.Held == held {
-			pos = append(pos, c)
-		}
-	}
-	for _, c := range set.Paragraphs {
-		if c.Held == held {
-			paras = append(paras, c)
-		}
-	}
+	pos, paras := inPart(set.Positives, held), inPart(set.Paragraphs, held)
 	music := func(n int, w echoroom.World) []int16 { return atEcho(unitMusic(set, rng, n), w, speechLevel) }
 	speech := func(n int, w echoroom.World) []int16 { return atEcho(unitSpeech(paras, rng, n), w, speechLevel) }
 	living := roomsOf(4102, echoroom.Living)
@@ -235,12 +225,7 @@ func echoPhrases(b *testing.B, set *wakewordtest.Set, n int) []*condition {
 	if clean == nil {
 		b.Fatal("echoPhrases: otherSaid laid out no clean condition")
 	}
-	var paras []wakewordtest.Clip
-	for _, c := range set.Paragraphs {
-		if !c.Held {
-			paras = append(paras, c)
-		}
-	}
+	paras := inPart(set.Paragraphs, false)
 	rng := rand.New(rand.NewPCG(41, 5))
 	turn := 0
 	far := func(n int, w echoroom.World) []int16 {
