@@ -93,7 +93,14 @@ type Server struct {
 // the test ends. Its endpoint is URL("/sse") or URL("/mcp").
 func StartEverything(t testing.TB, mode string) *Server {
 	t.Helper()
-	return StartEverythingOn(t, mode, FreePort(t))
+	return startEverything(t, mode, FreePort)
+}
+
+// startEverything is StartEverything with the port taken from pick (the
+// package's test gives one whose first port is taken).
+func startEverything(t testing.TB, mode string, pick func(testing.TB) int) *Server {
+	t.Helper()
+	return StartEverythingOn(t, mode, pick(t))
 }
 
 // StartEverythingOn is StartEverything on a given port (to bring a server
