@@ -53,6 +53,29 @@ func TestStartEverythingTakesAnotherPortWhenItsFirstIsTaken(t *testing.T) {
 	}
 }
 
+// TestStartEverythingOnWaitsForItsPort: StartEverythingOn (a server
+// brought back where it was) tries the same port again while something
+// else still holds it, and runs there once it is free.
+func TestStartEverythingOnWaitsForItsPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := taken.Addr().(*net.TCPAddr).Port
+	released := make(chan struct{})
+	go func() {
+		defer close(released)
+		time.Sleep(700 * time.Millisecond)
+		taken.Close()
+	}()
+	defer func() { <-released }()
+	s := StartEverythingOn(t, "streamableHttp", port)
+	if s.Port != port {
+		t.Fatalf("port %d, want %d", s.Port, port)
+	}
+	everythingAnswers(t, s, "streamableHttp")
+}
+
 // everythingAnswers checks that server-everything (not something else)
 // answers HTTP on s's port: the SSE endpoint sends its "endpoint" event,
 // the Streamable HTTP one refuses a GET without a session in JSON-RPC.
