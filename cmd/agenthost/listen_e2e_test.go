@@ -21,7 +21,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/agenthost/agenthost/host/mcpclient/mcptest"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
 
@@ -75,6 +74,15 @@ func (d *hostProc) metricsURL() string {
 	return regexp.MustCompile(`url=(http://\S+/metrics)`).FindStringSubmatch(d.logLine("metrics served"))[1]
 }
 
+// mcpURL is the daemon's MCP endpoint, as its log gives it once it
+// listens, and its HOST:PORT. The tests set mcp.serve.listen to port 0: a
+// free port found first could be taken by another program before the
+// daemon binds it.
+func (d *hostProc) mcpURL() (url, addr string) {
+	m := regexp.MustCompile(`url=(http://(\S+)/mcp)`).FindStringSubmatch(d.logLine("MCP endpoint ready"))
+	return m[1], m[2]
+}
+
 // mcpPost sends one JSON-RPC body to an MCP endpoint as a Streamable HTTP
 // client does.
 func mcpPost(c *http.Client, url, session, body string, header map[string]string) (*http.Response, error) {
@@ -115,10 +123,9 @@ func openSession(c *http.Client, url, v string, header map[string]string) (id st
 func TestMCPEndpointSessionsAreBounded(t *testing.T) {
 	const opened, maxSessions = 10000, 64 // the default
 	sim := newSim(t, voicetest.Options{})
-	addr := fmt.Sprintf("127.0.0.1:%d", mcptest.FreePort(t))
-	d := startHost(t, sim, "mcp.serve.listen="+addr, "mcp.serve.session_timeout=2s", "metrics.listen=127.0.0.1:0", "log.level=info")
+	d := startHost(t, sim, "mcp.serve.listen=127.0.0.1:0", "mcp.serve.session_timeout=2s", "metrics.listen=127.0.0.1:0", "log.level=info")
 	ready(t, sim, 1)
-	url := "http://" + addr + "/mcp"
+	url, _ := d.mcpURL()
 	c := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}, Timeout: 30 * time.Second}
 	defer c.CloseIdleConnections()
 	metrics := d.metricsURL()
@@ -318,12 +325,11 @@ func TestListenersBoundConnections(t *testing.T) {
 	const n = 2000
 	const token = "listeners-e2e-token-7d1e"
 	sim := newSim(t, voicetest.Options{})
-	addr := fmt.Sprintf("127.0.0.1:%d", mcptest.FreePort(t))
-	metricsAddr := fmt.Sprintf("127.0.0.1:%d", mcptest.FreePort(t))
-	d := startHost(t, sim, "mcp.serve.listen="+addr, "mcp.serve.token="+token, "metrics.listen="+metricsAddr, "log.level=info")
+	d := startHost(t, sim, "mcp.serve.listen=127.0.0.1:0", "mcp.serve.token="+token, "metrics.listen=127.0.0.1:0", "log.level=info")
 	ready(t, sim, 1)
-	url := "http://" + addr + "/mcp"
+	url, addr := d.mcpURL()
 	metrics := d.metricsURL()
+	metricsAddr := strings.TrimSuffix(strings.TrimPrefix(metrics, "http://"), "/metrics")
 	scraper := fromAddr("127.0.0.2", nil)
 	legit := mcp.NewClient(&mcp.Implementation{Name: "legit", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -491,10 +497,9 @@ func scrape(t *testing.T, c *http.Client, url, name string) int {
 func TestMCPCallsHaveTheirOwnBudget(t *testing.T) {
 	const maxCalls, perSession = 16, 4 // the defaults
 	sim := newSim(t, voicetest.Options{})
-	addr := fmt.Sprintf("127.0.0.1:%d", mcptest.FreePort(t))
-	d := startHost(t, sim, "mcp.serve.listen="+addr, "metrics.listen=127.0.0.1:0", "log.level=info")
+	d := startHost(t, sim, "mcp.serve.listen=127.0.0.1:0", "metrics.listen=127.0.0.1:0", "log.level=info")
 	ready(t, sim, 1)
-	url := "http://" + addr + "/mcp"
+	url, _ := d.mcpURL()
 	metrics := d.metricsURL()
 	c := &http.Client{Transport: &http.Transport{}}
 	defer c.CloseIdleConnections()

@@ -9,10 +9,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -162,12 +162,11 @@ func TestMCPInspectorStdio(t *testing.T) {
 }
 
 // startMCPHTTP runs `agenthost mcp --http` against the daemon d and waits
-// until it listens.
+// until it listens. It listens on port 0 and the URL is taken from its log
+// (a free port found first could be taken before it binds it).
 func startMCPHTTP(t *testing.T, d *hostProc, token string) string {
 	t.Helper()
-	port := mcptest.FreePort(t)
-	addr := "127.0.0.1:" + strconv.Itoa(port)
-	script := mcpCommand(t, d.dir, d.sets, "--http", addr, "--token-env", "MCP_TEST_TOKEN")
+	script := mcpCommand(t, d.dir, d.sets, "--http", "127.0.0.1:0", "--token-env", "MCP_TEST_TOKEN")
 	cmd := exec.Command(script)
 	cmd.Env = append(os.Environ(), "MCP_TEST_TOKEN="+token)
 	if err := cmd.Start(); err != nil {
@@ -183,12 +182,12 @@ func startMCPHTTP(t *testing.T, d *hostProc, token string) string {
 			t.Error("the token reached the log")
 		}
 	})
+	ready := regexp.MustCompile(`MCP endpoint ready.* url=(http://\S+/mcp)`)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			c.Close()
-			return "http://" + addr + "/mcp"
+		log, _ := os.ReadFile(filepath.Join(d.dir, "mcp.log"))
+		if m := ready.FindSubmatch(log); m != nil {
+			return string(m[1])
 		}
 		select {
 		case err := <-exited:
@@ -283,11 +282,11 @@ func TestMCPListChangedOnPluginReload(t *testing.T) {
 func TestMCPInspectorDaemonEndpoint(t *testing.T) {
 	sim := newSim(t, voicetest.Options{})
 	const token = "mcp-e2e-daemon-token-51f7"
-	addr := fmt.Sprintf("127.0.0.1:%d", mcptest.FreePort(t))
 	d, _ := startPluginHost(t, sim, func(dir string) { copyExec(t, testPlugin(t, "bare", ""), filepath.Join(dir, "bare")) },
-		"mcp.serve.listen="+addr, "mcp.serve.token="+token)
+		"mcp.serve.listen=127.0.0.1:0", "mcp.serve.token="+token)
 	pluginsReady(t, sim)
-	auth := []string{"http://" + addr + "/mcp", "--transport", "http", "--header", "Authorization: Bearer " + token}
+	url, _ := d.mcpURL()
+	auth := []string{url, "--transport", "http", "--header", "Authorization: Bearer " + token}
 	if tools := inspectorTools(t, auth...); !has(tools, "bare_pid") {
 		t.Errorf("tools %v lack bare_pid", tools)
 	}
