@@ -11,7 +11,8 @@
 // --step is how often the models score (80, 40, 20 or 10 ms: a shorter
 // step makes where the 80 ms grid falls in the speech matter less, for
 // more CPU); --over is how many scores in a row must reach the threshold;
-// --point gives one model its own threshold and scores in a row;
+// --point gives one model its own threshold and scores in a row (agenthost's
+// own models have theirs, see heads.PointUnder);
 // --gain puts an automatic gain control before the models. The defaults
 // are wakeword.Shipped.
 //
@@ -115,7 +116,7 @@ func run(args []string, in io.Reader, out io.Writer) int {
 	}
 	o := wakeword.Options{Threshold: *threshold, Step: int(step.Seconds()*wakeword.Rate + 0.5), Over: *over, Gain: *gain}
 	var err error
-	if o.Points, err = parsePoints(points, fs.Args()); err != nil {
+	if o.Points, err = parsePoints(points, fs.Args(), wakeword.Point{Threshold: o.Threshold, Over: o.Over}); err != nil {
 		return fail(err)
 	}
 	det, ready, closeRT, err := load(*dir, *lib, o, fs.Args(), *verifiers)
@@ -187,12 +188,15 @@ func load(dir, lib string, o wakeword.Options, models []string, verifiers string
 }
 
 // parsePoints reads the --point flags (MODEL=THRESHOLD,OVER) into the
-// models' operating points, by model.
-func parsePoints(flags, models []string) ([]wakeword.Point, error) {
-	if len(flags) == 0 {
-		return nil, nil
-	}
+// models' operating points, by model; a model without one runs at
+// heads.PointUnder's, as the host runs it.
+func parsePoints(flags, models []string, global wakeword.Point) ([]wakeword.Point, error) {
 	points := make([]wakeword.Point, len(models))
+	for i, m := range models {
+		if p, own := heads.PointUnder(m, global); own {
+			points[i] = p
+		}
+	}
 	for _, f := range flags {
 		eq := strings.LastIndexByte(f, '=')
 		t, n, ok := strings.Cut(f[eq+1:], ",")

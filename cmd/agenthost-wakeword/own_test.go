@@ -55,3 +55,27 @@ func TestEachModelFiresAtItsOwnPoint(t *testing.T) {
 		}
 	}
 }
+
+// TestTheOwnModelRunsAtItsOwnPointWhenRunByHand: run by hand without
+// --point, the detector holds agenthost's own model at the point it was
+// measured at (heads.Point), as the host does, not at a looser global
+// threshold: at --threshold 0.05 names that sound like the phrase wake it otherwise.
+func TestTheOwnModelRunsAtItsOwnPointWhenRunByHand(t *testing.T) {
+	f := wakewordtest.Fetch(t)
+	bin := testbin.Build(t, "./cmd/agenthost-wakeword")
+	var speech []int16
+	for _, v := range []string{"en-gb", "en-us", "en-gb-scotland"} {
+		for _, s := range []string{"hey Janice", "hey Jarrod", "hey Harvey", "hey Travis", "hey Charles"} {
+			speech = append(speech, audiotest.Say(t, audiotest.SpeechOptions{Voice: v, WPM: 140}, s)...)
+			speech = append(speech, make([]int16, wakeword.Rate)...)
+		}
+	}
+	_, fired := detectPCM(t, exec.Command(bin, "--dir", f.Dir, "--onnxruntime", f.ONNXRuntime, "--threshold", "0.05", heads.HeyJarvis), append(make([]int16, 3*wakeword.Rate), speech...))
+	if len(fired) != 0 {
+		t.Errorf("at --threshold 0.05 without --point, near misses woke %v: the own model ran at the global point", fired)
+	}
+	_, fired = detect(t, exec.Command(bin, "--dir", f.Dir, "--onnxruntime", f.ONNXRuntime, "--threshold", "0.05", heads.HeyJarvis))
+	if !slices.Equal(fired, []string{heads.HeyJarvis}) {
+		t.Errorf("at --threshold 0.05 without --point, \"hey jarvis\" fired %v, want %s once", fired, heads.HeyJarvis)
+	}
+}

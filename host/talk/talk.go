@@ -89,13 +89,8 @@ func settings(cfg *config.Config) hostwake.Settings {
 	s := hostwake.Settings{Models: w.Models, Threshold: w.Threshold, Dir: w.Dir, ONNXRuntime: w.ONNXRuntime, Gate: w.Gate, Step: time.Duration(w.Step), Over: w.Over,
 		Verifiers: filepath.Join(cfg.Plugins.StateDirectory(), hostwake.VerifierFolder)}
 	for _, m := range w.Models {
-		// A field per_model leaves out is the model's own (agenthost's
-		// heads) or the global one, whichever wakes less (a global point
-		// set stricter keeps holding it), else the global one.
-		own, isOwn := heads.Point(m)
-		if isOwn {
-			own = wakeword.Point{Threshold: max(own.Threshold, w.Threshold), Over: max(own.Over, w.Over)}
-		}
+		// A field per_model leaves out is heads.PointUnder's.
+		own, isOwn := heads.PointUnder(m, wakeword.Point{Threshold: w.Threshold, Over: w.Over})
 		p, ok := w.PerModel[m]
 		if !ok && !isOwn {
 			continue

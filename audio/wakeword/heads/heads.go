@@ -56,6 +56,19 @@ func Point(name string) (wakeword.Point, bool) {
 	return wakeword.Point{Threshold: 0.9, Over: 2}, true
 }
 
+// PointUnder is where the model name runs when nothing names a point of
+// its own for it, under the global point: for one of this package's, its
+// Point or the global one, field by field, whichever wakes less (a global
+// point set stricter keeps holding it); else the global one. ok reports
+// whether it is one of this package's.
+func PointUnder(name string, global wakeword.Point) (p wakeword.Point, ok bool) {
+	own, ok := Point(name)
+	if !ok {
+		return global, false
+	}
+	return wakeword.Point{Threshold: max(own.Threshold, global.Threshold), Over: max(own.Over, global.Over)}, true
+}
+
 // Load returns the head of the model name.
 func Load(name string) (*wakeword.Head, error) {
 	if name != HeyJarvis {
