@@ -112,6 +112,7 @@ type Conversation struct {
 	devCancel context.CancelFunc // closes the devices open now (SetDevices)
 
 	framesIn, framesOut atomic.Int64
+	mode                atomic.Pointer[string] // Options.Mode, as SetMode last set it
 }
 
 // New returns a conversation that sends on out.
@@ -129,6 +130,7 @@ func New(o Options, out Sender) (*Conversation, error) {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	c := &Conversation{o: o, out: out, log: o.Log.With("component", "conversation")}
+	c.mode.Store(&o.Mode)
 	var err error
 	if o.InputOpus {
 		if c.enc, err = opus.NewEncoder(opus.EncoderOptions{Complexity: opus.SpeechComplexity}); err != nil {
@@ -178,7 +180,7 @@ func (c *Conversation) Check(ctx context.Context) error {
 	return nil
 }
 
-func (c *Conversation) vad() bool { return c.o.Mode == "vad" || c.o.Mode == "auto" }
+func (c *Conversation) vad() bool { m := *c.mode.Load(); return m == "vad" || m == "auto" }
 
 // autoListen: a VAD mode without the wake word listens by itself.
 func (c *Conversation) autoListen() bool { return c.vad() && c.wk == nil }
@@ -223,6 +225,26 @@ func (c *Conversation) SetDevices(openSource func(context.Context) (audio.Source
 	c.mu.Unlock()
 	if cancel != nil {
 		cancel()
+	}
+}
+
+// SetMode changes the turn mode (a reload of server.params.mode, which
+// the link's next connection sends). A speaker that no longer listens by
+// itself (vad to manual) ends the LISTEN cycle it streams now: from here
+// on only a trigger opens the microphone.
+func (c *Conversation) SetMode(mode string) {
+	c.mu.Lock()
+	was := c.autoListen()
+	c.mode.Store(&mode)
+	task := c.task
+	stop := was && !c.autoListen() && c.talking && !c.waitReply && c.owned != task
+	if stop {
+		c.talking = false
+	}
+	c.mu.Unlock()
+	if stop {
+		c.out.Send(voice.ListenFrame(task, voice.ListenStop, ""))
+		c.listenStopped(task)
 	}
 }
 

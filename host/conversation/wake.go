@@ -21,9 +21,10 @@ type WakeOptions struct {
 	Feed func(pos int64, pcm []int16)
 	// PreRoll is how much audio from before the point of detection is sent
 	// with the turn, so that a command said in the same breath arrives
-	// whole (default 300 ms; the models fire within about 200 ms of the
-	// phrase's end, and no phrase is shorter than about 500 ms, so nothing
-	// from before the phrase is ever sent).
+	// whole (0: none; the configuration's default is 300 ms: the models
+	// fire within about 200 ms of the phrase's end, and no phrase is
+	// shorter than about 500 ms, so nothing from before the phrase is ever
+	// sent).
 	PreRoll time.Duration
 	// FollowUp: after the reply to a turn the owner started (the wake
 	// word, the talk button, Say, a follow-up turn), speech within this
@@ -85,9 +86,7 @@ type waker struct {
 }
 
 func newWaker(o WakeOptions, rate int) (*waker, error) {
-	if o.PreRoll <= 0 {
-		o.PreRoll = 300 * time.Millisecond
-	}
+	o.PreRoll = max(o.PreRoll, 0) // 0 is the owner's: none
 	if o.MaxTurn <= 0 {
 		o.MaxTurn = 30 * time.Second
 	}

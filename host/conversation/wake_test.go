@@ -306,3 +306,26 @@ func TestAWakeThatStartsNoTurnLeavesTheMediaAlone(t *testing.T) {
 		}
 	})
 }
+
+// TestWakePreRollZeroSendsNothingFromBeforeTheDetection:
+// conversation.wake_word.pre_roll may be 0 (0…1s), which the owner sets to
+// send nothing from before the point of detection; the conversation must
+// not put its own 300 ms back (the configuration's default is 300 ms).
+func TestWakePreRollZeroSendsNothingFromBeforeTheDetection(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var fed atomic.Int64
+		r := newWakeRig(t, Options{Mode: "manual", Wake: &WakeOptions{PreRoll: 0}}, func(int64) bool { return true }, &fed)
+		r.c.LinkUp()
+		time.Sleep(time.Second)
+		end := fed.Load() - 8000 // the phrase ended 0.5 s ago
+		r.c.Wake(Detection{Model: "hey_jarvis", Score: 0.9, End: end})
+		eventually(t, "the turn's audio", func() bool { return len(audioFrames(r.out.all())) > 0 })
+		first := audiotest.BytesToSamples(audioFrames(r.out.all())[0].Payload)
+		// Stream positions are source indexes + 16000 (the gap left when the
+		// microphone opens); a pre-roll starts at a whole frame (960).
+		got := index(first[0], end-16000) + 16000
+		if got <= end-960 {
+			t.Fatalf("with pre_roll 0 the turn's audio starts at %d, %d ms before the detection at %d", got, (end-got)/16, end)
+		}
+	})
+}

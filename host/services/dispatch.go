@@ -397,14 +397,14 @@ func validateParams(e Entry, raw json.RawMessage) (json.RawMessage, string) {
 		raw = json.RawMessage(`{}`)
 	}
 	if msg := checkNumbers(raw); msg != "" {
-		return nil, fmt.Sprintf("invalid parameters for %s: %s", e.Name, msg)
+		return nil, fmt.Sprintf(invalidParams+"%s: %s", e.Name, msg)
 	}
 	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return nil, fmt.Sprintf("invalid parameters for %s: not valid JSON (%v)", e.Name, err)
+		return nil, fmt.Sprintf(invalidParams+"%s: not valid JSON (%v)", e.Name, err)
 	}
 	if _, ok := inst.(map[string]any); !ok {
-		return nil, fmt.Sprintf("invalid parameters for %s: params must be a JSON object (got %s)", e.Name, jsonKind(inst))
+		return nil, fmt.Sprintf(invalidParams+"%s: params must be a JSON object (got %s)", e.Name, jsonKind(inst))
 	}
 	if e.Schema == nil {
 		return raw, ""
@@ -412,9 +412,9 @@ func validateParams(e Entry, raw json.RawMessage) (json.RawMessage, string) {
 	if err := e.Schema.Validate(inst); err != nil {
 		var ve *jsonschema.ValidationError
 		if errors.As(err, &ve) {
-			return nil, fmt.Sprintf("invalid parameters for %s: %s", e.Name, strings.Join(renderValidation(ve, inst, "parameter"), "; "))
+			return nil, fmt.Sprintf(invalidParams+"%s: %s", e.Name, strings.Join(renderValidation(ve, inst, "parameter"), "; "))
 		}
-		return nil, fmt.Sprintf("invalid parameters for %s: %v", e.Name, err)
+		return nil, fmt.Sprintf(invalidParams+"%s: %v", e.Name, err)
 	}
 	return raw, ""
 }
@@ -436,7 +436,14 @@ func failure(msg string) voice.Outcome {
 	return voice.Outcome{Success: false, Error: msg}
 }
 
+// invalidParams begins the error of a call whose params do not match the
+// service's schema (validateParams).
+const invalidParams = "invalid parameters for "
+
 // logCall records one call: debug when it succeeded, info when it failed.
+// The error of params that do not match the schema quotes the values the
+// model passed (what was said): at info it names the service only, and
+// the whole of it is at debug.
 func (d *Dispatcher) logCall(c voice.Call, start time.Time, out voice.Outcome) {
 	if out.Success && !d.log.Enabled(context.Background(), slog.LevelDebug) {
 		return
@@ -446,5 +453,10 @@ func (d *Dispatcher) logCall(c voice.Call, start time.Time, out voice.Outcome) {
 		d.log.Debug("call", attrs...)
 		return
 	}
-	d.log.Info("call failed", append(attrs, "error", out.Error)...)
+	msg := out.Error
+	if strings.HasPrefix(msg, invalidParams) {
+		d.log.Debug("call failed: invalid parameters", append(attrs, "error", msg)...)
+		msg = invalidParams + clip.String(c.Method, 64) + " (the values are logged at debug only)"
+	}
+	d.log.Info("call failed", append(attrs, "error", msg)...)
 }

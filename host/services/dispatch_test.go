@@ -396,3 +396,29 @@ func TestFrameSafe(t *testing.T) {
 		t.Errorf("round trip = %q", s)
 	}
 }
+
+// TestAnInvalidCallLogsNoArgumentAtInfo: the failure of a call whose
+// params do not match the schema is logged at info, but the values the
+// model passed (what was said: a name, a place, a URL's token) are not:
+// the host's own message quotes them ("got …"), so the caller gets it
+// whole and the info line says only which service and that its
+// parameters were invalid; the detail is at debug.
+func TestAnInvalidCallLogsNoArgumentAtInfo(t *testing.T) {
+	log, logs := newLog()
+	d, _ := setup(t, services.DispatchOptions{Log: log})
+	const said = "call-my-sister-anna-at-home"
+	out := call(d, "c1", "tool", `{"format": "`+said+`"}`)
+	if out.Success || !strings.Contains(out.Error, said) {
+		t.Fatalf("outcome %+v: the caller is told what was wrong", out)
+	}
+	var logged bool
+	for _, l := range strings.Split(logs.String(), "\n") {
+		if !strings.Contains(l, "level=DEBUG") && strings.Contains(l, said) {
+			t.Errorf("a tool call's argument is in a log line above debug: %s", l)
+		}
+		logged = logged || strings.Contains(l, `level=INFO msg="call failed"`) && strings.Contains(l, "method=tool") && strings.Contains(l, "invalid parameters for tool")
+	}
+	if !logged {
+		t.Errorf("want the failure at info:\n%s", logs)
+	}
+}

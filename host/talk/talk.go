@@ -152,6 +152,9 @@ func (t *Talk) Reload(prev, next *config.Config, changed part.Changes) {
 	if changed.Touched("audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room") {
 		t.conv.SetDevices(t.sp.AudioDevices(next.Audio))
 	}
+	if changed.Touched("server.params.mode") {
+		t.conv.SetMode(next.Server.Params.Mode) // before the link reconnects with it
+	}
 	if prev.Conversation.WakeWord.On() != next.Conversation.WakeWord.On() {
 		t.log.Warn("turning the wake word on or off applies after a restart (systemctl restart agenthost)")
 		return
