@@ -402,3 +402,27 @@ func TestAQueuedAudioFrameIsTheLinksOwnCopy(t *testing.T) {
 		t.Errorf("the queued frame went out as %q", f.Payload)
 	}
 }
+
+// TestAnExtraAUTHParametersValueNeverReachesTheLog: any key under
+// server.params is passed through to the server, so an owner may put a
+// secret there (an API key the server wants); the log names such a key
+// but not its value, at any level.
+func TestAnExtraAUTHParametersValueNeverReachesTheLog(t *testing.T) {
+	f := run(t, voicetest.Options{}, func(s *config.Server) {
+		s.Params = config.Params{Mode: "manual", Extra: map[string]string{"api_key": "extra-secret-456"}}
+	})
+	if err := f.sim.WaitFor(ctx10(t), func() bool { return len(f.sim.Auths()) == 1 }); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := f.sim.Auths()[0].Get("api_key"); v != "extra-secret-456" {
+		t.Fatalf("the server got api_key %q", v)
+	}
+	f.stop()
+	logs := f.logs.String()
+	if strings.Contains(logs, "extra-secret-456") {
+		t.Errorf("an extra AUTH parameter's value reached the log:\n%s", logs)
+	}
+	if !strings.Contains(logs, "api_key") || !strings.Contains(logs, `mode=\"manual\"`) {
+		t.Errorf("the log does not name the parameters sent:\n%s", logs)
+	}
+}
