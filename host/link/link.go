@@ -481,13 +481,23 @@ func (l *Link) disconnect(c *conn, readErr <-chan error) error {
 	return nil
 }
 
+// paramList is the AUTH parameters for the log.
 func paramList(ps []voice.Param) string {
 	var b strings.Builder
 	for i, p := range ps {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		fmt.Fprintf(&b, "%s=%q", p.Key, p.Value)
+		if slices.Contains(loggedParams, p.Key) {
+			fmt.Fprintf(&b, "%s=%q", p.Key, p.Value)
+		} else {
+			fmt.Fprintf(&b, "%s=(not logged)", p.Key)
+		}
 	}
 	return b.String()
 }
+
+// loggedParams are the AUTH parameters of voice protocol §6.1, whose
+// values are settings; any other key under server.params may be a secret
+// (an API key the server wants), so only its name is logged.
+var loggedParams = []string{"voiceid", "lang", "format", "input_audio_format", "mode", "emoji_mode"}
