@@ -36,6 +36,11 @@ type Options struct {
 	// refreshed token file is picked up.
 	Token func() (string, error)
 	Log   *slog.Logger
+	// Withheld, when set, is asked before each audio frame (the
+	// microphone's) is written: while it reports true the frame is dropped,
+	// not sent. It is the microphone's mute at the last door, so that frames
+	// queued before a mute do not leave after it.
+	Withheld func() bool
 }
 
 // disconnectWait bounds the wait for the server's answer to ##DISCONNECT.

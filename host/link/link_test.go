@@ -8,6 +8,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,6 +93,12 @@ func server(addr string, set func(s *config.Server)) config.Server {
 
 func run(t *testing.T, so voicetest.Options, set func(s *config.Server)) *fixture {
 	t.Helper()
+	return runWith(t, so, set, nil)
+}
+
+// runWith is run with more of the link's options (opt, when set, changes them).
+func runWith(t *testing.T, so voicetest.Options, set func(s *config.Server), opt func(*Options)) *fixture {
+	t.Helper()
 	sim, err := voicetest.NewServer(so)
 	if err != nil {
 		t.Fatal(err)
@@ -99,6 +106,9 @@ func run(t *testing.T, so voicetest.Options, set func(s *config.Server)) *fixtur
 	logs := &testbin.Buffer{}
 	lo := Options{Server: server(sim.Addr(), set), Token: func() (string, error) { return "secret-token-123", nil }}
 	lo.Log = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	if opt != nil {
+		opt(&lo)
+	}
 	rec := newRecorder()
 	l := New(lo, rec)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -424,5 +434,46 @@ func TestAnExtraAUTHParametersValueNeverReachesTheLog(t *testing.T) {
 	}
 	if !strings.Contains(logs, "api_key") || !strings.Contains(logs, `mode=\"manual\"`) {
 		t.Errorf("the log does not name the parameters sent:\n%s", logs)
+	}
+}
+
+// TestNoAudioFrameIsWrittenWhileWithheld: the microphone's mute is asked
+// again at the last door, the write: an audio frame sent (or queued
+// before the mute) while Withheld reports true never reaches the server,
+// and the frames around it still do.
+func TestNoAudioFrameIsWrittenWhileWithheld(t *testing.T) {
+	var muted atomic.Bool
+	f := runWith(t, voicetest.Options{}, nil, func(o *Options) { o.Withheld = muted.Load })
+	f.rec.wait(t, "up", func() bool { return len(f.rec.ups) == 1 })
+	audio := func(seq int, b byte) {
+		if err := f.link.Send(voice.Frame{Type: voice.TypeAudio, Task: "t1", Seq: seq, Payload: bytes.Repeat([]byte{b}, 960)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	audio(0, 1)
+	muted.Store(true)
+	for i := 1; i <= 20; i++ {
+		audio(i, 2)
+	}
+	muted.Store(false)
+	f.link.Send(voice.Frame{Type: voice.TypeEnd, Task: "t1", Seq: 21})
+	if err := f.sim.WaitFor(ctx10(t), func() bool {
+		for _, r := range f.sim.Received() {
+			if r.Frame.Type == voice.TypeEnd && r.Frame.Task == "t1" {
+				return true
+			}
+		}
+		return false
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var sent []int
+	for _, r := range f.sim.Received() {
+		if r.Frame.Type == voice.TypeAudio {
+			sent = append(sent, r.Frame.Seq)
+		}
+	}
+	if len(sent) != 1 || sent[0] != 0 {
+		t.Errorf("audio frames %v reached the server; want only frame 0, sent before the mute", sent)
 	}
 }
