@@ -88,7 +88,10 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 		return nil, err
 	}
 	h.calls = c
-	h.link = link.New(link.Options{Server: cfg.Server, Token: cfg.Token, Log: log}, (*linkHandler)(h))
+	// The microphone's mute is asked again as each audio frame is written
+	// (h.speaker is set below, before the link runs).
+	h.link = link.New(link.Options{Server: cfg.Server, Token: cfg.Token, Log: log,
+		Withheld: func() bool { return h.speaker.Device().MicMuted() }}, (*linkHandler)(h))
 	c.SetLink(h.link)
 	h.speaker, err = speaker.New(speaker.Options{Config: cfg, Log: log, Registry: c.Registry(), Standalone: o.Standalone, Current: h.Config,
 		Up:           func() bool { up, _ := h.link.Up(); return up },

@@ -46,7 +46,8 @@ type conn struct {
 	lastRead  time.Time
 	live      liveness
 	enc       *voice.Encoder
-	deadline  time.Time // when the write deadline was last moved (under wmu)
+	deadline  time.Time   // when the write deadline was last moved (under wmu)
+	withheld  func() bool // Options.Withheld, or nil
 }
 
 func newConn(id int, nc net.Conn, o *settings, log *slog.Logger) *conn {
@@ -166,6 +167,9 @@ func (c *conn) writeLoop() {
 // writeNow writes f under a write deadline 29–30 s away: moving it
 // moves a runtime timer, so it moves at most once a second, not every frame.
 func (c *conn) writeNow(f voice.Frame) error {
+	if f.Type == voice.TypeAudio && c.withheld != nil && c.withheld() {
+		return nil // the microphone is muted: dropped at the last door
+	}
 	if now := time.Now(); now.Sub(c.deadline) >= time.Second {
 		c.nc.SetWriteDeadline(now.Add(writeTimeout))
 		c.deadline = now

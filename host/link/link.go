@@ -39,7 +39,8 @@ type Options struct {
 	// Withheld, when set, is asked before each audio frame (the
 	// microphone's) is written: while it reports true the frame is dropped,
 	// not sent. It is the microphone's mute at the last door, so that frames
-	// queued before a mute do not leave after it.
+	// queued before a mute do not leave after it. New takes it; Update
+	// keeps the link's.
 	Withheld func() bool
 }
 
@@ -114,6 +115,7 @@ type Link struct {
 	attending atomic.Int32 // turns that hold an Attention
 	pongSeen  atomic.Bool  // the server has answered a PING (it does answer them)
 	state     *stateKeeper
+	withheld  func() bool // Options.Withheld as New got it (a reload does not change it)
 }
 
 // New returns a link; Run connects it.
@@ -122,7 +124,7 @@ func New(o Options, h Handler) *Link {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	l := &Link{h: h, log: log.With("component", "link"), probe: make(chan chan struct{}), reconfigure: make(chan struct{}, 1), state: newStateKeeper()}
+	l := &Link{h: h, log: log.With("component", "link"), probe: make(chan chan struct{}), reconfigure: make(chan struct{}, 1), state: newStateKeeper(), withheld: o.Withheld}
 	l.set.Store(resolve(o))
 	return l
 }
@@ -292,6 +294,7 @@ func (l *Link) session(ctx context.Context) (answered bool, err error) {
 	l.mu.Lock()
 	l.seq++
 	c := newConn(l.seq, nc, o, l.log)
+	c.withheld = l.withheld
 	l.mu.Unlock()
 	defer c.close()
 
