@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -450,30 +451,42 @@ func TestNoAudioFrameIsWrittenWhileWithheld(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	end := func(seq int) {
+		f.link.Send(voice.Frame{Type: voice.TypeEnd, Task: "t1", Seq: seq})
+		// The writer takes queued audio before anything else: once the
+		// END is there, every frame sent before it was written or dropped.
+		if err := f.sim.WaitFor(ctx10(t), func() bool {
+			for _, r := range f.sim.Received() {
+				if r.Frame.Type == voice.TypeEnd && r.Frame.Seq == seq {
+					return true
+				}
+			}
+			return false
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	audio(0, 1)
+	if err := f.sim.WaitFor(ctx10(t), func() bool {
+		return slices.ContainsFunc(f.sim.Received(), func(r voicetest.Received) bool { return r.Frame.Type == voice.TypeAudio })
+	}); err != nil {
+		t.Fatal(err)
+	}
 	muted.Store(true)
 	for i := 1; i <= 20; i++ {
 		audio(i, 2)
 	}
+	end(21)
 	muted.Store(false)
-	f.link.Send(voice.Frame{Type: voice.TypeEnd, Task: "t1", Seq: 21})
-	if err := f.sim.WaitFor(ctx10(t), func() bool {
-		for _, r := range f.sim.Received() {
-			if r.Frame.Type == voice.TypeEnd && r.Frame.Task == "t1" {
-				return true
-			}
-		}
-		return false
-	}); err != nil {
-		t.Fatal(err)
-	}
+	audio(22, 3)
+	end(23)
 	var sent []int
 	for _, r := range f.sim.Received() {
 		if r.Frame.Type == voice.TypeAudio {
 			sent = append(sent, r.Frame.Seq)
 		}
 	}
-	if len(sent) != 1 || sent[0] != 0 {
-		t.Errorf("audio frames %v reached the server; want only frame 0, sent before the mute", sent)
+	if !slices.Equal(sent, []int{0, 22}) {
+		t.Errorf("audio frames %v reached the server; want 0 and 22, written before the mute and sent after it", sent)
 	}
 }
