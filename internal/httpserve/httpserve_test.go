@@ -522,3 +522,38 @@ func TestIdleConnectionsGiveWayToANewOne(t *testing.T) {
 		t.Errorf("the longest idle connection: %v", err)
 	}
 }
+
+// TestARefusalIsAnsweredAfterTheRequest: a connection over
+// MaxConnsPerClient is answered 503 once its request has come, not as
+// soon as it is accepted: an HTTP client takes bytes that come before it
+// wrote its request for an unsolicited answer and drops the connection
+// (Go's: a POST then fails with EOF, not the 503 that says why).
+func TestARefusalIsAnsweredAfterTheRequest(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	addr, _ := serve(t, h, httpserve.Options{Name: "the test endpoint", MaxConnsPerClient: 1, Log: slog.New(slog.DiscardHandler)})
+	held := dialFrom(t, "127.0.0.1", addr)
+	io.WriteString(held, "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	// The listener takes connections in turn: held is counted before c.
+	c := dialFrom(t, "127.0.0.1", addr)
+	c.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	if n, _ := c.Read(make([]byte, 1)); n > 0 {
+		t.Fatal("a refused connection was answered before it sent its request")
+	}
+	c.SetReadDeadline(time.Now().Add(15 * time.Second))
+	io.WriteString(c, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n\r\n{}")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("the refused connection's request got no answer: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Errorf("the refused connection's request got %s, want 503", resp.Status)
+	}
+}
