@@ -1,6 +1,7 @@
 package httpserve
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net"
@@ -14,6 +15,10 @@ import (
 // maxRefusing bounds the connections being answered 503 at once; past it
 // a refused connection is closed without an answer.
 const maxRefusing = 8
+
+// maxRefusedHead is the most of a refused connection's request head read
+// before the answer.
+const maxRefusedHead = 16 << 10
 
 const (
 	// peerGrace is how long a connection must have waited on its peer
@@ -175,9 +180,10 @@ func (l *limitListener) dropKey(key string) {
 	}
 }
 
-// refuse answers c 503 naming the bound, then closes it; the answer is
-// written after the request is read (up to a bound), so that the client
-// sees it rather than a reset.
+// refuse answers c 503 naming the bound, then closes it. The answer is
+// written once the request's head has come (an HTTP client drops bytes
+// that come before it wrote its request), and the rest is read (up to a
+// bound) before the close, so that the client sees it rather than a reset.
 func (l *limitListener) refuse(c net.Conn, key string, n int) {
 	l.logs.Warn(l.o.Name+" refused a connection: too many from one address",
 		"remote", key, "open", n, "setting", setting(l.o.MaxConnsPerClientSetting))
@@ -193,6 +199,9 @@ func (l *limitListener) refuse(c net.Conn, key string, n int) {
 		defer func() { <-l.refusing }()
 		defer c.Close()
 		c.SetDeadline(time.Now().Add(time.Second))
+		if !readHead(c) {
+			return
+		}
 		body := fmt.Sprintf("Service Unavailable: %s has %d connections from %s open, its limit per client%s; close some or try again later\n",
 			l.o.Name, n, key, named(l.o.MaxConnsPerClientSetting))
 		fmt.Fprintf(c, "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"+
@@ -276,4 +285,22 @@ func (c *conn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() { c.l.release(c) })
 	return err
+}
+
+// readHead reads from c up to the blank line that ends a request's head,
+// at most maxRefusedHead bytes: whether it came.
+func readHead(c net.Conn) bool {
+	var got []byte
+	buf := make([]byte, 512)
+	for len(got) < maxRefusedHead {
+		n, err := c.Read(buf)
+		got = append(got, buf[:n]...)
+		if bytes.Contains(got, []byte("\r\n\r\n")) {
+			return true
+		}
+		if err != nil {
+			return false
+		}
+	}
+	return false
 }
