@@ -89,9 +89,17 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 	}
 	h.calls = c
 	// The microphone's mute is asked again as each audio frame is written
-	// (h.speaker is set below, before the link runs).
+	// (h.speaker is set below, before the link runs); a frame dropped there
+	// counts as withheld, as one the conversation holds back does.
 	h.link = link.New(link.Options{Server: cfg.Server, Token: cfg.Token, Log: log,
-		Withheld: func() bool { return h.speaker.Device().MicMuted() }}, (*linkHandler)(h))
+		Withheld: func() bool {
+			d := h.speaker.Device()
+			if !d.MicMuted() {
+				return false
+			}
+			d.Withheld()
+			return true
+		}}, (*linkHandler)(h))
 	c.SetLink(h.link)
 	h.speaker, err = speaker.New(speaker.Options{Config: cfg, Log: log, Registry: c.Registry(), Standalone: o.Standalone, Current: h.Config,
 		Up:           func() bool { up, _ := h.link.Up(); return up },

@@ -437,7 +437,8 @@ func (d *Device) SetMicMuted(caller services.Caller, muted bool) error {
 }
 
 // Withheld counts a microphone frame that was not sent because the
-// microphone is muted (the conversation calls it).
+// microphone is muted (the conversation calls it, and the link when it
+// drops a frame at the write: host.New).
 func (d *Device) Withheld() { d.withheld.Add(1) }
 
 func onOff(on bool) string {
