@@ -209,7 +209,7 @@ func TestTheLiveSettingsAreThoseThePartsName(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, key := range []string{"log.level", "server.address", "server.params.mode", "services.timeout", "services.prefixes.clock",
+	for _, key := range []string{"log.level", "server.address", "server.params.mode", "server.params.input_audio_format", "server.params.format", "services.timeout", "services.prefixes.clock",
 		"plugins.config.clock", "plugins.sha256", "conversation.hooks.turn_start", "conversation.wake_word.models",
 		"conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
 		"conversation.wake_word.step", "conversation.wake_word.over", "conversation.wake_word.gate", "conversation.wake_word.per_model.hey_jarvis.over",

@@ -89,11 +89,12 @@ type Conversation struct {
 
 	earconStart, earconEnd, earconUnreachable []int16
 
-	enc *opus.Encoder
+	// codec is the audio formats of the connection up (or of the next
+	// one, while none is): SetFormats changes them.
+	codec atomic.Pointer[codecs]
 	// payload is the microphone frame's encoding, reused frame after
 	// frame (capture's goroutine only).
 	payload []byte
-	dec     *opus.Decoder
 	wk      *waker // the wake word; nil when off
 
 	mu        sync.Mutex
@@ -110,6 +111,7 @@ type Conversation struct {
 	watch     *turnWatch         // the turn whose answer is awaited
 	watchGen  int                // counts watches, so a stale reply timer does nothing
 	devCancel context.CancelFunc // closes the devices open now (SetDevices)
+	nextCodec *codecs            // SetFormats' while a connection with the old formats is up; LinkDown applies it
 
 	framesIn, framesOut atomic.Int64
 	mode                atomic.Pointer[string] // Options.Mode, as SetMode last set it
@@ -132,16 +134,18 @@ func New(o Options, out Sender) (*Conversation, error) {
 	c := &Conversation{o: o, out: out, log: o.Log.With("component", "conversation")}
 	c.mode.Store(&o.Mode)
 	var err error
+	cd := &codecs{}
 	if o.InputOpus {
-		if c.enc, err = opus.NewEncoder(opus.EncoderOptions{Complexity: opus.SpeechComplexity}); err != nil {
-			return nil, fmt.Errorf("opus encoder: %w", err)
+		if cd.enc, err = newEncoder(); err != nil {
+			return nil, err
 		}
 	}
 	if o.OutputOpus {
-		if c.dec, err = opus.NewDecoder(opus.DecoderOptions{}); err != nil {
-			return nil, fmt.Errorf("opus decoder: %w", err)
+		if cd.dec, err = newDecoder(); err != nil {
+			return nil, err
 		}
 	}
+	c.codec.Store(cd)
 	c.hook = newHooks(o.Hooks, c.log)
 	if c.earconStart, err = loadEarcon(o.EarconStart, o.Rate); err != nil {
 		return nil, fmt.Errorf("conversation.earcons.listen_start: %w", err)
@@ -248,6 +252,81 @@ func (c *Conversation) SetMode(mode string) {
 	}
 }
 
+// codecs are the microphone's Opus encoder and the reply's Opus decoder;
+// nil is PCM. The encoder is the capture goroutine's alone, the decoder
+// the link's read loop's; SetFormats and LinkDown swap in a new codecs,
+// never change one.
+type codecs struct {
+	enc *opus.Encoder
+	dec *opus.Decoder
+}
+
+func newEncoder() (*opus.Encoder, error) {
+	enc, err := opus.NewEncoder(opus.EncoderOptions{Complexity: opus.SpeechComplexity})
+	if err != nil {
+		return nil, fmt.Errorf("opus encoder: %w", err)
+	}
+	return enc, nil
+}
+
+func newDecoder() (*opus.Decoder, error) {
+	dec, err := opus.NewDecoder(opus.DecoderOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("opus decoder: %w", err)
+	}
+	return dec, nil
+}
+
+// SetFormats changes the audio formats (a reload of
+// server.params.input_audio_format, the microphone's, and
+// server.params.format, the reply's), which the link's next connection
+// sends in AUTH. While a connection is up it keeps the formats it was
+// opened with, to its end: the turn it streams and the reply it plays
+// are not cut into two formats; the new ones apply when it goes down
+// (LinkDown), before the next one comes up. With none up they apply at
+// once. A codec that cannot be made is an error, and that direction
+// keeps its old format.
+func (c *Conversation) SetFormats(inputOpus, outputOpus bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cur := c.codec.Load()
+	if c.nextCodec != nil {
+		cur = c.nextCodec
+	}
+	next := *cur
+	var errs []error
+	if inputOpus != (cur.enc != nil) {
+		next.enc = nil
+		if inputOpus {
+			enc, err := newEncoder()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("the microphone stays PCM: %w", err))
+				enc = cur.enc
+			}
+			next.enc = enc
+		}
+	}
+	if outputOpus != (cur.dec != nil) {
+		next.dec = nil
+		if outputOpus {
+			dec, err := newDecoder()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("the reply is still read as PCM: %w", err))
+				dec = cur.dec
+			}
+			next.dec = dec
+		}
+	}
+	if next != *cur {
+		if c.up {
+			c.nextCodec = &next
+		} else {
+			c.codec.Store(&next)
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // SetHooks replaces the event hooks (a configuration reload).
 func (c *Conversation) SetHooks(cmds map[string]string) { c.hook.set(cmds) }
 
@@ -338,6 +417,10 @@ func (c *Conversation) LinkDown(err error) {
 	}
 	busy := c.talking || c.watch != nil
 	release := c.unwatchLocked("")
+	if c.nextCodec != nil {
+		c.codec.Store(c.nextCodec) // the next connection's formats (SetFormats)
+		c.nextCodec = nil
+	}
 	c.up, c.talking, c.task, c.replyTask, c.owned = false, false, "", "", ""
 	c.mu.Unlock()
 	release()
@@ -569,8 +652,8 @@ func (c *Conversation) replyDone(task string) {
 }
 
 func (c *Conversation) decode(p []byte) ([]int16, error) {
-	if c.dec != nil {
-		return c.dec.AppendDecodePayload(nil, p)
+	if dec := c.codec.Load().dec; dec != nil {
+		return dec.AppendDecodePayload(nil, p)
 	}
 	pcm := make([]int16, len(p)/2)
 	for i := range pcm {

@@ -97,11 +97,12 @@ func (c *Conversation) sendMic(buf []int16) {
 		c.seq++
 	}
 	seq := c.seq
+	enc := c.codec.Load().enc // the format of task's connection
 	c.mu.Unlock()
 	if !send {
 		return
 	}
-	payload, err := c.encode(buf)
+	payload, err := c.encode(enc, buf)
 	if err != nil {
 		c.log.Warn("could not encode audio", "err", err)
 		return
@@ -121,10 +122,11 @@ type Stats struct {
 	BargeIns  int64 // replies cut short by a new turn
 }
 
-// encode encodes pcm into c.payload, which the next frame reuses.
-func (c *Conversation) encode(pcm []int16) ([]byte, error) {
-	if c.enc != nil {
-		b, err := c.enc.AppendEncodeFramed(c.payload[:0], pcm, opus.BigEndian)
+// encode encodes pcm with enc (nil: PCM) into c.payload, which the next
+// frame reuses.
+func (c *Conversation) encode(enc *opus.Encoder, pcm []int16) ([]byte, error) {
+	if enc != nil {
+		b, err := enc.AppendEncodeFramed(c.payload[:0], pcm, opus.BigEndian)
 		c.payload = b[:0]
 		return b, err
 	}

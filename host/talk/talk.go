@@ -142,9 +142,10 @@ func (t *Talk) Live() []string {
 		"audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room"}
 }
 
-// Reload applies conversation.hooks, the audio devices and the wake word's
-// settings and verifiers; a detector that could not run is tried again at
-// any reload.
+// Reload applies conversation.hooks, the audio devices, the turn mode and
+// the audio formats of server.params (which the link's next connection
+// sends), and the wake word's settings and verifiers; a detector that
+// could not run is tried again at any reload.
 func (t *Talk) Reload(prev, next *config.Config, changed part.Changes) {
 	if changed.Touched("conversation.hooks") {
 		t.conv.SetHooks(next.Conversation.Hooks)
@@ -154,6 +155,15 @@ func (t *Talk) Reload(prev, next *config.Config, changed part.Changes) {
 	}
 	if changed.Touched("server.params.mode") {
 		t.conv.SetMode(next.Server.Params.Mode) // before the link reconnects with it
+	}
+	if changed.Touched("server.params.input_audio_format", "server.params.format") {
+		// Before the link reconnects with them: the next connection is
+		// the first to use them.
+		p := next.Server.Params
+		if err := t.conv.SetFormats(p.InputAudioFormat == "opus", p.Format == "opus"); err != nil {
+			t.log.Error("the new audio formats cannot be used; the server is told them, but this direction keeps the old one until a restart (systemctl restart agenthost)",
+				"input_audio_format", p.InputAudioFormat, "format", p.Format, "err", err)
+		}
 	}
 	if prev.Conversation.WakeWord.On() != next.Conversation.WakeWord.On() {
 		t.log.Warn("turning the wake word on or off applies after a restart (systemctl restart agenthost)")
