@@ -136,12 +136,12 @@ func New(o Options, out Sender) (*Conversation, error) {
 	var err error
 	cd := &codecs{}
 	if o.InputOpus {
-		if cd.enc, err = newEncoder(); err != nil {
+		if cd.enc, err = newEncoder(c.o); err != nil {
 			return nil, err
 		}
 	}
 	if o.OutputOpus {
-		if cd.dec, err = newDecoder(); err != nil {
+		if cd.dec, err = newDecoder(c.o); err != nil {
 			return nil, err
 		}
 	}
@@ -261,16 +261,18 @@ type codecs struct {
 	dec *opus.Decoder
 }
 
-func newEncoder() (*opus.Encoder, error) {
-	enc, err := opus.NewEncoder(opus.EncoderOptions{Complexity: opus.SpeechComplexity})
+// newEncoder is the microphone's Opus encoder: frames of o.Frame at o.Rate.
+func newEncoder(o Options) (*opus.Encoder, error) {
+	enc, err := opus.NewEncoder(opus.EncoderOptions{Rate: o.Rate, Frame: o.Frame, Complexity: opus.SpeechComplexity})
 	if err != nil {
 		return nil, fmt.Errorf("opus encoder: %w", err)
 	}
 	return enc, nil
 }
 
-func newDecoder() (*opus.Decoder, error) {
-	dec, err := opus.NewDecoder(opus.DecoderOptions{})
+// newDecoder is the reply's Opus decoder: audio at o.Rate.
+func newDecoder(o Options) (*opus.Decoder, error) {
+	dec, err := opus.NewDecoder(opus.DecoderOptions{Rate: o.Rate})
 	if err != nil {
 		return nil, fmt.Errorf("opus decoder: %w", err)
 	}
@@ -298,7 +300,7 @@ func (c *Conversation) SetFormats(inputOpus, outputOpus bool) error {
 	if inputOpus != (cur.enc != nil) {
 		next.enc = nil
 		if inputOpus {
-			enc, err := newEncoder()
+			enc, err := newEncoder(c.o)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("the microphone stays PCM: %w", err))
 				enc = cur.enc
@@ -309,7 +311,7 @@ func (c *Conversation) SetFormats(inputOpus, outputOpus bool) error {
 	if outputOpus != (cur.dec != nil) {
 		next.dec = nil
 		if outputOpus {
-			dec, err := newDecoder()
+			dec, err := newDecoder(c.o)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("the reply is still read as PCM: %w", err))
 				dec = cur.dec
