@@ -143,18 +143,31 @@ func (l *Link) Update(o Options) bool {
 	if prev.address != next.address {
 		l.pongSeen.Store(false) // another server: learn again whether it answers PINGs
 	}
-	same := prev.address == next.address && prev.tls == next.tls && slices.Equal(prev.params, next.params) && sameToken(prev.token, next.token)
-	if same {
+	if !reconnects(prev, next) {
 		return false
 	}
 	if up, _ := l.Up(); !up {
+		// A connection being set up compares its settings with these
+		// once it is up (session).
 		return false
 	}
+	l.askReconfigure()
+	return true
+}
+
+// reconnects reports whether a connection made with prev must make way for
+// one with next: the server, its TLS, the token or the AUTH parameters differ.
+func reconnects(prev, next *settings) bool {
+	return prev != next && !(prev.address == next.address && prev.tls == next.tls && slices.Equal(prev.params, next.params) && sameToken(prev.token, next.token))
+}
+
+// askReconfigure asks the connection up to make way; a request already
+// pending stands for this one.
+func (l *Link) askReconfigure() {
 	select {
 	case l.reconfigure <- struct{}{}:
 	default:
 	}
-	return true
 }
 
 // sameToken compares what two token sources give now; a failing source
@@ -313,6 +326,11 @@ func (l *Link) session(ctx context.Context) (answered bool, err error) {
 	l.mu.Lock()
 	l.cur = c
 	l.mu.Unlock()
+	// An Update that came after o was read and before l.cur was set saw no
+	// connection up and asked none to make way: this one does, once, now.
+	if reconnects(o, l.set.Load()) {
+		l.askReconfigure()
+	}
 	l.state.up()
 	l.handling.Enter()
 	l.h.Up(c.id)
@@ -331,6 +349,9 @@ wait:
 		case r := <-l.probe:
 			close(r)
 		case <-l.reconfigure:
+			if !reconnects(o, l.set.Load()) {
+				continue // a request left over from an earlier connection: this one has the settings
+			}
 			c.closing.Store(true)
 			c.send(voice.StatusFrame(voice.StatusDisconnect))
 			c.flush(time.Second)

@@ -490,3 +490,50 @@ func TestNoAudioFrameIsWrittenWhileWithheld(t *testing.T) {
 		t.Errorf("audio frames %v reached the server; want 0 and 22, written before the mute and sent after it", sent)
 	}
 }
+
+// TestAnUpdateWhileConnectingReconnectsWithTheNewSettings: a reload that
+// lands while a connection is being set up (its settings read, the AUTH
+// not yet sent, the connection not yet up) still reaches the server: that
+// connection makes way, once, for one with the new AUTH parameters. The
+// window is held open by the token source, which the connection calls
+// after reading its settings.
+func TestAnUpdateWhileConnectingReconnectsWithTheNewSettings(t *testing.T) {
+	var calls atomic.Int32
+	entered, release := make(chan struct{}), make(chan struct{})
+	token := func() (string, error) {
+		if calls.Add(1) == 1 { // the first connection's call; Update's calls pass
+			close(entered)
+			<-release
+		}
+		return "secret-token-123", nil
+	}
+	f := runWith(t, voicetest.Options{}, func(s *config.Server) { s.Params = config.Params{Mode: "manual"} },
+		func(o *Options) { o.Token = token })
+	select {
+	case <-entered:
+	case <-ctx10(t).Done():
+		t.Fatal("the first connection never asked for the token")
+	}
+	f.link.Update(Options{Server: server(f.sim.Addr(), func(s *config.Server) { s.Params = config.Params{Mode: "auto"} }), Token: token})
+	close(release)
+	mode := func(i int) string { v, _ := f.sim.Auths()[i].Get("mode"); return v }
+	if err := f.sim.WaitFor(ctx10(t), func() bool {
+		return slices.ContainsFunc(f.sim.Auths(), func(a voice.Auth) bool { v, _ := a.Get("mode"); return v == "auto" })
+	}); err != nil {
+		var got []string
+		for i := range f.sim.Auths() {
+			got = append(got, mode(i))
+		}
+		t.Fatalf("the server never got an AUTH with the new mode (got modes %q): %v", got, err)
+	}
+	f.rec.wait(t, "the second connection up", func() bool { return len(f.rec.ups) == 2 })
+	f.stop()
+	if a := f.sim.Auths(); len(a) != 2 || mode(0) != "manual" || mode(1) != "auto" {
+		t.Errorf("%d AUTHs; want two: the first with the old mode, then one with the new", len(a))
+	}
+	f.rec.mu.Lock()
+	defer f.rec.mu.Unlock()
+	if len(f.rec.downs) != 2 || f.rec.downs[0] != nil {
+		t.Errorf("downs %v; want the first connection ended by the host (nil), then the shutdown", f.rec.downs)
+	}
+}
