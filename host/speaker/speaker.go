@@ -62,6 +62,7 @@ type Speaker struct {
 	slot      *mixer.Slot  // the speaker device the conversation opened
 	swallowed atomic.Bool  // a talk press that stopped a ringing timer: its release is ignored
 	opened    atomic.Pointer[audio.Format]
+	key       *keyTrigger // the push-to-talk key; nil without one
 }
 
 // New builds the device from the configuration and puts its services in the
@@ -93,6 +94,9 @@ func New(o Options) (*Speaker, error) {
 			return nil, err
 		}
 		return s, s.put()
+	}
+	if cfg.Conversation.PushToTalkKey {
+		s.key = newKeyTrigger(talkButton{s}, cfg.Server.Params.Mode, o.Log)
 	}
 	if state := cfg.Plugins.StateDirectory(); state != "" {
 		do.StateDir = filepath.Join(state, "device")
@@ -199,8 +203,12 @@ func (s *Speaker) Live() []string {
 	return []string{"audio.mix"}
 }
 
-// Reload follows services.builtins and audio.mix.
+// Reload follows services.builtins, audio.mix and server.params.mode (the
+// push-to-talk key reads the terminal in manual mode only).
 func (s *Speaker) Reload(prev, next *config.Config, changed part.Changes) {
+	if s.key != nil && changed.Touched("server.params.mode") {
+		s.key.setManual(next.Server.Params.Mode == "manual")
+	}
 	if s.out != nil && changed.Touched("audio.mix") {
 		mx := next.Audio.Mix
 		if err := s.out.SetPolicy(mx.DuckDB, mx.Ramp.D(), mx.MediaWhileActive); err != nil {
