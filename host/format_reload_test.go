@@ -1,8 +1,6 @@
 package host
 
 import (
-	"context"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -43,52 +41,21 @@ func TestAReloadOfTheAudioFormatsReachesTheConversation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sim, err := voicetest.NewServer(voicetest.Options{DisconnectDelay: time.Millisecond, Opus: simOpus{enc, dec},
-		ToneHz: replyHz, ReplyDuration: 600 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
-	dir := t.TempDir()
-	mic, speaker := filepath.Join(dir, "mic.s16"), filepath.Join(dir, "out.wav")
-	if err := audiotest.WriteRaw(mic, audiotest.Tone(micHz, 16000, time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Server.Address, cfg.Server.Token = sim.Addr(), "tok"
-	cfg.Server.Reconnect.Base, cfg.Server.Reconnect.Cap = config.Duration(10*time.Millisecond), config.Duration(50*time.Millisecond)
-	cfg.Server.Params.Mode, cfg.Server.Params.InputAudioFormat, cfg.Server.Params.Format = "manual", "pcm", "pcm"
-	cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = filepath.Join(dir, "run"), filepath.Join(dir, "state")
-	cfg.Audio.Backend, cfg.Audio.InputFile, cfg.Audio.OutputFile = "file", mic, speaker
-	cfg.Audio.OutputRate, cfg.Audio.OutputChannels = 16000, 1
-	cfg.Conversation.Earcons = config.Earcons{} // the speaker plays the reply alone
-	h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	stopped := false
-	stop := func() {
-		if stopped {
-			return
+	var speaker string
+	h := runSimHost(t, voicetest.Options{DisconnectDelay: time.Millisecond, Opus: simOpus{enc, dec},
+		ToneHz: replyHz, ReplyDuration: 600 * time.Millisecond}, func(cfg *config.Config, dir string) {
+		mic := filepath.Join(dir, "mic.s16")
+		speaker = filepath.Join(dir, "out.wav")
+		if err := audiotest.WriteRaw(mic, audiotest.Tone(micHz, 16000, time.Second)); err != nil {
+			t.Fatal(err)
 		}
-		stopped = true
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}
-	defer stop()
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer wcancel()
-		if err := sim.WaitFor(wctx, cond); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+		cfg.Server.Params.Mode, cfg.Server.Params.InputAudioFormat, cfg.Server.Params.Format = "manual", "pcm", "pcm"
+		cfg.Audio.Backend, cfg.Audio.InputFile, cfg.Audio.OutputFile = "file", mic, speaker
+		cfg.Audio.OutputRate, cfg.Audio.OutputChannels = 16000, 1
+		cfg.Conversation.Earcons = config.Earcons{} // the speaker plays the reply alone
+	})
+	sim, cfg, stop := h.sim, h.cfg, h.stop
+	wait := func(what string, cond func() bool) { t.Helper(); waitSim(t, sim, what, cond) }
 	wait("the first connection", func() bool { return len(sim.Auths()) == 1 && sim.Open() == 1 })
 
 	next := *cfg

@@ -1,8 +1,6 @@
 package host
 
 import (
-	"context"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -20,43 +18,16 @@ import (
 // connection no LISTEN cycle starts and no microphone audio is sent until
 // a trigger.
 func TestAReloadToManualStopsTheMicrophoneStreaming(t *testing.T) {
-	sim, err := voicetest.NewServer(voicetest.Options{DisconnectDelay: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
-	dir := t.TempDir()
-	mic := filepath.Join(dir, "mic.s16")
-	if err := audiotest.WriteRaw(mic, audiotest.Silence(16000, time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	cfg := config.Default()
-	cfg.Server.Address, cfg.Server.Token = sim.Addr(), "tok"
-	cfg.Server.Reconnect.Base, cfg.Server.Reconnect.Cap = config.Duration(10*time.Millisecond), config.Duration(50*time.Millisecond)
-	cfg.Server.Params.Mode = "vad"
-	cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = filepath.Join(dir, "run"), filepath.Join(dir, "state")
-	cfg.Audio.Backend, cfg.Audio.InputFile = "file", mic
-	h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
+	h := runSimHost(t, voicetest.Options{DisconnectDelay: time.Millisecond}, func(cfg *config.Config, dir string) {
+		mic := filepath.Join(dir, "mic.s16")
+		if err := audiotest.WriteRaw(mic, audiotest.Silence(16000, time.Second)); err != nil {
+			t.Fatal(err)
 		}
-	}()
-	wait := func(what string, cond func() bool) {
-		t.Helper()
-		wctx, wcancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer wcancel()
-		if err := sim.WaitFor(wctx, cond); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+		cfg.Server.Params.Mode = "vad"
+		cfg.Audio.Backend, cfg.Audio.InputFile = "file", mic
+	})
+	sim, cfg := h.sim, h.cfg
+	wait := func(what string, cond func() bool) { t.Helper(); waitSim(t, sim, what, cond) }
 	streamed := func(conn int) (listens, frames int) {
 		for _, r := range sim.Received() {
 			if r.Conn != conn {

@@ -1,13 +1,9 @@
 package host
 
 import (
-	"context"
-	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
-	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/proto/voice"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
@@ -18,32 +14,9 @@ import (
 // it is a frame not sent because the microphone is muted, so
 // agenthost_microphone_frames_withheld_total (Device.Withheld) counts it.
 func TestAFrameTheLinkWithholdsIsCounted(t *testing.T) {
-	sim, err := voicetest.NewServer(voicetest.Options{DisconnectDelay: time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sim.Close()
-	dir := t.TempDir()
-	cfg := config.Default()
-	cfg.Server.Address, cfg.Server.Token = sim.Addr(), "tok"
-	cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = filepath.Join(dir, "run"), filepath.Join(dir, "state")
-	cfg.Audio.Backend = "none"
-	h, err := New(cfg, slog.New(slog.DiscardHandler), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- h.Run(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
-	if err := sim.WaitFor(ctxT(t), func() bool { up, _ := h.link.Up(); return up && sim.Open() == 1 }); err != nil {
-		t.Fatal(err)
-	}
+	h := runSimHost(t, voicetest.Options{DisconnectDelay: time.Millisecond}, nil)
+	sim := h.sim
+	waitSim(t, sim, "the connection", func() bool { up, _ := h.link.Up(); return up && sim.Open() == 1 })
 	dev := h.speaker.Device()
 	if err := dev.SetMicMuted(services.CallerOwner, true); err != nil {
 		t.Fatal(err)
@@ -57,16 +30,14 @@ func TestAFrameTheLinkWithholdsIsCounted(t *testing.T) {
 	}
 	// The writer takes audio before anything else: once the END is
 	// there, the audio frame was written or dropped.
-	if err := sim.WaitFor(ctxT(t), func() bool {
+	waitSim(t, sim, "the END", func() bool {
 		for _, r := range sim.Received() {
 			if r.Frame.Type == voice.TypeEnd && r.Frame.Task == "t1" {
 				return true
 			}
 		}
 		return false
-	}); err != nil {
-		t.Fatal(err)
-	}
+	})
 	for _, r := range sim.Received() {
 		if r.Frame.Type == voice.TypeAudio {
 			t.Fatalf("an audio frame reached the server while the microphone was muted: %v", r.Frame)
