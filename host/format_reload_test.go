@@ -6,24 +6,11 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
-	"github.com/agenthost/agenthost/audio/opus"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/proto/voice"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
+	"github.com/agenthost/agenthost/proto/voice/voicetest/simopus"
 )
-
-// simOpus gives the simulator libopus, as cmd/voicesim does: 60 ms
-// frames of 16 kHz, each packet with a 2-byte big-endian length.
-type simOpus struct {
-	enc *opus.Encoder
-	dec *opus.Decoder
-}
-
-func (c simOpus) EncodeFrame(pcm []int16) ([]byte, error) {
-	return c.enc.AppendEncodeFramed(nil, pcm, opus.BigEndian)
-}
-
-func (c simOpus) DecodeFrame(p []byte) ([]int16, error) { return c.dec.AppendDecodePayload(nil, p) }
 
 // TestAReloadOfTheAudioFormatsReachesTheConversation:
 // server.params.input_audio_format and server.params.format are applied
@@ -33,16 +20,12 @@ func (c simOpus) DecodeFrame(p []byte) ([]int16, error) { return c.dec.AppendDec
 // the server's tone, not as Opus bytes taken for samples.
 func TestAReloadOfTheAudioFormatsReachesTheConversation(t *testing.T) {
 	const micHz, replyHz = 440.0, 880.0
-	enc, err := opus.NewEncoder(opus.EncoderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	dec, err := opus.NewDecoder(opus.DecoderOptions{})
+	codec, err := simopus.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var speaker string
-	h := runSimHost(t, voicetest.Options{DisconnectDelay: time.Millisecond, Opus: simOpus{enc, dec},
+	h := runSimHost(t, voicetest.Options{DisconnectDelay: time.Millisecond, Opus: codec,
 		ToneHz: replyHz, ReplyDuration: 600 * time.Millisecond}, func(cfg *config.Config, dir string) {
 		mic := filepath.Join(dir, "mic.s16")
 		speaker = filepath.Join(dir, "out.wav")

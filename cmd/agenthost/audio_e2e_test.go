@@ -10,33 +10,19 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
-	"github.com/agenthost/agenthost/audio/opus"
 	"github.com/agenthost/agenthost/proto/voice"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
+	"github.com/agenthost/agenthost/proto/voice/voicetest/simopus"
 )
 
-// simOpus is the simulator's Opus codec, from the same libopus binding the host uses.
-type simOpus struct {
-	enc *opus.Encoder
-	dec *opus.Decoder
-}
-
-func newSimOpus(t *testing.T) *simOpus {
-	enc, err := opus.NewEncoder(opus.EncoderOptions{})
+// newSimOpus is the simulator's Opus codec, from the same libopus binding the host uses.
+func newSimOpus(t *testing.T) voicetest.OpusCodec {
+	c, err := simopus.New()
 	if err != nil {
 		t.Fatal(err)
 	}
-	dec, err := opus.NewDecoder(opus.DecoderOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &simOpus{enc, dec}
+	return c
 }
-
-func (o *simOpus) EncodeFrame(pcm []int16) ([]byte, error) {
-	return o.enc.AppendEncodeFramed(nil, pcm, opus.BigEndian)
-}
-func (o *simOpus) DecodeFrame(p []byte) ([]int16, error) { return o.dec.AppendDecodePayload(nil, p) }
 
 // TestVoiceTurnThroughPortAudio: espeak-ng speech is captured by real
 // PortAudio through a headless ALSA config, streamed by the host in a VAD
