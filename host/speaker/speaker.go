@@ -274,6 +274,12 @@ func (s *Speaker) info() device.Info {
 // echoes). The speaker it opens is for Attach: the mixer writes to it.
 func (s *Speaker) AudioDevices(a config.Audio) (func(context.Context) (audio.Source, error), func(context.Context) (audio.Sink, error)) {
 	d := s.dev
+	// The backend, the rate and the frame are those of the start (a
+	// restart applies a change): the conversation, the echo reference and
+	// the wake word run at them, and a reload of a live audio setting
+	// reopens the devices at them.
+	start := s.o.Config.Audio
+	a.Backend, a.Rate, a.Frame = start.Backend, start.Rate, start.Frame
 	if s.out != nil {
 		s.out.SetKeepFed(keepFed(a))
 	}
