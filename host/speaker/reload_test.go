@@ -46,3 +46,22 @@ func TestAReloadOpensTheDevicesAtTheFormatTheDaemonRunsAt(t *testing.T) {
 		t.Error("after a reload of audio.backend to none (which waits for a restart), the microphone and speaker are gone")
 	}
 }
+
+// TestTheDeviceStatusNamesTheBackendThatRuns: get_device_status names the
+// audio backend the daemon runs with, not one a reload asked for (which
+// waits for a restart); the devices it names follow the reload.
+func TestTheDeviceStatusNamesTheBackendThatRuns(t *testing.T) {
+	cfg := config.Default()
+	cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = t.TempDir(), t.TempDir()
+	cfg.Audio.Backend, cfg.Audio.InputFile = "file", "a.wav"
+	next := *cfg
+	next.Audio.Backend, next.Audio.InputFile, next.Audio.Input = "portaudio", "b.wav", "USB"
+	s, err := New(Options{Config: cfg, Log: slog.New(slog.DiscardHandler), Registry: services.NewRegistry(services.RegistryOptions{}),
+		Current: func() *config.Config { return &next }, Up: func() bool { return false }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if i := s.info(); i.Backend != "file" || i.Input != "b.wav" {
+		t.Errorf("after a reload of audio.backend to portaudio (which waits for a restart) and audio.input_file to b.wav, the status says backend %q, input %q; want file, b.wav", i.Backend, i.Input)
+	}
+}
