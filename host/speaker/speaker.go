@@ -251,14 +251,17 @@ func (s *Speaker) tellServer(text string) error {
 // info is the part of get_device_status the rest of the daemon knows.
 func (s *Speaker) info() device.Info {
 	cfg := s.o.Current()
-	i := device.Info{Link: "down", WakeWord: "off", Backend: cfg.Audio.Backend}
+	// The backend is the start's (a restart applies a change), the devices
+	// a reload's.
+	backend := s.o.Config.Audio.Backend
+	i := device.Info{Link: "down", WakeWord: "off", Backend: backend}
 	if s.o.Up() {
 		i.Link = "up"
 	}
 	if s.o.WakeOn != nil && s.o.WakeOn() {
 		i.WakeWord = "on"
 	}
-	switch cfg.Audio.Backend {
+	switch backend {
 	case "portaudio":
 		i.Input, i.Output = cfg.Audio.Input, cfg.Audio.Output
 	case "file":
