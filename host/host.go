@@ -145,7 +145,9 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 			Conversation: h.talk.Conversation(), Wake: h.talk.Detector(), Device: h.speaker.Device(), Mixer: h.speaker.Output(), Media: media}))
 	}
 	if o.MCP != nil {
-		h.parts = append(h.parts, mcpendpoint.New(cfg, c, log, cfg.MCP.Serve.Listen, o.Version, *o.MCP))
+		e := mcpendpoint.New(cfg, c, log, cfg.MCP.Serve.Listen, o.Version, *o.MCP)
+		h.parts = append(h.parts, e)
+		h.reload = append(h.reload, e) // services.max_in_flight_per_provider bounds its clients too
 	}
 	return h, nil
 }

@@ -2,6 +2,7 @@ package host
 
 import (
 	"log/slog"
+	"slices"
 	"strings"
 
 	"github.com/agenthost/agenthost/config"
@@ -49,9 +50,15 @@ func (h *Host) Apply(next *config.Config) []string {
 		}
 		return nil
 	}
+	var waiting part.Changes
+	for _, r := range h.reload {
+		if w, ok := r.(part.Waiting); ok {
+			waiting = append(waiting, w.Waiting(prev, next, changed)...)
+		}
+	}
 	var live, later []string
 	for _, key := range changed {
-		if h.isLive(key) {
+		if h.isLive(key) && !slices.Contains(waiting, key) {
 			live = append(live, key)
 		} else {
 			later = append(later, key)

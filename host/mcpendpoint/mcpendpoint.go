@@ -18,6 +18,7 @@ import (
 	"github.com/agenthost/agenthost/host/calls"
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/mcpserver"
+	"github.com/agenthost/agenthost/host/part"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/proto/voice"
 )
@@ -87,12 +88,13 @@ func servicesOf(reg *services.Registry) ServicesResponse {
 // budget of their own (mcp.serve.max_calls, max_calls_per_session), apart
 // from the voice server's.
 type Endpoint struct {
-	cfg     *config.Config
 	calls   *calls.Calls
 	log     *slog.Logger
 	addr    string
 	version string
 	opts    mcpserver.HTTPOptions
+	limits  services.BudgetLimits // the budget's at start
+	budget  *services.Budget      // its clients' calls in flight
 }
 
 // New returns the part serving MCP on addr with cfg's bounds (nothing
@@ -101,7 +103,22 @@ func New(cfg *config.Config, c *calls.Calls, log *slog.Logger, addr, version str
 	if o.Log == nil {
 		o.Log = log.With("component", "mcp-server")
 	}
-	return &Endpoint{cfg: cfg, calls: c, log: log, addr: addr, version: version, opts: o}
+	serve := cfg.MCP.Serve
+	limits := services.BudgetLimits{Name: "MCP clients", ClientName: "MCP session",
+		Max: serve.MaxCalls, MaxSetting: "mcp.serve.max_calls", PerClient: serve.MaxCallsPerSession, PerClientSetting: "mcp.serve.max_calls_per_session",
+		PerProvider: cfg.Services.MaxInFlightPerProvider, PerProviderSetting: "services.max_in_flight_per_provider"}
+	return &Endpoint{calls: c, log: log, addr: addr, version: version, opts: o, limits: limits, budget: services.NewBudget(limits)}
+}
+
+// Reload implements part.Reloader: services.max_in_flight_per_provider
+// bounds the clients' calls to one provider from the next call on
+// (mcp.serve.* apply after a restart: the bounds of the start stay).
+func (m *Endpoint) Reload(_, next *config.Config, changed part.Changes) {
+	if changed.Touched("services.max_in_flight_per_provider") {
+		l := m.limits
+		l.PerProvider = next.Services.MaxInFlightPerProvider
+		m.budget.SetLimits(l)
+	}
 }
 
 // Name implements part.Part.
@@ -113,13 +130,9 @@ func (m *Endpoint) Run(ctx context.Context, ready func()) error {
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", m.addr, err)
 	}
-	serve := m.cfg.MCP.Serve
-	budget := services.NewBudget(services.BudgetLimits{Name: "MCP clients", ClientName: "MCP session",
-		Max: serve.MaxCalls, MaxSetting: "mcp.serve.max_calls", PerClient: serve.MaxCallsPerSession, PerClientSetting: "mcp.serve.max_calls_per_session",
-		PerProvider: m.cfg.Services.MaxInFlightPerProvider, PerProviderSetting: "services.max_in_flight_per_provider"})
 	srv := mcpserver.New(mcpserver.RegistryCatalog(m.calls.Registry()), mcpserver.CallerFunc(func(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
 		call := voice.Call{CallID: calls.ID("mcp-"), Method: service, Params: params}
-		return m.calls.Dispatcher().DispatchFrom(services.WithCaller(ctx, services.CallerMCP), call, budget, mcpserver.SessionID(ctx))
+		return m.calls.Dispatcher().DispatchFrom(services.WithCaller(ctx, services.CallerMCP), call, m.budget, mcpserver.SessionID(ctx))
 	}), mcpserver.Options{Version: m.version, Log: m.log.With("component", "mcp-server")})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -131,3 +131,11 @@ func (s Settings) Live() []string { return s.Keys }
 type Differ interface {
 	Diff(next *config.Config) Changes
 }
+
+// Waiting is a Live part some of whose live settings wait for a restart in
+// a given reload (the wake word turned on or off): Waiting names those of
+// changed that this reload cannot apply, before any part reloads; the
+// reload counts them with the settings that wait.
+type Waiting interface {
+	Waiting(prev, next *config.Config, changed Changes) []string
+}

@@ -259,14 +259,17 @@ func (s *Speaker) tellServer(text string) error {
 // info is the part of get_device_status the rest of the daemon knows.
 func (s *Speaker) info() device.Info {
 	cfg := s.o.Current()
-	i := device.Info{Link: "down", WakeWord: "off", Backend: cfg.Audio.Backend}
+	// The backend is the start's (a restart applies a change), the devices
+	// a reload's.
+	backend := s.o.Config.Audio.Backend
+	i := device.Info{Link: "down", WakeWord: "off", Backend: backend}
 	if s.o.Up() {
 		i.Link = "up"
 	}
 	if s.o.WakeOn != nil && s.o.WakeOn() {
 		i.WakeWord = "on"
 	}
-	switch cfg.Audio.Backend {
+	switch backend {
 	case "portaudio":
 		i.Input, i.Output = cfg.Audio.Input, cfg.Audio.Output
 	case "file":
@@ -282,6 +285,12 @@ func (s *Speaker) info() device.Info {
 // echoes). The speaker it opens is for Attach: the mixer writes to it.
 func (s *Speaker) AudioDevices(a config.Audio) (func(context.Context) (audio.Source, error), func(context.Context) (audio.Sink, error)) {
 	d := s.dev
+	// The backend, the rate and the frame are those of the start (a
+	// restart applies a change): the conversation, the echo reference and
+	// the wake word run at them, and a reload of a live audio setting
+	// reopens the devices at them.
+	start := s.o.Config.Audio
+	a.Backend, a.Rate, a.Frame = start.Backend, start.Rate, start.Frame
 	if s.out != nil {
 		s.out.SetKeepFed(keepFed(a))
 	}

@@ -142,6 +142,21 @@ func (t *Talk) Live() []string {
 		"audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room"}
 }
 
+// Waiting implements part.Waiting: turning the wake word on or off
+// (conversation.wake_word.models to or from empty) applies after a restart.
+func (t *Talk) Waiting(prev, next *config.Config, changed part.Changes) []string {
+	if prev.Conversation.WakeWord.On() == next.Conversation.WakeWord.On() {
+		return nil
+	}
+	var out []string
+	for _, key := range changed {
+		if (part.Changes{key}).Touched("conversation.wake_word") {
+			out = append(out, key)
+		}
+	}
+	return out
+}
+
 // Reload applies conversation.hooks, the audio devices, the turn mode and
 // the audio formats of server.params (which the link's next connection
 // sends), and the wake word's settings and verifiers; a detector that
@@ -166,8 +181,7 @@ func (t *Talk) Reload(prev, next *config.Config, changed part.Changes) {
 		}
 	}
 	if prev.Conversation.WakeWord.On() != next.Conversation.WakeWord.On() {
-		t.log.Warn("turning the wake word on or off applies after a restart (systemctl restart agenthost)")
-		return
+		return // waits for a restart (Waiting); the reload says so
 	}
 	if t.wake == nil {
 		return
