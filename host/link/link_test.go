@@ -537,3 +537,27 @@ func TestAnUpdateWhileConnectingReconnectsWithTheNewSettings(t *testing.T) {
 		t.Errorf("downs %v; want the first connection ended by the host (nil), then the shutdown", f.rec.downs)
 	}
 }
+
+// TestACorrectedAddressConnectsWithoutWaitingOutTheBackoff: while the
+// link is down and waiting to connect again, a reload that fixes
+// server.address connects at once, not after the back-off (up to
+// reconnect.cap, 30 s by default).
+func TestACorrectedAddressConnectsWithoutWaitingOutTheBackoff(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nobody := ln.Addr().String()
+	ln.Close()
+	slow := func(s *config.Server) { s.Reconnect.Base, s.Reconnect.Cap = config.Duration(time.Hour), config.Duration(time.Hour) }
+	f := runWith(t, voicetest.Options{}, func(s *config.Server) { slow(s); s.Address = nobody }, nil)
+	for ctx := ctx10(t); !strings.Contains(f.logs.String(), "retry_in=1h"); time.Sleep(5 * time.Millisecond) {
+		if ctx.Err() != nil {
+			t.Fatalf("the first attempt did not fail:\n%s", f.logs)
+		}
+	}
+	f.link.Update(Options{Server: server(f.sim.Addr(), slow), Token: func() (string, error) { return "secret-token-123", nil }})
+	if err := f.sim.WaitFor(ctx10(t), func() bool { return len(f.sim.Auths()) == 1 }); err != nil {
+		t.Fatalf("the corrected address was not tried before the back-off of an hour ended: %v", err)
+	}
+}
