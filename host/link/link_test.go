@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -543,15 +545,12 @@ func TestAnUpdateWhileConnectingReconnectsWithTheNewSettings(t *testing.T) {
 // server.address connects at once, not after the back-off (up to
 // reconnect.cap, 30 s by default).
 func TestACorrectedAddressConnectsWithoutWaitingOutTheBackoff(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
+	nobody := refusingAddr(t)
+	slow := func(s *config.Server) {
+		s.Reconnect.Base, s.Reconnect.Cap = config.Duration(time.Hour), config.Duration(time.Hour)
 	}
-	nobody := ln.Addr().String()
-	ln.Close()
-	slow := func(s *config.Server) { s.Reconnect.Base, s.Reconnect.Cap = config.Duration(time.Hour), config.Duration(time.Hour) }
 	f := runWith(t, voicetest.Options{}, func(s *config.Server) { slow(s); s.Address = nobody }, nil)
-	for ctx := ctx10(t); !strings.Contains(f.logs.String(), "retry_in=1h"); time.Sleep(5 * time.Millisecond) {
+	for ctx := ctx10(t); !strings.Contains(f.logs.String(), "retry_in="); time.Sleep(5 * time.Millisecond) {
 		if ctx.Err() != nil {
 			t.Fatalf("the first attempt did not fail:\n%s", f.logs)
 		}
@@ -560,4 +559,23 @@ func TestACorrectedAddressConnectsWithoutWaitingOutTheBackoff(t *testing.T) {
 	if err := f.sim.WaitFor(ctx10(t), func() bool { return len(f.sim.Auths()) == 1 }); err != nil {
 		t.Fatalf("the corrected address was not tried before the back-off of an hour ended: %v", err)
 	}
+}
+
+// refusingAddr is a loopback address that refuses connections for the
+// test's length: a socket bound to it that does not listen holds the port
+// (a port listened on and closed could be the simulator's next).
+func refusingAddr(t *testing.T) string {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
+		t.Fatal(err)
+	}
+	sa, err := syscall.Getsockname(fd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(sa.(*syscall.SockaddrInet4).Port))
 }
