@@ -146,13 +146,11 @@ func (l *Link) Update(o Options) bool {
 	if !reconnects(prev, next) {
 		return false
 	}
-	if up, _ := l.Up(); !up {
-		// A connection being set up compares its settings with these
-		// once it is up (session).
-		return false
-	}
+	up, _ := l.Up()
+	// A connection being set up compares its settings with these once
+	// it is up (session); a link waiting out its back-off connects at once.
 	l.askReconfigure()
-	return true
+	return up
 }
 
 // reconnects reports whether a connection made with prev must make way for
@@ -270,6 +268,8 @@ func (l *Link) await(ctx context.Context, ch <-chan time.Time) bool {
 	for {
 		select {
 		case <-ch:
+			return true
+		case <-l.reconfigure: // new settings (Update): try them now
 			return true
 		case r := <-l.probe:
 			close(r)
