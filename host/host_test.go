@@ -214,7 +214,8 @@ func TestTheLiveSettingsAreThoseThePartsName(t *testing.T) {
 		"conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
 		"conversation.wake_word.step", "conversation.wake_word.over", "conversation.wake_word.gate", "conversation.wake_word.per_model.hey_jarvis.over",
 		"mcp.servers.x.command", "mcp.servers_file", "audio.input", "audio.output", "audio.input_file", "audio.output_file",
-		"audio.retry.base", "audio.pace", "audio.capture.echo_cancel", "audio.echo_room.delay", "audio.mix.duck_db", "audio.mix.keep_fed"} {
+		"audio.retry.base", "audio.pace", "audio.capture.echo_cancel", "audio.echo_room.delay", "audio.mix.duck_db", "audio.mix.keep_fed",
+		"plugins.audio.deny", "plugins.audio.max_streams"} {
 		if !h.isLive(key) {
 			t.Errorf("%s is not live", key)
 		}

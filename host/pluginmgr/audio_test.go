@@ -247,3 +247,20 @@ func TestPluginSoundsNameKeepsNoURLSecret(t *testing.T) {
 		}
 	}
 }
+
+// TestAReloadOfPluginsAudioAppliesToTheNextStream: plugins.audio is
+// applied by a reload (Reconfigure) even when nothing else of the plugins
+// changed: a plugin denied then may not start another stream.
+func TestAReloadOfPluginsAudioAppliesToTheNextStream(t *testing.T) {
+	var plugins config.Plugins
+	x := startManager(t, func(dir string) { install(t, playerBin(t), dir, "player", 0) },
+		func(p *config.Plugins) { plugins = *p }, withAudio(&audiorec.Out{}))
+	if o := x.call("play", `{"frames":10,"class":"media"}`); !o.Success {
+		t.Fatalf("play before the reload: %+v", o)
+	}
+	plugins.Audio.Deny = []string{"player"}
+	x.m.Reconfigure(plugins, nil)
+	if o := x.call("play", `{"frames":10,"class":"media"}`); o.Success || !strings.Contains(o.Error, "plugins.audio.deny") {
+		t.Fatalf("play after a reload denied it: %+v, want a refusal naming plugins.audio.deny", o)
+	}
+}
