@@ -84,11 +84,12 @@ func logLevel(lv *slog.LevelVar) part.Reloader {
 	}}
 }
 
-// pluginSettings gives the plugins their settings and pins, and looks
-// again at those whose services prefix the MCP set says changed.
+// pluginSettings gives the plugins their settings, pins and sound policy
+// (plugins.audio, for the next stream), and looks again at those whose
+// services prefix the MCP set says changed.
 func pluginSettings(m *pluginmgr.Manager, set *mcpservers.Set) part.Reloader {
-	return part.Settings{Keys: []string{"plugins.config", "plugins.sha256"}, Apply: func(_, next *config.Config, changed part.Changes) {
-		if changed.Touched("plugins.config", "plugins.sha256", "services.prefixes") {
+	return part.Settings{Keys: []string{"plugins.config", "plugins.sha256", "plugins.audio"}, Apply: func(_, next *config.Config, changed part.Changes) {
+		if changed.Touched("plugins.config", "plugins.sha256", "plugins.audio", "services.prefixes") {
 			m.Reconfigure(next.Plugins, set.PrefixChanged)
 		}
 	}}
