@@ -237,8 +237,15 @@ func TestDesktop(t *testing.T) {
 			status, _ := pi("agenthost", "status")
 			t.Errorf("the music was not heard on the speaker's monitor (%s); agenthost status:\n%s", st, status)
 		}
-		if st.loud < 1700*time.Millisecond || st.loud > 2400*time.Millisecond {
-			t.Errorf("the music sounded for %s, want about 2 s", st.loud)
+		// The host's own count says all of it was played; the recording, on a
+		// saturated machine, loses periods or spreads the tone over more
+		// windows around each glitch (2.5 s was seen), so it need only hold
+		// about that much.
+		if p := played(t, "media"); p < 1.9 || p > 2.3 {
+			t.Errorf("agenthost status counts %.2f s of media played, want the tune's 2 s", p)
+		}
+		if st.loud < 1200*time.Millisecond || st.loud > 3*time.Second {
+			t.Errorf("the music sounded for %s on the speaker's monitor, want about 2 s", st.loud)
 		}
 		if st.peak < 6500 || st.peak > 10000 {
 			t.Errorf("the music's peak is %d, want about 8192 (a quarter of full scale)", st.peak)
