@@ -1,7 +1,6 @@
 package host
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -10,13 +9,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/mcpserver"
 	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/internal/testbin"
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
 
@@ -41,24 +40,6 @@ func (p heldProvider) Call(ctx context.Context, method string, _ json.RawMessage
 	return json.RawMessage(`{"ok":true}`), nil
 }
 
-// syncBuffer is a log both the host and the test use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestAReloadOfThePerProviderBoundReachesTheMCPEndpoint:
 // services.max_in_flight_per_provider is applied by a reload (the host
 // names it applied), and it bounds the calls of the MCP endpoint's clients
@@ -77,7 +58,7 @@ func TestAReloadOfThePerProviderBoundReachesTheMCPEndpoint(t *testing.T) {
 	cfg.Audio.Backend = "none"
 	cfg.MCP.Serve.Listen = "127.0.0.1:0"
 	cfg.Services.MaxInFlightPerProvider = 1
-	logs := &syncBuffer{}
+	logs := &testbin.Buffer{}
 	h, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)), Options{MCP: &mcpserver.HTTPOptions{}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/config"
+	"github.com/agenthost/agenthost/internal/testbin"
 )
 
 // TestTurningTheWakeWordOnByAReloadNamesTheKeyThatWaits: turning the wake
@@ -18,7 +19,7 @@ func TestTurningTheWakeWordOnByAReloadNamesTheKeyThatWaits(t *testing.T) {
 	cfg := config.Default()
 	cfg.Plugins.RuntimeDir, cfg.Plugins.StateDir = t.TempDir(), t.TempDir()
 	cfg.Audio.Backend = "file"
-	logs := &syncBuffer{}
+	logs := &testbin.Buffer{}
 	h, err := New(cfg, slog.New(slog.NewTextHandler(logs, nil)), Options{})
 	if err != nil {
 		t.Fatal(err)
