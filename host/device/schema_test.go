@@ -3,6 +3,7 @@ package device_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/agenthost/agenthost/host/device"
 	"github.com/agenthost/agenthost/host/services"
@@ -75,7 +76,11 @@ func TestBadParamsAreClearAndChangeNothing(t *testing.T) {
 
 // TestServicesDoWhatTheySay: a good call of each service, as a model makes it.
 func TestServicesDoWhatTheySay(t *testing.T) {
-	d := newDevice(t, device.Options{Volume: 60, Info: func() device.Info {
+	// At noon, so that a timer of 5 minutes rings the same day ("it rings
+	// at"); run by the wall clock at 23:58 it rang "Saturday 28 November
+	// at 00:03".
+	noon := time.Date(2026, 11, 27, 12, 0, 0, 0, time.Local)
+	d := newDevice(t, device.Options{Volume: 60, Now: func() time.Time { return noon }, Info: func() device.Info {
 		return device.Info{Link: "up", WakeWord: "off", Backend: "file"}
 	}})
 	disp := dispatcher(t, d)
