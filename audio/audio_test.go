@@ -2,14 +2,17 @@ package audio
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -552,5 +555,45 @@ func TestASurroundStreamOnAStereoOutputKeepsItsCentreInTheMiddle(t *testing.T) {
 				t.Errorf("%d channels: right channel %d comes out %d left, %d right", from, i, l, r)
 			}
 		}
+	}
+}
+
+// TestANamedPipeIsReadAsItsWriterWritesIt: a program that writes the
+// microphone into a pipe (arecord, the household's simulator) is read as
+// raw samples at the wire rate, with no header sniffed off it and no
+// rewind at its end.
+func TestANamedPipeIsReadAsItsWriterWritesIt(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "mic")
+	if err := syscall.Mkfifo(p, 0o600); err != nil {
+		t.Skip(err)
+	}
+	want := make([]int16, 1000)
+	for i := range want {
+		want[i] = int16(i*7 - 3000)
+	}
+	go func() {
+		w, err := os.OpenFile(p, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		defer w.Close()
+		binary.Write(w, binary.LittleEndian, want)
+	}()
+	src, err := OpenFileSource(p, Options{Rate: 16000, Loop: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var got []int16
+	buf := make([]int16, 160)
+	for {
+		n, err := src.Read(buf)
+		got = append(got, buf[:n]...)
+		if err != nil {
+			break
+		}
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("read %d samples, first %v; want the %d written, first %v", len(got), got[:min(4, len(got))], len(want), want[:4])
 	}
 }

@@ -40,8 +40,9 @@ type FileSource struct {
 // OpenFileSource opens path for reading. A file that starts with a RIFF/WAVE
 // header is parsed as WAV (16-bit PCM, any rate and channel count); any
 // other file is raw signed 16-bit little-endian in Options.RawFormat
-// (default mono at Options.Rate). Options.Loop restarts at the end; wrap
-// the source in Paced to read it in real time.
+// (default mono at Options.Rate), as is a named pipe, read as it comes.
+// Options.Loop restarts a file at the end; wrap the source in Paced to
+// read it in real time.
 func OpenFileSource(path string, o Options) (*FileSource, error) {
 	o = o.withDefaults()
 	f, err := os.Open(path)
@@ -49,6 +50,16 @@ func OpenFileSource(path string, o Options) (*FileSource, error) {
 		return nil, fmt.Errorf("audio: open %s: %w", path, err)
 	}
 	s := &FileSource{path: path, f: f, r: bufio.NewReaderSize(f, 64<<10), loop: o.Loop, dataLen: -1}
+	if fi, err := f.Stat(); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+		// A pipe (a program that writes the microphone: arecord, a
+		// simulator) is raw audio as it comes: no header, no rewind.
+		s.format, s.remaining, s.loop = o.RawFormat, -1, false
+		if s.conv, err = newToWire(s.format, o.Rate, o.Quality); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("audio: %s: %w", path, err)
+		}
+		return s, nil
+	}
 	var magic [12]byte
 	n, _ := io.ReadFull(f, magic[:])
 	if n == 12 && string(magic[0:4]) == "RIFF" && string(magic[8:12]) == "WAVE" {

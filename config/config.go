@@ -1,6 +1,8 @@
 package config
 
 import (
+	"github.com/agenthost/agenthost/internal/sandbox"
+
 	"errors"
 	"fmt"
 	"io/fs"
@@ -47,6 +49,8 @@ type Config struct {
 	MCP          MCP          `yaml:"mcp"`
 	Metrics      Metrics      `yaml:"metrics"`
 	Device       Device       `yaml:"device"`
+	Sandbox      Sandbox      `yaml:"sandbox"`
+	Household    Household    `yaml:"household"`
 
 	// Path is the file that was loaded ("" if none).
 	Path string `yaml:"-"`
@@ -196,15 +200,30 @@ type Plugins struct {
 	StateDir string `yaml:"state_dir"`
 	// Audio is what plugins may play through the speaker.
 	Audio PluginAudio `yaml:"audio"`
+	// Sandbox grants a plugin, by name, folders to read or write beyond its
+	// own (sandbox, and docs/security.md).
+	Sandbox map[string]Grant `yaml:"sandbox"`
+	// Network is where plugins may reach for a call that is not the owner's.
+	Network PluginNetwork `yaml:"network"`
+}
+
+// PluginNetwork is where a plugin may connect for a call of the voice
+// server's model, an MCP client or an unknown caller: public addresses,
+// and those Allow names (host names, addresses, CIDR ranges, each with an
+// optional port). The owner's calls may reach any address.
+type PluginNetwork struct {
+	Allow []string `yaml:"allow"`
 }
 
 // PluginAudio is the policy for sound from plugins: plugins named in Deny
 // may not play; the others may play streams of the Classes listed, at most
-// MaxStreams at a time each.
+// MaxStreams at a time each; an announcement ends after MaxAnnouncement
+// of sound.
 type PluginAudio struct {
-	Deny       []string `yaml:"deny"`
-	Classes    []string `yaml:"classes"`
-	MaxStreams int      `yaml:"max_streams"`
+	Deny            []string `yaml:"deny"`
+	Classes         []string `yaml:"classes"`
+	MaxStreams      int      `yaml:"max_streams"`
+	MaxAnnouncement Duration `yaml:"max_announcement"`
 }
 
 // PluginAudioClasses are the stream classes a plugin may be allowed.
@@ -377,6 +396,10 @@ type Metrics struct {
 	// Listen is the address of http://ADDRESS/metrics; "" (the default)
 	// serves nothing.
 	Listen string `yaml:"listen"`
+	// Hosts are names (in DNS, or the hosts file) that requests may name
+	// besides the address, loopback names and the machine's host name;
+	// another name is refused (DNS rebinding).
+	Hosts []string `yaml:"hosts"`
 }
 
 // MCP configures standard MCP servers used as providers, and the host as an
@@ -427,8 +450,10 @@ type MCPServer struct {
 	// Roots are the folders (or URIs) the server is told about (roots/list).
 	// None by default: some servers replace the folders on their command
 	// line with these, so a default would change what they may touch.
-	Roots []string       `yaml:"roots,omitempty"`
-	Extra map[string]any `yaml:",inline"`
+	Roots []string `yaml:"roots,omitempty"`
+	// Sandbox grants the server folders to read or write beyond its own.
+	Sandbox Grant          `yaml:"sandbox,omitempty"`
+	Extra   map[string]any `yaml:",inline"`
 }
 
 // MCPServe offers the host's services to MCP clients over Streamable HTTP
@@ -443,6 +468,9 @@ type MCPServe struct {
 	TokenFile string `yaml:"token_file"`
 	// AllowedOrigins are the browser origins accepted besides localhost.
 	AllowedOrigins []string `yaml:"allowed_origins"`
+	// Hosts are names requests may name besides the address, loopback
+	// names and the machine's host name (as metrics.hosts).
+	Hosts []string `yaml:"hosts"`
 	// MaxSessions bounds the MCP sessions open at once; a client asking
 	// for one more is refused (503) until one closes or times out.
 	MaxSessions int `yaml:"max_sessions"`
@@ -502,7 +530,9 @@ func Default() *Config {
 			LazyOverrides:  map[string]bool{},
 			IdleStop:       Duration(10 * 60e9),
 			HealthInterval: Duration(60e9),
-			Audio:          PluginAudio{Deny: []string{}, Classes: []string{"earcon", "announcement", "media"}, MaxStreams: 2},
+			Sandbox:        map[string]Grant{},
+			Audio:          PluginAudio{Deny: []string{}, Classes: []string{"earcon", "announcement", "media"}, MaxStreams: 2, MaxAnnouncement: Duration(60e9)},
+			Network:        PluginNetwork{Allow: []string{}},
 		},
 		Audio: Audio{
 			Backend: "portaudio", Input: "default", Output: "default",
@@ -521,9 +551,12 @@ func Default() *Config {
 			Hooks:         map[string]string{},
 			WakeWord:      defaultWakeWord(),
 		},
-		Device: defaultDevice(),
+		Device:    defaultDevice(),
+		Sandbox:   Sandbox{Mode: string(sandbox.Auto)},
+		Household: defaultHousehold(),
+		Metrics:   Metrics{Hosts: []string{}},
 		MCP: MCP{Servers: map[string]MCPServer{}, StartTimeout: Duration(30e9), Serve: MCPServe{
-			AllowedOrigins: []string{}, MaxSessions: 64, SessionTimeout: Duration(30 * 60e9),
+			AllowedOrigins: []string{}, Hosts: []string{}, MaxSessions: 64, SessionTimeout: Duration(30 * 60e9),
 			MaxConnections: 64, MaxConnectionsPerClient: 16, MaxCalls: 16, MaxCallsPerSession: 4,
 		}},
 	}

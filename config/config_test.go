@@ -224,7 +224,8 @@ func TestBadFile(t *testing.T) {
 		{"not a mapping", "- a\n- b\n", []string{":1: the file must be a mapping"}},
 		{"params extra env-only", "server:\n  params:\n    x: [1]\n", []string{":3: server.params.x: expected a single value"}},
 		{"syntax", "server:\n  address: [\n", []string{"agenthost.yaml:2: did not find expected node content (YAML syntax)"}},
-		{"tab", "server:\n\taddress: x\n", []string{"agenthost.yaml:2: ", "(YAML syntax)"}},
+		{"tab", "server:\n\taddress: x\n", []string{"agenthost.yaml:2: ", "a tab; YAML indents with spaces", "(YAML syntax)"}},
+		{"tab after a key", "log:\n  level:\tinfo\nserver:\n\taddress: x\n", []string{"agenthost.yaml:4: ", "a tab; YAML indents with spaces"}},
 		{"duplicate", "log:\n  level: info\n  level: debug\n", []string{"agenthost.yaml:3: mapping key \"level\" already defined at line 2"}},
 	}
 	for _, tc := range tests {
@@ -1062,5 +1063,15 @@ func TestAConfiguredRuntimeFolderOfAnotherUserIsRefused(t *testing.T) {
 	p.RuntimeDir = ""
 	if _, err := p.EnsureRuntimeDirectory(); err == nil || !strings.Contains(err.Error(), "0777") {
 		t.Errorf("$RUNTIME_DIRECTORY that anyone may write to: err = %v", err)
+	}
+}
+
+// TestTheTestSuitesSwitchIsNoConfigKey: scripts/test.sh sets
+// AGENTHOST_LONG_TESTS for the long test material; every daemon a test
+// starts inherits it and must not take it for a misspelt setting.
+func TestTheTestSuitesSwitchIsNoConfigKey(t *testing.T) {
+	t.Setenv("AGENTHOST_LONG_TESTS", "1")
+	if _, err := Load("", nil); err != nil {
+		t.Fatalf("Load with AGENTHOST_LONG_TESTS set: %v", err)
 	}
 }

@@ -202,7 +202,7 @@ func (l *loader) parseFile(b []byte) (map[string]any, error) {
 	var doc yamlv3.Node
 	if err := yamlv3.Unmarshal(b, &doc); err != nil {
 		// "yaml: line 3: did not find expected key" -> "<file>:3: did not ..."
-		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		msg := tabNamed(b, strings.TrimPrefix(err.Error(), "yaml: "))
 		if rest, ok := strings.CutPrefix(msg, "line "); ok {
 			return nil, &Error{Problems: []string{l.file + ":" + rest + " (YAML syntax)"}}
 		}
@@ -248,6 +248,28 @@ func (l *loader) parseFile(b []byte) (map[string]any, error) {
 	l.dropObsolete(m)
 	dropNulls(m, reflect.TypeOf(Config{}))
 	return m, nil
+}
+
+// tabNamed adds to the YAML parser's "found character that cannot start
+// any token" that the character is a tab, when the line it names (or, with
+// no line, the file) is indented with one.
+func tabNamed(b []byte, msg string) string {
+	if !strings.HasSuffix(msg, "found character that cannot start any token") {
+		return msg
+	}
+	lines := strings.Split(string(b), "\n")
+	indented := func(line string) bool {
+		return strings.Contains(line[:len(line)-len(strings.TrimLeft(line, " \t"))], "\t")
+	}
+	tab := slices.ContainsFunc(lines, indented)
+	var n int
+	if _, err := fmt.Sscanf(msg, "line %d:", &n); err == nil && n >= 1 && n <= len(lines) {
+		tab = indented(lines[n-1])
+	}
+	if !tab {
+		return msg
+	}
+	return msg + ": a tab; YAML indents with spaces"
 }
 
 // obsoleteKeys are keys that earlier versions had and nothing reads any
@@ -389,10 +411,15 @@ func (l *loader) envKey(name, value string) (string, any) {
 // envIgnored reports whether name is an AGENTHOST_ variable that is not a
 // config key but is read elsewhere: EnvConfigPath (the CLI),
 // EnvPluginPrefix* (plugins), EnvAudioVerbose (the audio package) and
-// EnvProcessTree (the host's tag on its children).
+// EnvProcessTree (the host's tag on its children), EnvLongTests (the test
+// suite's switch, which the daemons its tests start inherit).
 func envIgnored(name string) bool {
-	return name == EnvConfigPath || name == EnvAudioVerbose || name == EnvProcessTree || strings.HasPrefix(name, EnvPluginPrefix)
+	return name == EnvConfigPath || name == EnvAudioVerbose || name == EnvProcessTree || name == EnvLongTests || strings.HasPrefix(name, EnvPluginPrefix)
 }
+
+// EnvLongTests is internal/longtest's switch: scripts/test.sh sets it for
+// the long test material.
+const EnvLongTests = "AGENTHOST_LONG_TESTS"
 
 func envName(p []string) string { return EnvPrefix + strings.ToUpper(strings.Join(p, "_")) }
 

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/agenthost/agenthost/internal/netguard"
 )
 
 // Allowed values of the enumerated keys.
@@ -231,6 +233,12 @@ func (l *loader) validate(c *Config) {
 	if pl.Audio.MaxStreams < 0 {
 		l.errorf(path("plugins.audio.max_streams"), "%d must not be negative (0: plugins may not play)", pl.Audio.MaxStreams)
 	}
+	l.positive("plugins.audio.max_announcement", pl.Audio.MaxAnnouncement)
+	for i, entry := range pl.Network.Allow {
+		if _, err := netguard.ParseRule(entry); err != nil {
+			l.errorf(path("plugins.network.allow"), "item %d, %q: %v (an entry is %s)", i+1, entry, err, netguard.Example)
+		}
+	}
 
 	a := c.Audio
 	l.enum("audio.backend", a.Backend, AudioBackends)
@@ -265,6 +273,7 @@ func (l *loader) validate(c *Config) {
 		l.errorf(path("conversation.gpio.line"), "conversation.gpio.chip is set but no line is; give the line number of the button")
 	}
 	l.wakeWord(c)
+	l.household(c.Household)
 	for _, k := range sortedKeys(cv.Hooks) {
 		p := []string{"conversation", "hooks", k}
 		if !contains(HookEvents, k) {
@@ -274,11 +283,24 @@ func (l *loader) validate(c *Config) {
 		}
 	}
 
+	if m := c.Sandbox.Mode; !contains(SandboxModes, m) {
+		l.errorf(path("sandbox.mode"), "%q is not a sandbox mode; use auto (the default), landlock, namespaces or none%s", m, enumHint(m, SandboxModes))
+	}
+
+	for _, n := range slices.Sorted(maps.Keys(c.Plugins.Sandbox)) {
+		c.checkGrant(l, "plugins.sandbox."+n, c.Plugins.Sandbox[n])
+	}
+	for _, n := range slices.Sorted(maps.Keys(c.MCP.Servers)) {
+		c.checkGrant(l, "mcp.servers."+n+".sandbox", c.MCP.Servers[n].Sandbox)
+	}
+
 	if m := c.Metrics.Listen; m != "" {
 		if _, _, err := net.SplitHostPort(m); err != nil {
 			l.errorf(path("metrics.listen"), "%q is not HOST:PORT, like 127.0.0.1:9464", m)
 		}
 	}
+	l.hostNames("metrics.hosts", c.Metrics.Hosts)
+	l.hostNames("mcp.serve.hosts", c.MCP.Serve.Hosts)
 
 	names := slices.Sorted(maps.Keys(c.MCP.Servers))
 	known := structFields(reflect.TypeOf(MCPServer{})).names
@@ -415,6 +437,16 @@ func (l *loader) capture(a Audio, cv Conversation) {
 	}{{"speech_at", r.SpeechAt}, {"speech_every", r.SpeechEvery}, {"interrupt_after", r.InterruptAfter}} {
 		if k.d < 0 {
 			l.errorf(path("audio.echo_room."+k.key), "%s must not be negative", k.d)
+		}
+	}
+}
+
+// hostNames checks names a listener answers to: host names, no port, no
+// scheme.
+func (l *loader) hostNames(key string, names []string) {
+	for _, n := range names {
+		if n == "" || strings.ContainsAny(n, ":/ ") || strings.Trim(n, "[]") != n {
+			l.errorf(path(key), "%q is not a host name; give a name like speaker.lan (no port, no scheme)", n)
 		}
 	}
 }

@@ -8,7 +8,9 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"path/filepath"
 	"sync/atomic"
+	"time"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/calls"
@@ -22,9 +24,12 @@ import (
 	"github.com/agenthost/agenthost/host/part"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/pluginsound"
+	"github.com/agenthost/agenthost/host/preflight"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/speaker"
 	"github.com/agenthost/agenthost/host/talk"
+	hostwake "github.com/agenthost/agenthost/host/wakeword"
+	"github.com/agenthost/agenthost/internal/statefile"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -64,6 +69,7 @@ type Host struct {
 	parts   []part.Part         // in the order they start, before the link
 	reload  []part.Reloader     // in the order a reload reaches them
 	taps    []func(voice.Frame) // conversation taps
+	replies replies             // those `agenthost say` waits for
 }
 
 // New composes the daemon from a loaded configuration: this function is
@@ -78,6 +84,11 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 	}
 	h := &Host{log: log}
 	h.cfg.Store(cfg)
+	if o.Standalone {
+		logSandbox(cfg, log) // the daemon's start says it with the rest (host/preflight)
+	} else {
+		sweepTemporaries(cfg)
+	}
 	// The MCP servers the configuration names rank the registry's providers.
 	set := mcpservers.NewSet(cfg, log)
 	c, err := calls.New(cfg, log, func(cfg *config.Config) (map[string]string, []string) {
@@ -88,6 +99,7 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 		return nil, err
 	}
 	h.calls = c
+	c.OnCall(h.replies.call)
 	// The microphone's mute is asked again as each audio frame is written
 	// (h.speaker is set below, before the link runs); a frame dropped there
 	// counts as withheld, as one the conversation holds back does.
@@ -119,7 +131,7 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 		}})
 		sound = media
 	}
-	plugins := pluginmgr.New(pluginmgr.Options{Plugins: pc, RuntimeDir: pc.RuntimeDirectory(), Watch: o.Watch, Log: log, Audio: sound}, c.Registry())
+	plugins := pluginmgr.New(pluginmgr.Options{Plugins: pc, RuntimeDir: pc.RuntimeDirectory(), Watch: o.Watch, Log: log, Audio: sound, Jail: cfg.Jail()}, c.Registry())
 	h.mcp = mcpservers.New(cfg, set, c.Registry(), log, Version)
 	h.parts = []part.Part{plugins, h.mcp}
 	// A reload: the log level, the MCP set (the prefixes follow it), the
@@ -133,7 +145,16 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 		return nil, err
 	}
 	h.reload = append(h.reload, h.talk, h.mcp, serverSettings(h.link, log))
-	h.parts = append(h.parts, h.talk.Parts()...) // the wake word, the conversation
+	h.talk.SetPlay(func(ctx context.Context, caller services.Caller, url, class string) voice.Outcome {
+		params, _ := json.Marshal(map[string]string{"url": url, "class": class})
+		return h.calls.Local(services.WithCaller(ctx, caller), "play_media", params)
+	})
+	if p := h.talk.HouseholdServices(); p != nil {
+		if err := h.calls.Registry().Put(p); err != nil {
+			log.Warn("the household's services are not offered", "err", err)
+		}
+	}
+	h.parts = append(h.parts, h.talk.Parts()...) // the household, the wake word, the conversation
 	h.parts = append(h.parts, h.speaker)         // timers and alarms
 	if b := h.speaker.MicButton(); b != nil {
 		h.parts = append(h.parts, b)
@@ -141,7 +162,7 @@ func New(cfg *config.Config, log *slog.Logger, o Options) (*Host, error) {
 	h.parts = append(h.parts, h.speaker.Triggers()...)
 	h.parts = append(h.parts, h.controlServer(plugins))
 	if addr := cfg.Metrics.Listen; addr != "" {
-		h.parts = append(h.parts, metrics.New(addr, Version, log, metrics.Sources{Link: h.link, Calls: c, Plugins: plugins, MCP: h.mcp,
+		h.parts = append(h.parts, metrics.New(addr, cfg.Metrics.Hosts, Version, log, metrics.Sources{Link: h.link, Calls: c, Plugins: plugins, MCP: h.mcp,
 			Conversation: h.talk.Conversation(), Wake: h.talk.Detector(), Device: h.speaker.Device(), Mixer: h.speaker.Output(), Media: media}))
 	}
 	if o.MCP != nil {
@@ -165,10 +186,12 @@ func (h *Host) controlServer(plugins *pluginmgr.Manager) *control.Server {
 	h.calls.Endpoints(s)
 	control.HandleJSON(s, "GET /v1/plugins", func(context.Context, struct{}) (any, error) { return plugins.Status(), nil })
 	control.HandleJSON(s, "POST /v1/say", func(ctx context.Context, in SayRequest) (any, error) {
-		task, err := h.SayText(ctx, in.Text)
-		return map[string]string{"task": task}, err
+		return h.SayAndWait(ctx, in.Text, time.Duration(in.WaitMS)*time.Millisecond)
 	})
 	h.speaker.Endpoints(s)
+	control.HandleJSON(s, "POST /v1/household/play", func(ctx context.Context, in talk.RoomPlay) (any, error) {
+		return h.talk.PlayInRooms(ctx, in)
+	})
 	mcpendpoint.Endpoints(s, h.calls.Registry()) // for `agenthost mcp`
 	return s
 }
@@ -176,6 +199,9 @@ func (h *Host) controlServer(plugins *pluginmgr.Manager) *control.Server {
 // SayRequest is the body of POST /v1/say.
 type SayRequest struct {
 	Text string `json:"text"`
+	// WaitMS, above zero, waits up to this many milliseconds for the
+	// reply (SayAndWait).
+	WaitMS int64 `json:"wait_ms,omitempty"`
 }
 
 // SayText starts a text turn and waits for the server's answer to it
@@ -231,4 +257,25 @@ func (h *Host) OnCall(f func(CallRecord)) { h.calls.OnCall(f) }
 // with a budget of calls in flight of its own (calls.Calls.Local).
 func (h *Host) CallLocal(ctx context.Context, service string, params json.RawMessage) voice.Outcome {
 	return h.calls.Local(ctx, service, params)
+}
+
+// logSandbox says once, at the start, how the children will run.
+func logSandbox(cfg *config.Config, log *slog.Logger) {
+	f := preflight.Sandbox(cfg)
+	log.Log(context.Background(), f.Level, f.Msg)
+}
+
+// sweepTemporaries removes the temporaries a writer killed mid-write left
+// in the state folders the daemon's own writers write (the device's state
+// and timers, the owners' verifiers), however young, but not one a writer
+// holds now (statefile.Sweep). The plugin manager sweeps its own (the
+// description cache, the socket folders) as it starts.
+func sweepTemporaries(cfg *config.Config) {
+	state := cfg.Plugins.StateDirectory()
+	if state == "" {
+		return
+	}
+	for _, dir := range []string{"device", hostwake.VerifierFolder} {
+		statefile.Sweep(filepath.Join(state, dir))
+	}
 }

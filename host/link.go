@@ -39,6 +39,7 @@ func (lh *linkHandler) Frame(conn int, f voice.Frame) {
 	if c := h.Conversation(); c != nil {
 		c.Frame(f)
 	}
+	h.replies.frame(f)
 	for _, tap := range h.taps {
 		tap(f)
 	}

@@ -84,12 +84,13 @@ func logLevel(lv *slog.LevelVar) part.Reloader {
 	}}
 }
 
-// pluginSettings gives the plugins their settings, pins and sound policy
-// (plugins.audio, for the next stream), and looks again at those whose
+// pluginSettings gives the plugins their settings, pins, sound policy
+// (plugins.audio, for the next stream) and network list (plugins.network,
+// for the next call), and looks again at those whose
 // services prefix the MCP set says changed.
 func pluginSettings(m *pluginmgr.Manager, set *mcpservers.Set) part.Reloader {
-	return part.Settings{Keys: []string{"plugins.config", "plugins.sha256", "plugins.audio"}, Apply: func(_, next *config.Config, changed part.Changes) {
-		if changed.Touched("plugins.config", "plugins.sha256", "plugins.audio", "services.prefixes") {
+	return part.Settings{Keys: []string{"plugins.config", "plugins.sha256", "plugins.audio", "plugins.sandbox", "plugins.network"}, Apply: func(_, next *config.Config, changed part.Changes) {
+		if changed.Touched("plugins.config", "plugins.sha256", "plugins.audio", "plugins.sandbox", "plugins.network", "services.prefixes") {
 			m.Reconfigure(next.Plugins, set.PrefixChanged)
 		}
 	}}

@@ -8,6 +8,7 @@ import (
 	"github.com/agenthost/agenthost/audio/mixer"
 
 	"github.com/agenthost/agenthost/host/device"
+	"github.com/agenthost/agenthost/host/household"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/mcpservers"
 	"github.com/agenthost/agenthost/host/talk"
@@ -27,7 +28,9 @@ type Status struct {
 	MCP       []mcpservers.Status `json:"mcp_servers,omitempty"`
 	// WakeWord says whether the wake word is on, and why not.
 	WakeWord hostwake.Status `json:"wake_word"`
-	Process  Process         `json:"process"`
+	// Household is the speakers this one answers with (absent: none).
+	Household *household.Status `json:"household,omitempty"`
+	Process   Process           `json:"process"`
 
 	// Device is the speaker's own state (host/device).
 	Device *device.Status `json:"device,omitempty"`
@@ -85,6 +88,7 @@ func (h *Host) Status() Status {
 	}
 	s.MCP = h.mcp.Status()
 	s.WakeWord = talk.WakeStatus(h.talk, h.Config())
+	s.Household = talk.HouseholdStatus(h.talk)
 	ds := h.speaker.Device().Status()
 	s.Device = &ds
 	if m := h.speaker.Output(); m != nil {

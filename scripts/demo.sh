@@ -11,6 +11,11 @@
 # --set audio.echo_room.interrupt=run/stop.wav to hear a barge-in in every reply).
 # --music: music plays through the speaker's mixer (the media plugin, from a
 # loopback HTTP server) and each wake-word turn ducks (or pauses) it (--wake is implied).
+# The simulator listens on a free port (DEMO_SERVER_PORT chooses one); the
+# demo's speaker keeps its state (volume, mute, timers, the files plugin's
+# folder) in run/state. The microphone is off for the text turn, so that its
+# reply is heard whole, and on from then. Ctrl-C (or the end) stops the host,
+# then the simulator.
 # Runs until Ctrl-C (or for DEMO_SECONDS seconds).
 # Usage: scripts/demo.sh [--audio file|portaudio|echo-room|none] [--echo-room] [--wake] [--music] [extra `agenthost run` flags]
 set -euo pipefail
@@ -101,12 +106,16 @@ if [ "$music" = 1 ]; then
 fi
 
 pids=()
+host_pid=
 cleanup() {
   if [ -n "${monitor_pid:-}" ]; then kill "$monitor_pid" 2>/dev/null || true; fi
-  if [ "$music" = 1 ]; then
+  if [ "$music" = 1 ] && [ -n "$host_pid" ]; then
     echo "== the speaker's output at the end (played_s: seconds of each class of sound; ducks: times the music went down):"
     output_status || true
   fi
+  # The host first: it says goodbye to a simulator that still answers (the
+  # other way round, its turn in progress failed with a WARN).
+  if [ -n "$host_pid" ]; then kill "$host_pid" 2>/dev/null || true; wait "$host_pid" 2>/dev/null || true; fi
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   wait 2>/dev/null || true
   if [ "$audio" = file ] && [ -f run/reply.wav ]; then
@@ -115,20 +124,40 @@ cleanup() {
 }
 at_exit cleanup
 
-tail -f /dev/null | bin/voicesim --listen 127.0.0.1:8009 "${sim_flags[@]}" 2> >(sed -u 's/^/[voicesim] /' >&2) &
+rm -f run/voicesim.out run/agenthost.log
+# In a session of its own: Ctrl-C reaches the host alone, and the cleanup
+# stops the simulator after it.
+# The log filters ignore Ctrl-C (trap '' INT, kept across exec): they end
+# when what they read ends, and keep the host's and the simulator's last lines.
+tail -f /dev/null | setsid bin/voicesim --listen "127.0.0.1:${DEMO_SERVER_PORT:-0}" "${sim_flags[@]}" \
+  > >(trap '' INT; exec tee run/voicesim.out) 2> >(trap '' INT; exec sed -u 's/^/[voicesim] /' >&2) &
 pids+=($!)
-sleep 0.3
-bin/agenthost run --config examples/demo.yaml --set "plugins.config.files.root=$PWD/run/files" "${audio_flags[@]}" "$@" 2> >(sed -u 's/^/[agenthost] /' >&2) &
-pids+=($!)
+server=
+for _ in $(seq 300); do
+  # (|| true: until the tee behind the simulator's output has started, the
+  # file is not there, sed exits 2, and set -e would end the demo.)
+  server=$(sed -n 's/^voicesim listening on \([^ ]*\).*/\1/p' run/voicesim.out 2>/dev/null || true)
+  [ -n "$server" ] && break
+  sleep 0.1
+done
+[ -n "$server" ] || { echo "demo: the simulator did not start (port ${DEMO_SERVER_PORT:-0} taken? set DEMO_SERVER_PORT)" >&2; exit 1; }
+# The demo speaker's state, the microphone off until the text turn is over.
+mkdir -p -m 700 run/state run/state/device
+(umask 077; printf '{"version": 1, "volume": 70, "speaker_muted": false, "microphone_muted": true}\n' > run/state/device/state.json)
+bin/agenthost run --config examples/demo.yaml --set "server.address=$server" --set "plugins.state_dir=$PWD/run/state" \
+  "${audio_flags[@]}" "$@" 2> >(trap '' INT; tee run/agenthost.log | sed -u 's/^/[agenthost] /' >&2) &
+host_pid=$!
 
 ah() { bin/agenthost "$1" --config examples/demo.yaml "${@:2}"; }
 output_status() { ah status | sed -n '/^  "output": {/,/^  }/p'; }
 for _ in $(seq 50); do ah status >/dev/null 2>&1 && break; sleep 0.2; done
 echo "== the host is up; services it lends the server:"
 ah status
-echo "== a text turn: the simulator asks the host's get_current_time and speaks the answer"
-ah say "What time is it?"
-sleep 1.5
+echo "== a text turn, the microphone off: the simulator asks the host's get_current_time and speaks the answer"
+ended=$(grep -c 'msg="reply ended"' run/agenthost.log || true)
+ah say --timeout 20s "What time is it?" || true   # prints the reply (and what the server called)
+for _ in $(seq 150); do [ "$(grep -c 'msg="reply ended"' run/agenthost.log || true)" -gt "$ended" ] && break; sleep 0.1; done
+ah mic on >/dev/null
 echo "== a call through the same dispatch as the server's:"
 ah call get_current_time '{"format":"detailed"}' || true
 echo "== running; Ctrl-C stops both (try: bin/agenthost say --config examples/demo.yaml 'hello')"
@@ -152,8 +181,8 @@ if [ "$music" = 1 ]; then
   ah play "http://127.0.0.1:$port/music.mp3"
   echo "== each wake-word turn ducks the music (audio.mix.duck_db; or pauses it: media_while_active) while the host listens and the reply plays over it"
   # What the mixer does, as it happens: the assistant's turns duck (or pause) the music, and it comes back.
-  scripts/music-watch.sh --follow "${pids[1]}" bin/agenthost status --config examples/demo.yaml &
+  scripts/music-watch.sh --follow "$host_pid" bin/agenthost status --config examples/demo.yaml &
   monitor_pid=$!
 fi
-if [ -n "${DEMO_SECONDS:-}" ]; then sleep "$DEMO_SECONDS"; else wait "${pids[1]}"; fi
+if [ -n "${DEMO_SECONDS:-}" ]; then sleep "$DEMO_SECONDS"; else wait "$host_pid"; fi
 

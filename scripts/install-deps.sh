@@ -13,6 +13,7 @@ PACKAGES=(
   sox espeak-ng                                                                # test speech and measurement
   flite festival festvox-kallpc16k festvox-kdlpc16k festvox-us-slt-hts         # the wake set's other synthesizers
   ffmpeg                                                                       # the media plugin's decoder
+  bubblewrap                                                                   # the sandbox where the kernel has no Landlock
   lame vorbis-tools flac opus-tools                                            # encoders for the media plugin's test sound
   python3                                                                      # scripts/demo.sh --music serves its music (http.server)
 )

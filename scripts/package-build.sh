@@ -42,6 +42,16 @@ done
 ((${#plugins[@]})) || { echo "package: no plugin found under plugins/ (go list failed?)" >&2; go list ./plugins/... >&2; exit 1; }
 echo "package: $suite: version $deb_version; gcc $(gcc -dumpfullversion); bundled plugins: ${plugins[*]}" >&2
 
+# The man pages, from the CLI's own help and the example configuration:
+# made by a native build (the packages' binaries may be of another
+# architecture), the same for every architecture.
+man="bin/package/$suite/man"
+rm -rf "$man"; mkdir -p "$man"
+go build -tags nolibopusfile,grpcnotrace -ldflags "-X main.version=$VERSION" -o "$man/agenthost" ./cmd/agenthost
+"$man/agenthost" man --example agenthost.example.yaml "$man"
+rm "$man/agenthost"
+gzip -9n "$man/agenthost.1" "$man/agenthost.yaml.5"
+
 for arch in "$@"; do
   case $arch in
     amd64) goarch=amd64 goarm="" cc=gcc triple=x86_64-linux-gnu objdump=objdump ;;
@@ -73,6 +83,7 @@ for arch in "$@"; do
   depends=$(printf '%s\n' "$shlibs" | sed 's/, /\n/g'; printf 'systemd | systemd-standalone-sysusers | systemd-sysusers\n')
   echo "package: $suite/$arch Depends: $(printf '%s' "$depends" | paste -sd, | sed 's/,/, /g')" >&2
 
+  cp -r "$man" "$stage/man"
   scripts/render-config.sh "$stage/agenthost.yaml"
   sed -e "s/@VERSION@/$deb_version/" -e "s/@SUITE@/$suite/" -e "s/@DATE@/$CHANGELOG_DATE/" packaging/changelog \
     | gzip -9n > "$stage/changelog.Debian.gz"

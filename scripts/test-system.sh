@@ -11,7 +11,9 @@
 # watchdog, stop, purge, install.sh, the user unit), TestAptRepository (a
 # signed repository of both suites: install, upgrade, tampering refused),
 # TestMediaFromThePackage (the media plugin plays an MP3 from a local HTTP
-# server into the file sink, decoded by the ffmpeg the package Recommends) and,
+# server into the file sink, decoded by the ffmpeg the package Recommends),
+# TestChildrenFromThePackage (an attacker's plugin and MCP stdio server under
+# the installed service: the token, config and state out of their reach) and,
 # on trixie, TestDesktop (the user unit playing into and recording from a
 # real PipeWire) and TestWakeWordFromThePackage (fetch-wakeword, check and
 # a wake-word turn from the hardened service). The simulated voice server runs on 127.0.0.1 outside (the
@@ -36,7 +38,10 @@
 # Usage: scripts/test-system.sh [flags for the test binary, given to each of its runs,
 #        e.g. -test.skip 'TestSystem/reload|TestDesktop' to leave checks out]
 # Env: KEEP=1 leaves the work folder (journal, logs) in place; SUITES (default
-# "bookworm trixie") the systemd roots to boot.
+# "bookworm trixie") the systemd roots to boot; PACKAGES (default all six) the
+# scripts/package.sh targets to build, e.g. "trixie/amd64" (each booted suite
+# needs its amd64 one); TESTS (default all) the checks of test/system to run
+# in each booted root, e.g. "TestChildrenFromThePackage".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
@@ -88,7 +93,7 @@ without_updates() {
 
 section "packages (scripts/package.sh: six, each built once for the whole run)"
 s=$SECONDS
-ALLOW_BLOCKED=$allow_blocked scripts/package.sh 2> >(tee "$work/package.log" >&2) > "$work/debs"
+ALLOW_BLOCKED=$allow_blocked scripts/package.sh ${PACKAGES:-} 2> >(tee "$work/package.log" >&2) > "$work/debs"
 mapfile -t debs < "$work/debs"
 for d in "${debs[@]}"; do
   v=$(dpkg-deb -f "$d" Version) a=$(dpkg-deb -f "$d" Architecture)
@@ -191,6 +196,7 @@ BOOT
 # run_tests NAME REGEXP [go test flags]: one test of test/system against the booted root.
 run_tests() {
   local name=$1 re=$2; shift 2
+  [ -z "${TESTS:-}" ] || [[ " $TESTS " == *" ${name#*-} "* ]] || return 0
   local s=$SECONDS rc=0
   set +e
   "$work/system.test" -test.run "$re" -test.v -test.count=1 -test.timeout 20m "$@" 2>&1 | tee "$work/$name.log"
@@ -244,6 +250,8 @@ for suite in "${SUITES[@]}"; do
   run_tests "$suite-TestWakeWordFromThePackage" '^TestWakeWordFromThePackage$' "$@" || fail=1
   section "$suite: TestMediaFromThePackage"
   run_tests "$suite-TestMediaFromThePackage" '^TestMediaFromThePackage$' "$@" || fail=1
+  section "$suite: TestChildrenFromThePackage (the sandbox under the installed service)"
+  run_tests "$suite-TestChildrenFromThePackage" '^TestChildrenFromThePackage$' "$@" || fail=1
   if [ "$suite" = trixie ]; then
     section "$suite: TestDesktop (PipeWire)"
     run_tests "$suite-TestDesktop" '^TestDesktop$' "$@" || fail=1

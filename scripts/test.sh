@@ -4,6 +4,8 @@
 # race detector (the plugin tests twice: lazy and eager plugins), installs
 # the packages under a real systemd (scripts/test-system.sh), soaks the host
 # for a minute (scripts/soak.sh) and gives each fuzz target a short run.
+# The Go tests run whole here: AGENTHOST_LONG_TESTS=1 adds the long measured
+# material that a plain `go test ./...` runs short (docs/testing.md).
 # Usage: scripts/test.sh [go test flags...]   e.g. scripts/test.sh -run TestLink
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -47,12 +49,12 @@ if [ $# -eq 0 ]; then
   }
   trap stop_system EXIT
 fi
-echo "== go test -race"
+echo "== go test -race, with the long tests (AGENTHOST_LONG_TESTS=1: the whole wake set, world rooms and no-false-wakes run; docs/testing.md)"
 # The timeout catches a hang, not slowness: audio/wakeword/ort scores 36
 # minutes of audio at the shipped 20 ms step, 8 min on a quiet 2-core
 # machine, 14 with two busy loops beside it, over 30 (its old timeout)
 # with the system test building roots and other work beside it.
-go test -race -count=1 -timeout 60m "$@" ./...
+AGENTHOST_LONG_TESTS=1 go test -race -count=1 -timeout 60m "$@" ./...
 if [ $# -eq 0 ]; then
   # Plugins are lazy by default; every plugin test runs eager too.
   echo "== plugin tests again with eager plugins (AGENTHOST_PLUGINS_LAZY=false)"

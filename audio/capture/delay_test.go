@@ -6,12 +6,17 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio/echoroom"
+	"github.com/agenthost/agenthost/internal/longtest"
 )
 
 // trueDelay is when the direct path of a world room's echo reaches the
-// microphone (before or after its path changes): its bulk delay and the
-// first tap of its impulse response at half the largest.
+// microphone (before or after its path or its bulk delay changes): its bulk
+// delay and the first tap of its impulse response at half the largest.
 func trueDelay(w echoroom.World, part int) time.Duration {
+	bulk := w.Bulk
+	if part > 0 && w.BulkAfter > 0 {
+		bulk, part = w.BulkAfter, 0
+	}
 	h := w.Response(part)
 	var peak float64
 	for _, v := range h {
@@ -21,7 +26,7 @@ func trueDelay(w echoroom.World, part int) time.Duration {
 	for math.Abs(h[i]) < peak/2 {
 		i++
 	}
-	return w.Bulk + time.Duration(i)*time.Second/time.Duration(rate)
+	return bulk + time.Duration(i)*time.Second/time.Duration(rate)
 }
 
 // TestTheDelaySearchFindsTheDirectPathInReverberantRooms: in the tuning
@@ -38,7 +43,10 @@ func TestTheDelaySearchFindsTheDirectPathInReverberantRooms(t *testing.T) {
 		early = 5 * time.Millisecond
 		late  = 2 * time.Millisecond // the direct path and a reflection a millisecond after it are one at 4 kHz
 	)
-	for _, sc := range worldScenes(t, worldSets[0]) {
+	for _, sc := range longtest.Pick(worldScenes(t, worldSets[0]), 6) { // all 24 with AGENTHOST_LONG_TESTS=1
+		if sc.room.Kind == echoroom.DelayChange {
+			continue // TestTheDelaySearchFindsTheEchoAgainSoonAfterTheBulkDelayMoves
+		}
 		first, moved := trueDelay(sc.room.World, 0), time.Duration(0)
 		if sc.room.MoveAt > 0 {
 			moved = trueDelay(sc.room.World, 1)
@@ -102,6 +110,68 @@ func TestTheDelaySearchFindsTheEchoUnderAVoiceOverMusic(t *testing.T) {
 		t.Logf("%s: at 6 s the search says %v (the echo's direct path: %v)", sc.name(), got, want)
 		if got < want-early || got > want+late {
 			t.Errorf("%s: at 6 s the search says %v, want %v (−%v…+%v)", sc.name(), got, want, early, late)
+		}
+	}
+}
+
+// TestTheDelaySearchFindsTheEchoAgainSoonAfterTheBulkDelayMoves: in the
+// tuning set's rooms whose bulk delay moves by 60–80 ms at 10 s (the output
+// device or its buffering changed), with speech and with music, alone and
+// with a near talker from 11 s on, the delay search says the new direct
+// path within a second of the move, and from then on never later than it
+// (the filter's window would start after the echo) nor, with speech, more
+// than a few ms before it. Its filter, having learnt the old path, had
+// slowed down as in double talk, and the first look had long stopped
+// looking: the search found the new delay only 5 s later with speech, and
+// not in 20 s with music.
+func TestTheDelaySearchFindsTheEchoAgainSoonAfterTheBulkDelayMoves(t *testing.T) {
+	const (
+		within = rate // samples after the move
+		early  = 5 * time.Millisecond
+		late   = 2 * time.Millisecond
+	)
+	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return sc.room.Kind == echoroom.DelayChange }) {
+		moved := trueDelay(sc.room.World, 1)
+		for k, mic := range [][]int16{sc.echo.Mic, sc.dt.Mic} {
+			name := sc.name() + []string{"", " with a near talker"}[k]
+			e, err := NewEcho(nil, EchoOptions{MaxDelay: DefaultMaxDelay})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := append([]int16(nil), mic...)
+			found := -1
+			var after, before time.Duration // the worst, once found
+			for i := 0; i+frameLen <= len(out); i += frameLen {
+				e.Cancel(out[i:i+frameLen], sc.far[i:i+frameLen])
+				if i < worldMove {
+					continue
+				}
+				d := e.Delay()
+				if found < 0 && d >= moved-early && d <= moved+late {
+					found = i + frameLen - worldMove
+				}
+				if found >= 0 {
+					after = max(after, d-moved)
+					if !sc.music {
+						before = max(before, moved-d)
+					}
+				}
+			}
+			e.Close()
+			if found < 0 {
+				t.Errorf("%s: the bulk delay moved at %d s and the search never said the new direct path (at %v); it says %v", name, worldMove/rate, moved, e.Delay())
+				continue
+			}
+			t.Logf("%s: the search said the new direct path (at %v) %.2f s after the bulk delay moved", name, moved, float64(found)/rate)
+			if found > within {
+				t.Errorf("%s: the search said the new direct path %.2f s after the bulk delay moved, want within %.1f s", name, float64(found)/rate, float64(within)/rate)
+			}
+			if after > late {
+				t.Errorf("%s: once it found the new direct path (at %v), the search said %v after it", name, moved, after)
+			}
+			if before > early {
+				t.Errorf("%s: once it found the new direct path (at %v), the search said up to %v before it, want at most %v", name, moved, before, early)
+			}
 		}
 	}
 }

@@ -3,7 +3,6 @@ package capture
 import (
 	"fmt"
 	"log/slog"
-	"math"
 	"sync/atomic"
 	"time"
 )
@@ -108,6 +107,10 @@ type Echo struct {
 
 	warm    int     // frames with sound played since the filter (re)started
 	held    bool    // the output is held down while the filter learns
+	strict  bool    // held whole: found again at another delay, the filter learns it
+	before  keep    // the suppressor's model when the echo path changed
+	sIn     float64 // recent echo energy into the canceller, while strict
+	sOut    float64 // and out of it, without the hold
 	started bool    // that hold ended once since the start (never reset: a reopened device gets a new Echo)
 	eIn     float64 // recent echo energy into the filter, while held
 	eOut    float64 // and out of it
@@ -252,6 +255,16 @@ func (e *Echo) Cancel(mic, far []int16) {
 	}
 	echoing := e.echoing()
 	ours := e.post != nil && !e.o.Hold
+	if e.held && echoing && e.strict {
+		// Found again at another delay: held whole until the filter and
+		// the suppressor take strictERLE off every frame, near speech or
+		// not (the suppressor's young model takes a word's onsets for it).
+		e.sIn = warmDecay*e.sIn + energy(mic)
+		e.sOut = warmDecay*e.sOut + energy(e.out)*e.post.unheld
+		if e.sIn >= strictERLE*e.sOut {
+			e.strict = false
+		}
+	}
 	if e.held && echoing {
 		if !ours || !e.post.talking {
 			e.eIn = warmDecay*e.eIn + energy(mic)
@@ -272,11 +285,15 @@ func (e *Echo) Cancel(mic, far []int16) {
 			}
 		}
 	}
-	if e.held && echoing && !(ours && (e.post.bandHeld || e.found() && e.post.learnt() && e.post.talking || !e.found() && (e.post.bTalking || e.post.young))) {
+	if e.held && echoing && (e.relooking() || e.strict || !(ours && (e.post.bandHeld || e.found() && e.post.learnt() && e.post.talking || !e.found() && (e.post.bTalking || e.post.young)))) {
 		// The filter is still learning the room: while its echo may be
 		// in the microphone, hold the output down rather than pass it
 		// (but not near speech, once the suppressor can tell it, nor a
-		// frame the suppressor held per band).
+		// frame the suppressor held per band; nor, while the delay
+		// search looks again after the echo path changed, a frame
+		// whose echo may come at another delay than the suppressor's:
+		// it takes a word's onsets through the new delay for near
+		// speech).
 		for i, v := range e.out {
 			e.out[i] = v / warmDiv
 		}
@@ -287,7 +304,8 @@ func (e *Echo) Cancel(mic, far []int16) {
 // filter runs the linear filter, the delay search and the suppressor over
 // one frame of mic (the reference's frame is at at in hist) into e.out.
 func (e *Echo) filter(mic, far []int16, at int) {
-	moved := false // the filter's window moved
+	moved := false          // the filter's window moved
+	looked := e.relooking() // the search looked again after the echo path changed
 	if e.est != nil {
 		if lag, ok := e.est.add(far, mic); ok {
 			e.delay.Store(int64(lag) * int64(time.Second) / int64(e.o.Rate))
@@ -337,11 +355,22 @@ func (e *Echo) filter(mic, far []int16, at int) {
 		// double talk; started again it learns the new path at its
 		// fastest (and the output is held down meanwhile). The
 		// suppressor keeps what it learnt: the echo's level is the same.
+		// The delay search looks again (the bulk delay may have moved
+		// too: a new output device or buffering); until it found the
+		// echo, the output is held whole, and what the filter learns
+		// again from, should the echo be elsewhere, comes from now on.
 		e.resetFilter()
 		e.holdFilter()
 		if e.post != nil {
 			e.post.changed = true
 		}
+		if e.est != nil {
+			e.est.relook(divRun * e.frame)
+			if e.post != nil {
+				e.before = e.post.kept()
+			}
+		}
+		e.pastN = min(e.pastN, divRun)
 		e.moves.Add(1)
 		if e.o.Log != nil {
 			e.o.Log.Debug("echo path changed; the canceller learns the room again", "component", "capture")
@@ -379,6 +408,19 @@ func (e *Echo) filter(mic, far []int16, at int) {
 				// reference aligned anew, the echo's level, softened.
 				e.post.soften(softenFirst)
 			}
+			if looked && moved {
+				// Found again at another delay after the echo path
+				// changed: the suppressor takes back the model it had
+				// (what it learnt since, its reference at the old lag,
+				// is wrong; the echo's level is the same); the hold
+				// holds the output down whole while the filter learns
+				// the new lag (see strict), then frames taken for near
+				// speech per band too, as after a change.
+				e.post.restore(e.before)
+				e.post.soften(softenFirst)
+				e.post.changed = true
+				e.strict, e.sIn, e.sOut = true, 0, 0
+			}
 			e.postLag = lag
 		}
 		from := at - e.postLag + len(e.hist)
@@ -411,69 +453,6 @@ func (e *Echo) replay(at int) {
 	}
 }
 
-// diverged reports whether the filter, once it had learnt the room, has
-// for 200 ms taken less than 3 dB off the microphone while its output and
-// its echo estimate (mic less output) were anticorrelated: the estimate
-// holds an echo the microphone does not (the path changed). Near speech
-// is uncorrelated with the estimate, and an echo taken off only in part
-// leaves a positive correlation. (The correlation alone also dips for
-// moments in double talk and at the ends of words; the run and the 3 dB
-// keep those out on the tuning rooms.)
-func (e *Echo) diverged(mic []int16) bool {
-	var ey, ee, yy, dd float64
-	for i, v := range e.out {
-		x, y := float64(v), float64(mic[i])-float64(v)
-		ey += x * y
-		ee += x * x
-		yy += y * y
-		dd += float64(mic[i]) * float64(mic[i])
-	}
-	e.ey = divDecay*e.ey + ey
-	e.ee = divDecay*e.ee + ee
-	e.yy = divDecay*e.yy + yy
-	e.dd = divDecay*e.dd + dd
-	if e.held || e.yy < divFloor*float64(len(mic)) || e.ey > -divCorr*math.Sqrt(e.ee*e.yy) || e.dd > divERLE*e.ee {
-		e.divRun = 0
-		return false
-	}
-	e.divRun++
-	if e.divRun < divRun {
-		return false
-	}
-	e.divRun = 0
-	e.ey, e.ee, e.yy, e.dd = 0, 0, 0, 0
-	return true
-}
-
-// resetFilter starts the filter again from nothing.
-func (e *Echo) resetFilter() {
-	e.aec.reset()
-	e.irE = 0
-}
-
-// slapped reports whether speexdsp reset its filter itself since the last
-// look (every slapLook frames): the energy of the filter's impulse response
-// fell by slapDrop or more, and the filter now takes less than 1 dB off mic.
-// (speexdsp also copies the filter giving its output back into the one
-// learning, which the impulse response is, when the latter does worse: the
-// response may fall as much then, while the output does not change.) Not
-// while the output is held: the filter learns then, and what it passes is
-// held down anyway.
-func (e *Echo) slapped(mic []int16) bool {
-	if e.irLook--; e.irLook > 0 {
-		return false
-	}
-	e.irLook = slapLook
-	e.ir = e.aec.impulseResponse(e.ir)
-	var en float64
-	for _, v := range e.ir {
-		en += float64(v) * float64(v)
-	}
-	was := e.irE
-	e.irE = en
-	return !e.held && was > 0 && en < slapDrop*was && energy(mic) < slapERLE*energy(e.out)
-}
-
 // echoing reports whether the frame may hold echo: sound was played within
 // the reference's history and warmTail frames.
 func (e *Echo) echoing() bool {
@@ -484,8 +463,13 @@ func (e *Echo) echoing() bool {
 // (the first 6 s of sound): a delay found then corrects the first.
 func (e *Echo) firstLooking() bool { return e.est != nil && e.est.first != nil }
 
-// found reports whether the delay search found the echo (or there is none).
-func (e *Echo) found() bool { return e.est == nil || e.est.ok }
+// relooking reports whether the delay search looks again after the echo
+// path changed (found then reports false).
+func (e *Echo) relooking() bool { return e.est != nil && e.est.looking() }
+
+// found reports whether the delay search found the echo (or there is
+// none), and has not lost it since (the echo path changed).
+func (e *Echo) found() bool { return e.est == nil || e.est.ok && !e.relooking() }
 
 // hold starts holding the output down: the filter (and the suppressor)
 // start learning.
@@ -503,6 +487,7 @@ func (e *Echo) hold() {
 // holdFilter holds the output down while the filter alone learns again.
 func (e *Echo) holdFilter() {
 	e.held, e.warm, e.eIn, e.eOut = true, 0, 0, 0
+	e.strict = false
 	if e.post != nil {
 		e.post.restart()
 		e.post.changed = false
@@ -537,19 +522,11 @@ const (
 	holdERLE  = 316.0 // 25 dB, with the residual suppressor
 	holdMin   = 200   // and for at least 2 s of played sound (near speech passes)
 
+	strictERLE = 100.0 // 20 dB: found again at another delay, held whole until the canceller takes this off
+
 	softenFirst = 0.1 // the weight the suppressor's unaligned model keeps at the first delay found
 
 	replayFrames = 100 // what the filter took that it learns again at the first delay found (1 s)
-
-	divDecay = 0.9  // per frame: about the last 100 ms count for a divergence
-	divCorr  = 0.2  // the output and the echo estimate anticorrelated this much,
-	divERLE  = 2.0  // the filter taking less than 3 dB off the microphone,
-	divRun   = 20   // for this many frames in a row: diverged
-	divFloor = 10.0 // mean square of the estimate (about −70 dBFS) below which it is not looked at
-
-	slapLook = 10   // frames between looks at the filter for speexdsp's own reset
-	slapDrop = 0.01 // its response's energy fell by 20 dB or more since the last,
-	slapERLE = 1.26 // and the filter takes less than 1 dB off: reset
 )
 
 func energy(x []int16) float64 {

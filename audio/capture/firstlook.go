@@ -17,8 +17,10 @@ import (
 // repeating itself). It looks in the canceller's first 6 s of sound: a near
 // talker as loud as the echo can keep a sure peak from it for the first 3.
 type firstLook struct {
-	rate, maxLag int // decimated
-	far, mic     []float64
+	rate, maxLag int       // decimated
+	far, mic     []float64 // the last firstLen (of bufFar and bufMic)
+	bufFar       []float64
+	bufMic       []float64
 	seen         int // samples taken
 	ft           *fft.FFT
 	x, y         []complex128
@@ -26,6 +28,7 @@ type firstLook struct {
 	acc          []float64 // r summed over the looks
 	looks        int
 	cand, held   int
+	fresh        int // samples of the microphone taken since it started (again)
 }
 
 const (
@@ -33,6 +36,7 @@ const (
 	firstGiveUp   = 6    // s: how long it looks, at most
 	firstEarly    = 3    // s: what it finds before, within the filter's window, corrects the first delay
 	firstSound    = 0.3  // s of sound played before it looks
+	firstFresh    = 0.3  // s of the microphone taken (since it looks again) before it looks
 	firstPeak     = 8.0  // the peak this many times the correlation's RMS over the lags
 	firstHold     = 2    // looks in a row the peak must hold
 	firstEdge     = 10   // ms: a peak this near the end of the range is none
@@ -54,16 +58,36 @@ func newFirstLook(rate, maxLag int) *firstLook {
 
 // add takes one decimated frame of reference and microphone.
 func (f *firstLook) add(far, mic []int16) {
-	if n := int(firstLen * float64(f.rate)); len(f.far)+len(far) > n {
-		k := len(f.far) + len(far) - n
-		f.far = append(f.far[:0], f.far[k:]...)
-		f.mic = append(f.mic[:0], f.mic[k:]...)
+	// far and mic are the last firstLen of bufFar and bufMic, which grow
+	// to twice that before their last firstLen move to their start (it is
+	// fed for good, after the first seconds too: a copy a frame would cost
+	// more than the look).
+	n := int(firstLen * float64(f.rate))
+	if len(f.bufFar)+len(far) > 2*n {
+		k := len(f.bufFar) - n
+		f.bufFar = append(f.bufFar[:0], f.bufFar[k:]...)
+		f.bufMic = append(f.bufMic[:0], f.bufMic[k:]...)
 	}
 	f.seen += len(far)
+	f.fresh += len(mic)
 	for i, v := range far {
-		f.far = append(f.far, float64(v))
-		f.mic = append(f.mic, float64(mic[i]))
+		f.bufFar = append(f.bufFar, float64(v))
+		f.bufMic = append(f.bufMic, float64(mic[i]))
 	}
+	from := max(0, len(f.bufFar)-n)
+	f.far, f.mic = f.bufFar[from:], f.bufMic[from:]
+}
+
+// again starts looking again (the echo path changed): over the reference
+// it holds, and of the microphone the last keep samples only (the echo
+// before them took another path).
+func (f *firstLook) again(keep int) {
+	for i := range max(0, len(f.mic)-keep) {
+		f.mic[i] = 0
+	}
+	f.seen, f.fresh = 0, min(keep, len(f.mic))
+	f.looks, f.cand, f.held = 0, 0, 0
+	clear(f.acc)
 }
 
 // done reports whether it has looked long enough: the filter's search
@@ -82,7 +106,7 @@ func (f *firstLook) look() (int, bool) {
 			loud++
 		}
 	}
-	if len(f.far) < f.maxLag+f.rate/4 || loud < int(firstSound*float64(f.rate)) {
+	if len(f.far) < f.maxLag+f.rate/4 || loud < int(firstSound*float64(f.rate)) || f.fresh < int(firstFresh*float64(f.rate)) {
 		f.held = 0
 		return 0, false
 	}
@@ -158,9 +182,10 @@ func (f *firstLook) pick(r []float64, peakRMS float64) (int, bool) {
 		}
 	}
 	rms := math.Sqrt(ms / float64(len(r)))
-	if peak == 0 || peak < peakRMS*rms || at >= len(r)-firstEdge*f.rate/1000 {
-		// No peak, or one at the end of the range: the edge of the
-		// stretch looked at, or a tune's repeat from beyond it.
+	if peak == 0 || peak < peakRMS*rms || at <= 1 || at >= len(r)-firstEdge*f.rate/1000 {
+		// No peak, or one at either end of the range: sustained music
+		// (no echo comes with no delay), the edge of the stretch looked
+		// at, or a tune's repeat from beyond it.
 		return 0, false
 	}
 	near := delayEarly * f.rate / 1000

@@ -7,6 +7,7 @@ import (
 
 	"github.com/agenthost/agenthost/audio/audiotest"
 	"github.com/agenthost/agenthost/audio/echoroom"
+	"github.com/agenthost/agenthost/internal/longtest"
 )
 
 // TestTheCancellerNoticesWhenSpeexResetsItself: speexdsp's filter starts
@@ -72,9 +73,10 @@ func TestTheCancellerNoticesWhenSpeexResetsItself(t *testing.T) {
 // also empties its learning filter when that one does worse than the one
 // giving its output (it copies the latter back, nothing while that is
 // young). The output does not change then: no reason to start again. In
-// the tuning set's rooms speexdsp never resets itself.
+// the tuning set's rooms speexdsp never resets itself (by default in 6 of
+// its 24 scenes; all with AGENTHOST_LONG_TESTS=1).
 func TestTheCancellerTakesNoOtherChangeForSpeexResettingItself(t *testing.T) {
-	for _, sc := range worldScenes(t, worldSets[0]) {
+	for _, sc := range longtest.Pick(worldScenes(t, worldSets[0]), 6) {
 		e, err := NewEcho(nil, EchoOptions{MaxDelay: DefaultMaxDelay})
 		if err != nil {
 			t.Fatal(err)

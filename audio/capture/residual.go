@@ -2,6 +2,7 @@ package capture
 
 import (
 	"math"
+	"slices"
 
 	"github.com/agenthost/agenthost/audio/internal/fft"
 )
@@ -437,6 +438,23 @@ func held(hang *int, seen bool) bool {
 		return false
 	}
 	return true
+}
+
+// keep is what the aligned model learnt, kept for a while.
+type keep struct{ gm, ge, gd []float64 }
+
+// kept returns what the aligned model learnt.
+func (r *residual) kept() keep {
+	return keep{slices.Clone(r.gm), slices.Clone(r.ge), slices.Clone(r.gd)}
+}
+
+// restore takes back what the aligned model learnt when k was kept.
+func (r *residual) restore(k keep) {
+	if len(k.gm) == len(r.gm) {
+		copy(r.gm, k.gm)
+		copy(r.ge, k.ge)
+		copy(r.gd, k.gd)
+	}
 }
 
 // reset forgets what was learnt: the reference's timing changed.

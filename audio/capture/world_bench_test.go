@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/audio/echoroom"
 )
 
 // BenchmarkWorldEcho prints issue 24's echo figures on the world material
@@ -20,7 +21,8 @@ import (
 //	go test ./audio/capture/ -run '^$' -bench WorldEcho -benchtime 1x
 //
 // AGENTHOST_AEC_SET=tuning (or fresh, a second held-out set) measures that
-// set instead of the held-out one; AGENTHOST_AEC_SCENES=1 adds a line per scene (echo removed;
+// set instead of the held-out one; AGENTHOST_AEC_SCENES=1 adds a line per scene (echo removed,
+// and in a delay-change room the time back to 20 dB after the change;
 // near correlation, the lowest and the segment at 1 s's; and of that segment, the near speech's
 // gain through the canceller and the rest of the output re it, dB: a near speech held down in
 // part, or distorted, leaves a loud rest; an echo left, too). Each cell is the
@@ -95,7 +97,11 @@ func BenchmarkWorldEcho(b *testing.B) {
 			fmt.Fprintf(w, "%-44s", sc.name())
 			for i := range cs {
 				r := res[i][k]
-				fmt.Fprintf(w, " %5.1f dB %4.2f/%4.2f %5.1f/%5.1f", r.erle, percentile(r.corr, 0), r.first, -r.loss[0], r.rest[0])
+				back := "       "
+				if sc.room.Kind == echoroom.DelayChange {
+					back = fmt.Sprintf(" %5.2fs", r.back)
+				}
+				fmt.Fprintf(w, " %5.1f dB%s %4.2f/%4.2f %5.1f/%5.1f", r.erle, back, percentile(r.corr, 0), r.first, -r.loss[0], r.rest[0])
 			}
 			fmt.Fprintln(w)
 		}

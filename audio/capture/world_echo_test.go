@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/audio/echoroom"
+	"github.com/agenthost/agenthost/internal/longtest"
 )
 
 // livingScene is the tuning set's first living room (RT60 0.4 s, a 250 Hz
@@ -24,7 +25,8 @@ func livingScene(t *testing.T) worldScene {
 }
 
 // tuningScenes are the tuning set's scenes that keep accepts; a test over
-// none of them would test nothing.
+// none of them would test nothing. By default two of them at most (the
+// first and the last); AGENTHOST_LONG_TESTS=1 gives all (longtest).
 func tuningScenes(t *testing.T, keep func(worldScene) bool) []worldScene {
 	var out []worldScene
 	for _, sc := range worldScenes(t, worldSets[0]) {
@@ -35,7 +37,7 @@ func tuningScenes(t *testing.T, keep func(worldScene) bool) []worldScene {
 	if len(out) == 0 {
 		t.Fatal("no scene of the tuning set to test")
 	}
-	return out
+	return longtest.Pick(out, 2)
 }
 
 // tuningTune is the far end of the tuning set's first (or last) dry room
@@ -167,7 +169,7 @@ func TestAnEchoPathThatChangesUnderMusicIsCancelledAgainWithinASecond(t *testing
 // dB off for good in two of them.
 func TestTheEchosDelayIsFoundUnderATuneThatRepeatsItselfAtTheEchosDelay(t *testing.T) {
 	far := tuningTune(t, false) // the first tune
-	for _, seed := range []uint64{10, 12, 13} {
+	for _, seed := range longtest.Pick([]uint64{10, 12, 13}, 1) {
 		r := echoroom.WorldRooms(seed, 2)[2*int(echoroom.Moving)]
 		s := r.Render(far, nil)
 		e, err := NewEcho(nil, EchoOptions{MaxDelay: DefaultMaxDelay})
@@ -195,8 +197,12 @@ func TestTheEchosDelayIsFoundUnderATuneThatRepeatsItselfAtTheEchosDelay(t *testi
 // stays the same), or near speech said at 1 s is held down with the echo
 // while it learns again.
 func TestABargeInIsHeardWhenTheFirstLookCorrectsTheEchosDelay(t *testing.T) {
-	rooms := map[uint64]string{10: "rt0.6-d7-b82", 13: "rt0.3-d23-b74", 14: "rt0.3-d8-b68-soft0.3"}
-	for seed, room := range rooms {
+	rooms := []struct {
+		seed uint64
+		room string
+	}{{10, "rt0.6-d7-b82"}, {13, "rt0.3-d23-b74"}, {14, "rt0.3-d8-b68-soft0.3"}}
+	for _, r := range longtest.Pick(rooms, 1) {
+		seed, room := r.seed, r.room
 		s := worldSets[0]
 		s.name, s.roomSeed = fmt.Sprint("tuning material, rooms of seed ", seed), seed
 		found := false
@@ -269,8 +275,8 @@ func TestABargeInOverMusicIsHeardWhereTheYoungFilterTakesTheEchoDown(t *testing.
 // taken for near speech, and must not pass the learning hold whole.
 func TestAnEchoPathThatChangesUnderSpeechIsCancelledAgainWithinASecond(t *testing.T) {
 	far := tuningScenes(t, func(sc worldScene) bool { return !sc.music })[0].far // the first voice
-	for _, seed := range []uint64{5, 22, 27} {
-		for _, r := range echoroom.WorldRooms(seed, 2)[2*int(echoroom.Moving):] {
+	for _, seed := range longtest.Pick([]uint64{5, 22, 27}, 1) {
+		for _, r := range echoroom.WorldRooms(seed, 2)[2*int(echoroom.Moving) : 2*int(echoroom.Moving)+2] {
 			s := r.Render(far, nil)
 			cancelledAgainWithinASecond(t, fmt.Sprintf("seed %d, %s/speech", seed, r), s.Mic, far)
 		}
@@ -453,6 +459,32 @@ func TestTheBlindModelDoesNotLearnAFrameTheYoungFilterTookForNearSpeech(t *testi
 		}
 		if learnt > 0 {
 			t.Errorf("%s: the blind model learnt %d of the %d frames the young filter took for near speech as echo, want none", sc.name(), learnt, young)
+		}
+	}
+}
+
+// The tuning set's rooms whose bulk delay moves at 10 s (the output device
+// or its buffering changed), with speech and with music: the canceller
+// takes 20 dB off again within 1.5 s, and from 2 s after the move to the
+// end holds within 3 dB of what its filter alone (without the suppressor)
+// holds. The filter, its window before or after the echo, cancelled
+// nothing; the search found the new delay 5 s later (with speech) or
+// never (with music), and the suppressor, aligned with the old delay,
+// took the echo's onsets for near speech: 5.7 s to get back to 20 dB,
+// 9.0 dB held with speech (the filter alone: 29.2).
+func TestTheEchoIsCancelledAgainSoonAfterTheBulkDelayMoves(t *testing.T) {
+	for _, sc := range tuningScenes(t, func(sc worldScene) bool { return sc.room.Kind == echoroom.DelayChange }) {
+		out := cancel(t, sc.echo.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay})
+		alone := cancel(t, sc.echo.Mic, sc.far, EchoOptions{MaxDelay: DefaultMaxDelay, NoResidual: true})
+		back := backTo(sc.echo, out, worldMove, 20)
+		held := echoroom.ERLE(sc.echo.Mic, out, worldMove+2*rate)
+		filter := echoroom.ERLE(sc.echo.Mic, alone, worldMove+2*rate)
+		t.Logf("%s: back to 20 dB %.2f s after the bulk delay moved; from 2 s after it on, %.1f dB removed (the filter alone: %.1f dB)", sc.name(), back, held, filter)
+		if back > 1.5 {
+			t.Errorf("%s: back to 20 dB %.2f s after the bulk delay moved, want within 1.5 s", sc.name(), back)
+		}
+		if held < filter-3 {
+			t.Errorf("%s: from 2 s after the bulk delay moved on, %.1f dB removed, want within 3 dB of the filter alone's %.1f dB", sc.name(), held, filter)
 		}
 	}
 }

@@ -38,7 +38,11 @@ type World struct {
 	Noise float64
 	// MoveAt, above 0, is when the path changes: reflections and tail are
 	// drawn anew and the direct path moves by up to ±3 ms (50 ms crossfade).
+	// With BulkAfter, only the bulk delay changes then.
 	MoveAt time.Duration
+	// BulkAfter, above 0, is the bulk delay from MoveAt on (the output
+	// device or its buffering changed); the room's response stays.
+	BulkAfter time.Duration
 	// Seed makes the room repeatable.
 	Seed uint64
 }
@@ -60,7 +64,10 @@ func (w World) String() string {
 		}
 		s += fmt.Sprintf("-%s%.1f", kind, w.Clip)
 	}
-	if w.MoveAt > 0 {
+	switch {
+	case w.MoveAt > 0 && w.BulkAfter > 0:
+		s += fmt.Sprintf("-to-b%d-at%gs", w.BulkAfter.Milliseconds(), w.MoveAt.Seconds())
+	case w.MoveAt > 0:
 		s += fmt.Sprintf("-move%gs", w.MoveAt.Seconds())
 	}
 	return s
@@ -154,14 +161,22 @@ func highPass(x []float64, fc, rate float64) {
 func (w World) Render(far, near []int16) Signals {
 	rate := w.rate()
 	spk := w.speaker(far)
-	bulk := int(w.Bulk.Seconds() * float64(rate))
-	shifted := make([]float64, len(spk))
-	if bulk < len(spk) {
-		copy(shifted[bulk:], spk)
+	delayed := func(d time.Duration) []float64 {
+		bulk := int(d.Seconds() * float64(rate))
+		shifted := make([]float64, len(spk))
+		if bulk < len(spk) {
+			copy(shifted[bulk:], spk)
+		}
+		return shifted
 	}
-	echo := convolve(shifted, w.Response(0))
+	echo := convolve(delayed(w.Bulk), w.Response(0))
 	if w.MoveAt > 0 {
-		after := convolve(shifted, w.Response(1))
+		var after []float64
+		if w.BulkAfter > 0 {
+			after = convolve(delayed(w.BulkAfter), w.Response(0))
+		} else {
+			after = convolve(delayed(w.Bulk), w.Response(1))
+		}
 		at, fade := int(w.MoveAt.Seconds()*float64(rate)), rate/20
 		for i := range echo {
 			a := min(1, max(0, float64(i-at)/float64(fade)))
@@ -194,15 +209,16 @@ type Kind int
 
 // The kinds of rooms in a set (issue 24's conditions).
 const (
-	Dry      Kind = iota // RT60 0.2–0.3 s
-	Living               // RT60 0.4–0.6 s
-	Hall                 // RT60 0.8 s (no target; reported)
-	HardClip             // RT60 0.3 s, hard clipping at 0.3
-	SoftClip             // RT60 0.3 s, soft clipping at 0.3
-	Moving               // RT60 0.4 s, the path changes at 10 s
+	Dry         Kind = iota // RT60 0.2–0.3 s
+	Living                  // RT60 0.4–0.6 s
+	Hall                    // RT60 0.8 s (no target; reported)
+	HardClip                // RT60 0.3 s, hard clipping at 0.3
+	SoftClip                // RT60 0.3 s, soft clipping at 0.3
+	Moving                  // RT60 0.4 s, the path changes at 10 s
+	DelayChange             // RT60 0.3 s, the bulk delay changes at 10 s (40–80 ms earlier or later)
 )
 
-var kindNames = [...]string{"rt60≤0.3", "rt60 0.4–0.6", "rt60 0.8", "hard clip 0.3", "soft clip 0.3", "path change"}
+var kindNames = [...]string{"rt60≤0.3", "rt60 0.4–0.6", "rt60 0.8", "hard clip 0.3", "soft clip 0.3", "path change", "delay change"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -215,7 +231,9 @@ type WorldRoom struct {
 // WorldRooms returns a set of rooms drawn from seed: for each kind, n rooms
 // (RT60s spread over the kind's range; direct path, bulk delay, level and
 // DRR drawn). Sets with different seeds share no room: one tunes, another
-// is held out.
+// is held out. A DelayChange room's bulk delay moves at 10 s: in the first
+// (as the output device changes) from 100–160 ms 60–80 ms earlier, in the
+// second from 20–100 ms as much later.
 func WorldRooms(seed uint64, n int) []WorldRoom {
 	rng := rand.New(rand.NewPCG(seed, 0x726f6f6d73))
 	var out []WorldRoom
@@ -225,7 +243,7 @@ func WorldRooms(seed uint64, n int) []WorldRoom {
 		}
 		return lo + (hi-lo)*float64(i)/float64(n-1)
 	}
-	for k := Dry; k <= Moving; k++ {
+	for k := Dry; k <= DelayChange; k++ {
 		for i := range n {
 			var rt float64
 			switch k {
@@ -235,7 +253,7 @@ func WorldRooms(seed uint64, n int) []WorldRoom {
 				rt = spread(0.4, 0.6, i)
 			case Hall:
 				rt = 0.8
-			case HardClip, SoftClip:
+			case HardClip, SoftClip, DelayChange:
 				rt = 0.3
 			case Moving:
 				rt = 0.4
@@ -259,6 +277,16 @@ func WorldRooms(seed uint64, n int) []WorldRoom {
 				w.Clip = 0.3
 			case Moving:
 				w.MoveAt = 10 * time.Second
+			case DelayChange:
+				// Drawn after the others: the rooms of the other kinds
+				// stay as they were before this kind was added.
+				w.MoveAt = 10 * time.Second
+				early := time.Duration(100+rng.IntN(61)) * time.Millisecond
+				by := time.Duration(60+rng.IntN(21)) * time.Millisecond
+				w.Bulk, w.BulkAfter = early, early-by
+				if i%2 == 1 {
+					w.Bulk, w.BulkAfter = early-by, early
+				}
 			}
 			out = append(out, WorldRoom{Kind: k, World: w})
 		}

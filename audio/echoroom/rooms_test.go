@@ -70,3 +70,17 @@ func TestConvolutionByFFTIsConvolution(t *testing.T) {
 		}
 	}
 }
+
+func TestADelayChangeRoomsEchoComesAtItsNewBulkDelayAfterTheChange(t *testing.T) {
+	w := World{RT60: 300 * time.Millisecond, Direct: 10 * time.Millisecond, Bulk: 120 * time.Millisecond, BulkAfter: 40 * time.Millisecond, Level: -6, MoveAt: 500 * time.Millisecond, Seed: 3}
+	far := make([]int16, 16000)
+	far[12000] = 30000 // a click at 0.75 s, after the change
+	echo := w.Render(far, nil).Echo
+	first := slices.IndexFunc(echo[12000:], func(v int16) bool { return v != 0 })
+	if want := 16 * 50; first != want {
+		t.Errorf("the click's echo came %d samples after it, want %d (the new bulk delay and the direct path)", first, want)
+	}
+	if got := w.String(); got != "rt0.3-d10-b120-to-b40-at0.5s" {
+		t.Errorf("named %q", got)
+	}
+}

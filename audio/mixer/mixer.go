@@ -13,8 +13,13 @@
 //   - While the assistant is active (SetActive: it listens or speaks), or
 //     an announcement or a ring plays, media is ducked by DuckDB, or paused
 //     when MediaWhileActive is "pause".
-//   - Voice replies and earcons are not ducked by announcements, and the
-//     assistant's activity ducks media only.
+//   - While the assistant is active, an announcement is ducked (or paused)
+//     as media is: the owner's turn and the reply are heard over it.
+//   - Voice replies and earcons are not ducked by announcements, nor by the
+//     assistant's activity.
+//   - The speaker's volume may be the mixer's (SetLevels): ring streams at
+//     one level, the rest at another, so that a ring sounds alone on a
+//     muted speaker.
 //   - Every change of a stream's gain (ducking, pausing, resuming) moves
 //     over the ramp, linearly, so that it never clicks.
 //   - The sum saturates at the 16-bit limits instead of wrapping.
@@ -188,6 +193,9 @@ type Mixer struct {
 	acc     []int32
 	mixed   []int16
 	keepFed time.Duration
+	// The speaker's volume when the mixer carries it (SetLevels): the gain
+	// of ring streams, and of every other one.
+	ringLevel, otherLevel float64
 }
 
 // New returns a mixer that writes to out once Run runs. Options out of
@@ -202,7 +210,7 @@ func New(out audio.Sink, o Options) *Mixer {
 		step:  1 / max(1, o.Ramp.Seconds()*float64(o.Rate)),
 		duck:  math.Pow(10, o.DuckDB/20),
 		hold:  int64(max(2*o.Frame, o.Ramp).Seconds() * float64(o.Rate)),
-		wake:  make(chan struct{}, 1)}
+		wake:  make(chan struct{}, 1), ringLevel: 1, otherLevel: 1}
 	m.acc = make([]int32, m.frame*m.ch)
 	m.mixed = make([]int16, m.frame*m.ch)
 	m.keepFed = max(0, o.KeepFed)
@@ -245,6 +253,26 @@ func (m *Mixer) SetActive(on bool) {
 		m.log.Debug("assistant activity", "active", on)
 		m.signal()
 	}
+}
+
+// SetLevels sets the speaker's volume in the mix: ring streams play at
+// gain ring, every other stream at others (0: a muted speaker, on which a
+// ring sounds alone), on top of how they yield to each other. A change
+// moves over the ramp.
+func (m *Mixer) SetLevels(ring, others float64) {
+	clamp := func(g float64) float64 { return max(0, min(1, g)) }
+	m.mu.Lock()
+	m.ringLevel, m.otherLevel = clamp(ring), clamp(others)
+	m.mu.Unlock()
+	m.signal()
+}
+
+// levelLocked is the volume s plays at (SetLevels); m.mu held.
+func (m *Mixer) levelLocked(s *Stream) float64 {
+	if s.class == Ring {
+		return m.ringLevel
+	}
+	return m.otherLevel
 }
 
 // Active reports what SetActive said last.
@@ -337,8 +365,8 @@ func (m *Mixer) targetLocked(s *Stream, ringing, announcing bool) (gain float64,
 	switch s.class {
 	case Ring:
 		return 1, false
-	case Media:
-		if m.active || ringing || announcing {
+	case Media, Announcement:
+		if m.active || s.class == Media && (ringing || announcing) {
 			if m.o.MediaWhileActive == Pause {
 				return 0, true
 			}
@@ -447,7 +475,7 @@ func (m *Mixer) mix() (int, []*Stream) {
 		if s.class == Media && target < 1 && !s.paused {
 			ducked = true
 		}
-		k := s.mixInto(m.acc, m.ch, target, m.step, paused)
+		k := s.mixInto(m.acc, m.ch, target*m.levelLocked(s), m.step, paused)
 		m.played[s.class] += int64(k)
 		if k > 0 {
 			s.sounded, s.heard = true, m.clock+int64(k)

@@ -33,6 +33,7 @@ type Stream struct {
 	paused  bool
 	closing bool // Close: leave once empty
 	stopped bool
+	why     string // StopClass's reason, which Write returns
 
 	space chan struct{} // the mixer took samples
 	done  chan struct{} // closed when the stream has left the mixer
@@ -81,9 +82,8 @@ func (m *Mixer) Open(name string, c Class, f audio.Format) (*Stream, error) {
 		}
 	}
 	ringing, announcing := m.conditionsLocked()
-	if target, _ := m.targetLocked(s, ringing, announcing); target < 1 {
-		s.gain = target // a stream that starts ducked starts at its level
-	}
+	target, _ := m.targetLocked(s, ringing, announcing)
+	s.gain = target * m.levelLocked(s) // a stream starts at its level (ducked, the volume)
 	m.streams = append(m.streams, s)
 	m.opened++
 	m.mu.Unlock()
@@ -158,7 +158,11 @@ func (s *Stream) queue(pcm []int16) error {
 	for len(pcm) > 0 {
 		m.mu.Lock()
 		if s.stopped || s.closing || m.ended {
+			why := s.why
 			m.mu.Unlock()
+			if why != "" {
+				return stoppedError(why)
+			}
 			return fmt.Errorf("mixer: stream %q: %w", s.name, ErrClosed)
 		}
 		k := min(frames-s.n, len(pcm)/ch)
@@ -208,9 +212,15 @@ func (s *Stream) Close() error {
 }
 
 // Stop takes the stream off the mixer at once, dropping what it holds.
-func (s *Stream) Stop() {
+func (s *Stream) Stop() { s.stop("") }
+
+// stop is Stop; why, when set, is what its Write says from now on.
+func (s *Stream) stop(why string) {
 	m := s.m
 	m.mu.Lock()
+	if !s.stopped && why != "" {
+		s.why = why
+	}
 	s.stopped = true
 	for i, o := range m.streams {
 		if o == s {
@@ -294,4 +304,33 @@ func (s *Stream) mixInto(acc []int32, ch int, target, step float64, paused bool)
 		}
 	}
 	return k
+}
+
+// stoppedError is a Write's error after StopClass: its reason, and
+// ErrClosed.
+type stoppedError string
+
+func (e stoppedError) Error() string        { return string(e) }
+func (e stoppedError) Is(target error) bool { return target == ErrClosed }
+
+// StopClass takes every stream of class c off the mixer at once (as Stop),
+// and returns their names; their writers' next Write fails with why.
+func (m *Mixer) StopClass(c Class, why string) []string {
+	m.mu.Lock()
+	var ss []*Stream
+	for _, s := range m.streams {
+		if s.class == c {
+			ss = append(ss, s)
+		}
+	}
+	m.mu.Unlock()
+	names := make([]string, len(ss))
+	for i, s := range ss {
+		s.stop(why)
+		names[i] = s.name
+	}
+	if len(ss) > 0 {
+		m.log.Info("streams stopped", "class", c.String(), "streams", len(ss), "why", why)
+	}
+	return names
 }

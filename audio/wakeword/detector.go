@@ -102,6 +102,9 @@ func NewDetectorWith(rt Runtime, names []string, o Options) (*Detector, error) {
 		if i >= rt.Models() {
 			return nil, fmt.Errorf("a verifier for model %d of %d", i+1, rt.Models())
 		}
+		if err := v.Check(); err != nil {
+			return nil, fmt.Errorf("the verifier of %s: %w", names[i], err)
+		}
 		if v.Window != rt.Window(i) {
 			return nil, fmt.Errorf("the verifier of %s reads %d embeddings; the model reads %d (enroll again)", names[i], v.Window, rt.Window(i))
 		}

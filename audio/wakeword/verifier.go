@@ -32,6 +32,16 @@ const (
 	DefaultVerifierThreshold = 0.9
 )
 
+// The least a verifier file may ask for. The file lies in the service
+// user's state folder, so whoever can write there could plant one whose
+// bias takes every window; it may lower the model's bar to openWakeWord's
+// candidate score and no further (the model scores a quiet room and noise
+// far under it), and must be at least as sure as not of the owner.
+const (
+	MinCandidate         = DefaultCandidate
+	MinVerifierThreshold = 0.5
+)
+
 // Verifier is the owner's verifier of one wake model, as stored.
 type Verifier struct {
 	Version int `json:"version"`
@@ -76,10 +86,10 @@ func (v *Verifier) Check() error {
 		return fmt.Errorf("window of %d embeddings is outside 1…%d", v.Window, maxVerifierWindow)
 	case len(v.Weights) != v.Window*embedSize:
 		return fmt.Errorf("%d weights; a window of %d embeddings needs %d", len(v.Weights), v.Window, v.Window*embedSize)
-	case !(v.Candidate > 0 && v.Candidate < 1):
-		return fmt.Errorf("candidate score %g is outside (0, 1)", v.Candidate)
-	case !(v.Threshold > 0 && v.Threshold < 1):
-		return fmt.Errorf("threshold %g is outside (0, 1)", v.Threshold)
+	case !(v.Candidate >= MinCandidate && v.Candidate < 1):
+		return fmt.Errorf("candidate score %g is outside [%g, 1): a verifier may not ask the model for less (enroll again: agenthost wakeword enroll)", v.Candidate, MinCandidate)
+	case !(v.Threshold >= MinVerifierThreshold && v.Threshold < 1):
+		return fmt.Errorf("threshold %g is outside [%g, 1) (enroll again: agenthost wakeword enroll)", v.Threshold, MinVerifierThreshold)
 	case math.IsNaN(v.Bias) || math.IsInf(v.Bias, 0):
 		return errors.New("the bias is not a number")
 	}

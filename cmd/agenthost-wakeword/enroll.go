@@ -52,9 +52,15 @@ func enroll(dir, lib, vdir string, phrases, others []string, models []string) (w
 	if e.Others, err = read(others); err != nil {
 		return wakeword.Message{}, err
 	}
-	rt, names, _, _, err := open(dir, lib, models)
+	// The recordings are root's when root runs it: read above, before
+	// becoming the owner of the folders below.
+	who, err := asOwner(dir, lib, models, vdir)
 	if err != nil {
 		return wakeword.Message{}, err
+	}
+	rt, names, _, _, err := open(dir, lib, models)
+	if err != nil {
+		return wakeword.Message{}, asWho(err, who)
 	}
 	defer rt.Close()
 	e.Name = names[0]
@@ -64,7 +70,7 @@ func enroll(dir, lib, vdir string, phrases, others []string, models []string) (w
 	}
 	path := wakeword.VerifierFile(vdir, e.Name)
 	if err := statefile.Write(path, v); err != nil {
-		return wakeword.Message{}, err
+		return wakeword.Message{}, asWho(err, who)
 	}
 	return wakeword.Message{Type: wakeword.KindEnrolled, Model: e.Name, Path: path, Phrases: v.Phrases, Negatives: v.Negatives}, nil
 }

@@ -119,15 +119,19 @@ func run(args []string, in io.Reader, out io.Writer) int {
 	if o.Points, err = parsePoints(points, fs.Args(), wakeword.Point{Threshold: o.Threshold, Over: o.Over}); err != nil {
 		return fail(err)
 	}
-	det, ready, closeRT, err := load(*dir, *lib, o, fs.Args(), *verifiers)
+	who, err := asOwner(*dir, *lib, fs.Args(), *verifiers)
 	if err != nil {
 		return fail(err)
+	}
+	det, ready, closeRT, err := load(*dir, *lib, o, fs.Args(), *verifiers)
+	if err != nil {
+		return fail(asWho(err, who))
 	}
 	defer closeRT()
 	if *check {
 		// Run the models once: a model that loads but does not run fails here.
 		if _, err := det.Feed(0, make([]int16, 3*wakeword.Rate)); err != nil {
-			return fail(err)
+			return fail(asWho(err, who))
 		}
 	}
 	w.Write(ready.Encode())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"strings"
 	"time"
@@ -16,12 +17,13 @@ import (
 	"github.com/agenthost/agenthost/host/control"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/host/preflight"
 	"github.com/agenthost/agenthost/host/talk"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
 func init() {
-	commands["check"] = command{"validate the configuration, show it with secrets masked, and try the server", cmdCheck}
+	commands["check"] = command{"say what run would refuse or warn about in the configuration, show it with secrets masked, and try the server", cmdCheck}
 	commands["call"] = command{"call a service: agenthost call SERVICE ['{json params}']", cmdCall}
 	commands["say"] = command{"send a text turn through the running daemon: agenthost say TEXT", cmdSay}
 	commands["status"] = command{"show the running daemon's state", cmdStatus}
@@ -42,10 +44,18 @@ func cmdCheck(e *env, args []string) error {
 	if src == "" {
 		src = "built-in defaults (no file)"
 	}
-	fmt.Fprintf(e.stdout, "configuration: %s: OK\n", src)
-	for _, w := range cfg.Warnings {
-		fmt.Fprintf(e.stdout, "warning: %s\n", w)
+	// What `agenthost run` would say at its start (host/preflight).
+	findings := preflight.Run(context.Background(), cfg, true)
+	lines, errs, warns := checkLines(cfg.Warnings, findings)
+	switch {
+	case errs > 0:
+		fmt.Fprintf(e.stdout, "configuration: %s: %d error(s): `agenthost run` refuses to start with it\n", src, errs)
+	case warns > 0:
+		fmt.Fprintf(e.stdout, "configuration: %s: OK, with %d warning(s)\n", src, warns)
+	default:
+		fmt.Fprintf(e.stdout, "configuration: %s: OK\n", src)
 	}
+	fmt.Fprint(e.stdout, lines)
 	fmt.Fprintf(e.stdout, "\n# effective settings (secrets masked)\n%s\n", cfg.Redacted())
 	if cfg.Audio.Backend == "portaudio" {
 		report, warn := audio.SoundReport(os.Getuid(), audio.SoundServers())
@@ -54,12 +64,15 @@ func cmdCheck(e *env, args []string) error {
 			fmt.Fprintf(e.stdout, "warning: %s\n", warn)
 		}
 	}
+	if errs > 0 {
+		return &exitError{exitConfig, fmt.Errorf("the configuration has %d error(s); see above", errs)}
+	}
 	if cfg.Conversation.WakeWord.On() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		said, err := talk.CheckWakeWord(ctx, cfg)
 		cancel()
 		if err != nil {
-			return err
+			return &exitError{exitConfig, err}
 		}
 		fmt.Fprintf(e.stdout, "wake word: %s\n", said)
 	}
@@ -79,8 +92,44 @@ func cmdCheck(e *env, args []string) error {
 	return nil
 }
 
+// checkLines are the configuration's warnings and the start's findings,
+// one a line: "error:" (run refuses to start), "warning:", or "note:".
+func checkLines(warnings []string, findings []preflight.Finding) (lines string, errs, warns int) {
+	var b strings.Builder
+	for _, w := range warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+		warns++
+	}
+	for _, f := range findings {
+		switch {
+		case f.Fatal:
+			fmt.Fprintf(&b, "error: %s\n", f.Msg)
+			errs++
+		case f.Level >= slog.LevelWarn:
+			fmt.Fprintf(&b, "warning: %s\n", f.Msg)
+			warns++
+		default:
+			fmt.Fprintf(&b, "note: %s\n", f.Msg)
+		}
+	}
+	return b.String(), errs, warns
+}
+
 func (e *env) client(cfg *config.Config) *control.Client {
 	return control.NewClient(cfg.ControlSocketPath())
+}
+
+// do sends a request to the daemon; when none answers, the error says
+// which file and socket were tried and how to name the daemon's file.
+func (e *env) do(ctx context.Context, cfg *config.Config, endpoint string, in, out any) error {
+	err := e.client(cfg).Do(ctx, endpoint, in, out)
+	if errors.Is(err, control.ErrNotRunning) {
+		return fmt.Errorf("%w: nothing answers at %s, the control socket of %s. "+
+			"A daemon started with --config FILE is found with the same --config FILE, or AGENTHOST_CONFIG=FILE "+
+			"(the CLI takes %s, then AGENTHOST_CONFIG, then --config); conversation.control_socket or plugins.runtime_dir in that file moves the socket",
+			control.ErrNotRunning, cfg.ControlSocketPath(), e.configSource(cfg), config.DefaultPath)
+	}
+	return err
 }
 
 // quickAnswer bounds a request the daemon answers at once (status,
@@ -92,7 +141,7 @@ const quickAnswer = 60 * time.Second
 func (e *env) ask(cfg *config.Config, endpoint string, in, out any) error {
 	ctx, cancel := context.WithTimeout(context.Background(), quickAnswer)
 	defer cancel()
-	return e.client(cfg).Do(ctx, endpoint, in, out)
+	return e.do(ctx, cfg, endpoint, in, out)
 }
 
 func cmdCall(e *env, args []string) error {
@@ -118,7 +167,11 @@ func cmdCall(e *env, args []string) error {
 	ctx, stop := signalContext() // Ctrl-C ends the call in the daemon too
 	defer stop()
 	err = e.client(cfg).Do(ctx, "POST /v1/call", calls.CallRequest{Service: service, Params: params}, &out)
+	standalone := ""
 	if errors.Is(err, control.ErrNotRunning) {
+		standalone = fmt.Sprintf("standalone, on %s", e.configSource(cfg))
+		fmt.Fprintf(e.stderr, "no agenthost daemon answers at %s: running %s %s: its plugins and MCP servers, in this process (name the daemon's file with --config or AGENTHOST_CONFIG)\n",
+			cfg.ControlSocketPath(), service, standalone)
 		out, err = callWithoutDaemon(cfg, service, params)
 	}
 	if err != nil {
@@ -127,6 +180,9 @@ func cmdCall(e *env, args []string) error {
 	b, _ := json.MarshalIndent(out, "", "  ")
 	fmt.Fprintln(e.stdout, string(b))
 	if !out.Success {
+		if standalone != "" {
+			return &exitError{1, fmt.Errorf("%s failed (%s): %s", service, standalone, out.Error)}
+		}
 		return &exitError{1, fmt.Errorf("%s failed: %s", service, out.Error)}
 	}
 	return nil
@@ -153,22 +209,63 @@ func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 func cmdSay(e *env, args []string) error {
 	fs := e.flags("say")
+	noWait := fs.Bool("no-wait", false, "do not wait for the reply: print the turn's task and return")
+	timeout := fs.Duration("timeout", time.Minute, "how long to wait for the reply's end")
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
 	text := strings.Join(fs.Args(), " ")
 	if text == "" {
-		return usageErr("usage: agenthost say TEXT")
+		return usageErr("usage: agenthost say [--no-wait] [--timeout D] TEXT (agenthost help say)")
+	}
+	if !*noWait && *timeout <= 0 {
+		return usageErr("--timeout %s: give a duration above zero (e.g. 30s), or --no-wait", *timeout)
 	}
 	cfg, err := e.loadConfig()
 	if err != nil {
 		return err
 	}
-	var out struct{ Task string }
-	if err := e.ask(cfg, "POST /v1/say", host.SayRequest{Text: text}, &out); err != nil {
+	if *noWait {
+		var out host.SayAnswer
+		if err := e.ask(cfg, "POST /v1/say", host.SayRequest{Text: text}, &out); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "sent on task %s\n", out.Task)
+		return nil
+	}
+	// The daemon ends the wait at the timeout and answers with what came;
+	// quickAnswer is for sending the turn.
+	ctx, cancel := context.WithTimeout(context.Background(), *timeout+quickAnswer)
+	defer cancel()
+	var out host.SayAnswer
+	req := host.SayRequest{Text: text, WaitMS: max(timeout.Milliseconds(), 1)}
+	if err := e.do(ctx, cfg, "POST /v1/say", req, &out); err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "sent on task %s\n", out.Task)
+	return printReply(e, out, *timeout)
+}
+
+// printReply prints a reply's text and the services called; a reply that
+// failed or did not end in time is an error (status 1).
+func printReply(e *env, out host.SayAnswer, timeout time.Duration) error {
+	if out.Text != "" {
+		fmt.Fprintln(e.stdout, out.Text)
+	}
+	if len(out.Calls) > 0 {
+		fmt.Fprintf(e.stdout, "called: %s\n", strings.Join(out.Calls, ", "))
+	}
+	switch {
+	case out.CutBy != "":
+		fmt.Fprintf(e.stdout, "(the reply was cut off: the server went on to task %s)\n", out.CutBy)
+	case out.Failed != "":
+		return fmt.Errorf("the server answered the turn on task %s with %s", out.Task, out.Failed)
+	case !out.Ended && out.Text == "":
+		return fmt.Errorf("no reply on task %s within %s (the speaker still plays it if it comes): give --timeout a longer time, or --no-wait not to wait", out.Task, timeout)
+	case !out.Ended:
+		return fmt.Errorf("the reply on task %s did not end within %s (the text above is what came; the speaker plays the rest): give --timeout a longer time", out.Task, timeout)
+	case out.Text == "":
+		fmt.Fprintf(e.stdout, "(the reply on task %s had no text)\n", out.Task)
+	}
 	return nil
 }
 
@@ -223,6 +320,9 @@ func cmdPlugins(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "%s %s  %s  %s  restarts %d\n  path: %s\n  services: %s\n", p.Name, p.Version, p.State, proc, p.Restarts, p.Path, strings.Join(p.Services, ", "))
 		if p.LastError != "" {
 			fmt.Fprintf(e.stdout, "  last error: %s\n", p.LastError)
+		}
+		if p.ConfigRejected != "" {
+			fmt.Fprintf(e.stdout, "  config rejected: %s\n", p.ConfigRejected)
 		}
 	}
 	return nil

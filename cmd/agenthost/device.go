@@ -14,7 +14,7 @@ func init() {
 	commands["volume"] = command{"show or set the speaker's volume: agenthost volume [0-100|+N|-N|mute|unmute]", cmdVolume}
 	commands["mic"] = command{"show the microphone's state, or turn it on or off (privacy): agenthost mic [on|off]", cmdMic}
 	commands["timers"] = command{"list the speaker's timers and alarms", cmdTimers}
-	commands["stop"] = command{"stop a timer or alarm that is ringing", cmdStop}
+	commands["stop"] = command{"stop what sounds, one at a time: a ringing timer or alarm, else an announcement, else the music", cmdStop}
 }
 
 // deviceCall runs one device endpoint of the running daemon.
@@ -23,7 +23,7 @@ func (e *env) deviceCall(endpoint string, in, out any) error {
 	if err != nil {
 		return err
 	}
-	return e.client(cfg).Do(context.Background(), endpoint, in, out)
+	return e.do(context.Background(), cfg, endpoint, in, out)
 }
 
 func cmdVolume(e *env, args []string) error {
@@ -151,13 +151,23 @@ func cmdStop(e *env, args []string) error {
 	if err := e.parse(fs, args); err != nil {
 		return err
 	}
-	var out struct{ Stopped int }
+	var out struct {
+		Stopped int
+		What    string
+		Names   []string
+		Message string
+	}
 	if err := e.deviceCall("POST /v1/device/stop", struct{}{}, &out); err != nil {
 		return err
 	}
-	if out.Stopped == 0 {
+	switch {
+	case out.What == "ringing":
+		fmt.Fprintf(e.stdout, "stopped %d ringing: %s\n", out.Stopped, strings.Join(out.Names, ", "))
+	case out.Message != "":
+		fmt.Fprintln(e.stdout, out.Message)
+	case out.Stopped == 0: // a daemon from before the stop order
 		fmt.Fprintln(e.stdout, "nothing was ringing")
-	} else {
+	default:
 		fmt.Fprintf(e.stdout, "stopped %d ringing\n", out.Stopped)
 	}
 	return nil

@@ -214,6 +214,18 @@ func mcpText(res *mcp.CallToolResult) string {
 // the time it ran, and reads them back.
 type hookLog string
 
+// newHookLog is a hook log in a folder of its own under dir: a hook (under
+// Landlock) cannot write in a folder that holds what the daemon hides from
+// its children, as the state folder or the configuration.
+func newHookLog(t *testing.T, dir string) hookLog {
+	t.Helper()
+	d := filepath.Join(dir, "hooks")
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return hookLog(filepath.Join(d, "hooks.log"))
+}
+
 func (h hookLog) set() string {
 	return `printf '%s %s %s %s\n' "$(date +%s.%N)" "$AGENTHOST_EVENT" "$AGENTHOST_LABEL" "$AGENTHOST_STATE" >> ` + string(h)
 }
@@ -321,7 +333,7 @@ func chimeIn(t *testing.T, path string) bool {
 func TestTimerRingsWithTheLinkDown(t *testing.T) {
 	sim := newSim(t, voicetest.Options{})
 	dir := t.TempDir()
-	hooks := hookLog(filepath.Join(dir, "hooks.log"))
+	hooks := newHookLog(t, dir)
 	out := filepath.Join(dir, "speaker.wav")
 	d := startHost(t, sim, "plugins.state_dir="+filepath.Join(dir, "state"), "audio.backend=file", "audio.output_file="+out,
 		"conversation.hooks.timer="+hooks.set(), "device.ring.timeout=1h", "device.volume=100")
@@ -359,6 +371,17 @@ func TestTimerRingsWithTheLinkDown(t *testing.T) {
 		t.Fatalf("agenthost stop: %v %s", err, l)
 	}
 	hooks.wait(t, "tea", "stopped")
+	// What the model reads (list_timers, get_device_status) and the status
+	// say it stopped, when, and who stopped it; none says it still rings.
+	var list struct{ Recent []device.Event }
+	json.Unmarshal(call(t, sim2, "list_timers", `{}`).Data, &list)
+	var dev struct{ Recent []device.Event }
+	json.Unmarshal(call(t, sim2, "get_device_status", `{}`).Data, &dev)
+	for what, recent := range map[string][]device.Event{"list_timers": list.Recent, "get_device_status": dev.Recent, "agenthost status": d.device(t).Recent} {
+		if len(recent) != 1 || recent[0].State != "stopped" || recent[0].StoppedBy != "the owner (agenthost stop)" || recent[0].StoppedAt == "" {
+			t.Errorf("%s shows the stopped ring as %+v", what, recent)
+		}
+	}
 	if err := d.stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -374,7 +397,7 @@ func TestTimerRingsWithTheLinkDown(t *testing.T) {
 func TestTimersSurviveARestartAndACorruptFile(t *testing.T) {
 	sim := newSim(t, voicetest.Options{})
 	dir := t.TempDir()
-	hooks := hookLog(filepath.Join(dir, "hooks.log"))
+	hooks := newHookLog(t, dir)
 	stateDir := filepath.Join(dir, "state")
 	file := filepath.Join(stateDir, "device", "timers.json")
 	sets := func(out string) []string {

@@ -21,17 +21,28 @@ import (
 // by the owner only, where the detector finds it; recordings that cannot
 // serve (too few takes, a missing file) end it with a clear error and
 // write nothing. Run as root (`sudo agenthost wakeword enroll`) on a state
-// folder the service user owns, the verifier is handed to that user, who
-// could not read a root-owned 0600 file. A reload takes a verifier
+// folder the service user owns, the detector runs as that user (see
+// TestRootEnrollWritesThroughNoLinkOfTheServiceUser), whose the verifier
+// then is: they could not read a root-owned 0600 file. A reload takes a verifier
 // written or deleted while the daemon runs.
 func TestEnrollWritesTheOwnersVerifierInTheStateFolder(t *testing.T) {
 	bin := testbinHost(t)
 	dir := t.TempDir()
+	sets := wakeSets(t, "/dev/null")
+	asRoot := os.Geteuid() == 0
+	if asRoot {
+		// The detector runs as the state folder's owner, who must reach
+		// it and read the wake word's files: a tree every user may enter.
+		_, dir = rootTree(t)
+		wakeFolder(t, filepath.Join(dir, "wake"), 0, true)
+		sets = append(sets, "conversation.wake_word.dir="+filepath.Join(dir, "wake"),
+			"conversation.wake_word.onnxruntime="+filepath.Join(dir, "wake", "onnxruntime", "libonnxruntime.so.1"))
+	}
 	state := filepath.Join(dir, "state")
 	cfg := filepath.Join(dir, "none.yaml")
 	os.WriteFile(cfg, []byte("# defaults\n"), 0o600)
 	base := []string{"wakeword", "enroll", "--config", cfg, "--set", "plugins.state_dir=" + state}
-	for _, s := range wakeSets(t, "/dev/null") {
+	for _, s := range sets {
 		base = append(base, "--set", s)
 	}
 	wav := func(name string, wpm, pitch int, text string) string {
@@ -65,8 +76,6 @@ func TestEnrollWritesTheOwnersVerifierInTheStateFolder(t *testing.T) {
 			t.Fatalf("a verifier was written from recordings that could not serve")
 		}
 	}
-	const serviceUser = 65534 // nobody: stands for the package's agenthost user
-	asRoot := os.Geteuid() == 0
 	if asRoot {
 		if err := os.Mkdir(state, 0o700); err != nil {
 			t.Fatal(err)

@@ -39,7 +39,7 @@ func TestAPushedReplyOpensNoFollowUpWindow(t *testing.T) {
 	if n := audioFrames(sim); n != 0 {
 		t.Fatalf("%d AUDIO frames of the room sent after a reply the server pushed", n)
 	}
-	if out, err := d.cli("say", "what is new"); err != nil || !strings.Contains(out, "sent") {
+	if out, err := d.cli("say", "--no-wait", "what is new"); err != nil || !strings.Contains(out, "sent") {
 		t.Fatalf("agenthost say: %v %s", err, out)
 	}
 	waitFor(t, sim, "the room streamed in the window after the owner's turn", func() bool {
@@ -106,5 +106,46 @@ func TestUnmutingResumesNoWakeTurn(t *testing.T) {
 	time.Sleep(3 * time.Second) // the room talks on
 	if n := audioFrames(sim) - before; n != 0 {
 		t.Fatalf("%d AUDIO frames of the room sent after the unmute with no wake phrase, want 0", n)
+	}
+}
+
+// TestAFailedTurnOpensNoFollowUpWindow: with conversation.wake_word.follow_up
+// set and people talking in the room, the owner's turn that the server
+// never answers (it fails at conversation.reply_timeout), or answers with
+// an error, ends with the unreachable earcon and opens no follow-up
+// window: nothing of the room is sent after it. Only a reply that was
+// heard opens the window (TestAPushedReplyOpensNoFollowUpWindow).
+func TestAFailedTurnOpensNoFollowUpWindow(t *testing.T) {
+	var room []int16
+	for range 3 {
+		room = append(room, audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-gb", WPM: 160}, "and then we went down to the market to buy some bread and cheese")...)
+		room = append(room, make([]int16, 3200)...)
+	}
+	input := filepath.Join(t.TempDir(), "room.s16")
+	if err := audiotest.WriteRaw(input, room); err != nil {
+		t.Fatal(err)
+	}
+	for name, faults := range map[string]voicetest.Faults{
+		"never answered": {WithholdReplies: true},
+		"server error":   {FailReplies: "##ERROR:TTS_FAILED"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			sim := newSim(t, voicetest.Options{Faults: faults})
+			d := startHost(t, sim, append(wakeSets(t, input), "server.params.mode=manual", "conversation.wake_word.follow_up=5s",
+				"conversation.reply_timeout=2s")...)
+			d.logShows("wake word on")
+			ready(t, sim, 1)
+			if out, err := d.cli("say", "--no-wait", "what is new"); err != nil {
+				t.Fatalf("agenthost say: %v %s", err, out)
+			}
+			d.logShows("the turn failed")
+			time.Sleep(6 * time.Second) // the earcon plays, and a window would be open now
+			if n := audioFrames(sim); n != 0 {
+				t.Fatalf("%d AUDIO frames of the room sent after a failed turn", n)
+			}
+			if strings.Contains(d.log.String(), "follow-up window open") {
+				t.Fatal("the follow-up window opened after a failed turn")
+			}
+		})
 	}
 }

@@ -126,7 +126,7 @@ func (h *livenessHost) turn(t *testing.T, trigger string) (task string, failed s
 	var err error
 	switch trigger {
 	case "say":
-		out, err = h.cli("say", "are you there?")
+		out, err = h.cli("say", "--no-wait", "are you there?")
 	case "talk":
 		if out, err = h.cli("talk", "start"); err == nil {
 			time.Sleep(200 * time.Millisecond) // some microphone audio

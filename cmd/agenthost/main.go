@@ -52,11 +52,16 @@ type command struct {
 
 var commands = map[string]command{}
 
+// hiddenCommands run like commands but are not listed: tools of the build
+// (agenthost man).
+var hiddenCommands = map[string]command{}
+
 // env is what every subcommand gets: its streams and the shared flags.
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
 	configPath     string
+	configFlags    *flag.FlagSet // where --config was parsed
 	sets           stringList
 	logLevel       string
 }
@@ -80,11 +85,17 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "--help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		printUsage(stdout)
 		return nil
 	}
+	if args[0] == "help" {
+		return cmdHelp(args[1:], stdout, stderr)
+	}
 	cmd, ok := commands[args[0]]
+	if !ok {
+		cmd, ok = hiddenCommands[args[0]]
+	}
 	if !ok {
 		printUsage(stderr)
 		return usageErr("unknown command %q", args[0])
@@ -106,18 +117,22 @@ func printUsage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-9s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nRun `agenthost COMMAND -h` for a command's flags.")
+	fmt.Fprintln(w, "\nRun `agenthost help COMMAND` (or `agenthost COMMAND -h`) for a command's usage, flags and examples;\n`man agenthost` for all of them.")
 }
 
-// flags returns a flag set with the shared --config, --set and --log-level flags.
+// flags returns a flag set with the shared --config, --set and --log-level
+// flags. The file is the installed one (config.DefaultPath), unless
+// AGENTHOST_CONFIG names another, unless --config does.
 func (e *env) flags(name string) *flag.FlagSet {
 	fs := flag.NewFlagSet("agenthost "+name, flag.ContinueOnError)
 	fs.SetOutput(e.stderr)
+	fs.Usage = func() { writeHelp(e.stderr, strings.Fields(name)[0], fs) }
 	def := os.Getenv(config.EnvConfigPath)
 	if def == "" {
 		def = config.DefaultPath
 	}
-	fs.StringVar(&e.configPath, "config", def, "the YAML configuration file (env "+config.EnvConfigPath+")")
+	e.configFlags = fs
+	fs.StringVar(&e.configPath, "config", def, "the YAML configuration file (default: env "+config.EnvConfigPath+", else "+config.DefaultPath+")")
 	fs.Var(&e.sets, "set", "override one setting, KEY=VALUE (e.g. server.address=127.0.0.1:8009); repeatable")
 	fs.StringVar(&e.logLevel, "log-level", "", "debug, info, warn or error (overrides log.level)")
 	return fs
@@ -165,6 +180,26 @@ func (e *env) loadConfig() (*config.Config, error) {
 	return cfg, nil
 }
 
+// configSource says which file the command took and why: --config,
+// AGENTHOST_CONFIG, the installed path, or the built-in defaults.
+func (e *env) configSource(cfg *config.Config) string {
+	switch {
+	case e.configFlags != nil && flagSet(e.configFlags, "config"):
+		return e.configPath + " (from --config)"
+	case os.Getenv(config.EnvConfigPath) != "":
+		return e.configPath + " (from " + config.EnvConfigPath + ")"
+	case cfg.Path == "":
+		return "the built-in defaults (" + config.DefaultPath + " does not exist)"
+	}
+	return e.configPath + " (the installed file)"
+}
+
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
 // newLogger returns the logger the configuration asks for; level, when
 // given, holds its level so that it can change while the daemon runs.
 func newLogger(cfg *config.Config, w io.Writer, level ...*slog.LevelVar) *slog.Logger {
@@ -190,6 +225,10 @@ func signalContext() (context.Context, context.CancelFunc) {
 
 func init() {
 	commands["version"] = command{"print the version", func(e *env, args []string) error {
+		if len(args) > 0 && strings.TrimLeft(args[0], "-") == "h" || len(args) > 0 && args[0] == "--help" {
+			writeHelp(e.stderr, "version", nil)
+			return errHelpShown
+		}
 		fmt.Fprintf(e.stdout, "agenthost %s (%s, %s/%s; voice protocol TCP v2.5 with MCP; plugin contract v1)\n", version, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return nil
 	}}

@@ -128,7 +128,7 @@ func cmdMCP(e *env, args []string) error {
 // (its bounds; `agenthost mcp --http` takes them too).
 func mcpHTTPOptions(serve config.MCPServe, token string) mcpserver.HTTPOptions {
 	return mcpserver.HTTPOptions{
-		Token: token, AllowedOrigins: serve.AllowedOrigins,
+		Token: token, AllowedOrigins: serve.AllowedOrigins, Hosts: serve.Hosts,
 		MaxConns: serve.MaxConnections, MaxConnsPerClient: serve.MaxConnectionsPerClient,
 		MaxSessions: serve.MaxSessions, SessionTimeout: serve.SessionTimeout.D(),
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/agenthost/agenthost/host/calls"
 	"github.com/agenthost/agenthost/host/control"
+	"github.com/agenthost/agenthost/host/talk"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -22,13 +23,17 @@ func init() {
 func cmdPlay(name, class string) func(e *env, args []string) error {
 	return func(e *env, args []string) error {
 		fs := e.flags(name)
+		room := fs.String("room", "", "play it on the household's speakers in this room (all: in every room), together; a URL only")
 		if err := e.parse(fs, args); err != nil {
 			return err
 		}
 		if fs.NArg() != 1 {
-			return usageErr("usage: agenthost %s FILE|URL", name)
+			return usageErr("usage: agenthost %s [--room ROOM|all] FILE|URL", name)
 		}
 		what := fs.Arg(0)
+		if *room != "" {
+			return playInRooms(e, name, class, *room, what)
+		}
 		if u, err := url.Parse(what); err != nil || (u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "file") {
 			abs, err := filepath.Abs(what) // the plugin takes absolute paths only
 			if err != nil {
@@ -64,4 +69,42 @@ func cmdPlay(name, class string) func(e *env, args []string) error {
 		fmt.Fprintf(e.stdout, "playing %s (%s)\n", what, class)
 		return nil
 	}
+}
+
+// playInRooms plays a URL on the household's speakers in room ("all":
+// every room), this one among them when it stands there.
+func playInRooms(e *env, name, class, room, what string) error {
+	if u, err := url.Parse(what); err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return usageErr("--room plays a URL (http or https) that every speaker can fetch; %q is not one", what)
+	}
+	cfg, err := e.loadConfig()
+	if err != nil {
+		return err
+	}
+	if room == "all" {
+		room = ""
+	}
+	ctx, stop := signalContext()
+	defer stop()
+	var out talk.RoomPlayed
+	err = e.client(cfg).Do(ctx, "POST /v1/household/play", talk.RoomPlay{URL: what, Class: class, Room: room}, &out)
+	if errors.Is(err, control.ErrNotRunning) {
+		return fmt.Errorf("the daemon is not running; %s plays through the household's speakers", name)
+	}
+	if err != nil {
+		return err
+	}
+	where := "every room"
+	if room != "" {
+		where = "room " + room
+	}
+	fmt.Fprintf(e.stdout, "playing %s (%s) on %d other speaker(s) in %s", what, class, out.Members, where)
+	if out.Here {
+		fmt.Fprint(e.stdout, " and here")
+	}
+	fmt.Fprintln(e.stdout)
+	if out.Outcome != nil && !out.Outcome.Success {
+		return &exitError{1, fmt.Errorf("%s %s here: %s", name, what, out.Outcome.Error)}
+	}
+	return nil
 }

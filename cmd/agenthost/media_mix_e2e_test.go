@@ -47,11 +47,12 @@ func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := filepath.Join(dir, "speaker.wav")
-	hooks := filepath.Join(dir, "hooks.log")
+	hooks := string(newHookLog(t, dir))                             // a folder of its own: a sandboxed hook cannot write beside the state
 	sim := newSim(t, voicetest.Options{ReplyDuration: time.Second}) // replies: 1 s of 880 Hz
 	d, _ := startPluginHost(t, sim, func(dir string) { copyExec(t, bundled(t, "media"), filepath.Join(dir, "media")) },
 		"audio.backend=file", "audio.input_file="+mic, "audio.output_file="+out, "device.volume=100", "server.params.mode=manual",
 		"plugins.state_dir="+filepath.Join(dir, "state"), "device.ring.timeout=1h", "services.builtins=true", // the timer
+		"plugins.network.allow="+strings.TrimPrefix(srv.URL, "http://"), // the MCP client's URL: loopback stands for a public server
 		"conversation.hooks.media="+`printf '%s %s %s %s\n' "$AGENTHOST_STATE" "$AGENTHOST_CLASS" "$AGENTHOST_BY" "$AGENTHOST_SOURCE" >> `+hooks)
 	pluginsReady(t, sim)
 	cli := func(args ...string) string {

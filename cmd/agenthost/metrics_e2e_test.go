@@ -35,8 +35,8 @@ func TestMetrics(t *testing.T) {
 	for _, want := range []string{
 		"agenthost_link_up 1",
 		"agenthost_link_connections_total 1",
-		`agenthost_calls_total{outcome="success",service="get_current_time"} 1`,
-		`agenthost_calls_total{outcome="error",service="get_current_time"} 1`,
+		`agenthost_calls_total{caller="voice_server",outcome="success",service="get_current_time"} 1`,
+		`agenthost_calls_total{caller="voice_server",outcome="error",service="get_current_time"} 1`,
 		`agenthost_call_duration_seconds_count{service="get_current_time"} 2`,
 		`agenthost_plugin_state{plugin="clock",state="running"} 1`,
 		`agenthost_plugin_restarts_total{plugin="clock"} 0`,
@@ -88,5 +88,56 @@ func TestMetricsWarnsBeyondLoopback(t *testing.T) {
 	local.logLine("metrics served")
 	if strings.Contains(local.log.String(), "beyond this machine") {
 		t.Errorf("metrics on loopback drew the warning:\n%s", local.log)
+	}
+}
+
+// TestListenersBeyondLoopbackAnswerOnlyTheirOwnNames: /metrics and /mcp on
+// every interface (dialled through 127.0.0.1 here: the machine's own
+// interfaces are not used) refuse a request naming another host, as a
+// DNS-rebinding page of the network would send, and answer a name the
+// owner gave them (metrics.hosts, mcp.serve.hosts).
+func TestListenersBeyondLoopbackAnswerOnlyTheirOwnNames(t *testing.T) {
+	sim := newSim(t, voicetest.Options{})
+	d := startHost(t, sim, "metrics.listen=0.0.0.0:0", "metrics.hosts=speaker.lan", "mcp.serve.listen=0.0.0.0:0",
+		"mcp.serve.hosts=speaker.lan", "mcp.serve.token=e2e-mcp-token")
+	ready(t, sim, 1)
+	viaLoopback := func(url string) string {
+		port := regexp.MustCompile(`:(\d+)/`).FindStringSubmatch(url)[1]
+		return regexp.MustCompile(`//[^/]+/`).ReplaceAllString(url, "//127.0.0.1:"+port+"/")
+	}
+	metricsURL := viaLoopback(d.metricsURL())
+	mcpURL, _ := d.mcpURL()
+	mcpURL = viaLoopback(mcpURL)
+	ask := func(method, url, host string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Host = host
+		req.Header.Set("Authorization", "Bearer e2e-mcp-token")
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusForbidden {
+			t.Logf("%s %s with Host %s: %s", method, url, host, b)
+		}
+		return resp.StatusCode
+	}
+	for _, tc := range []struct {
+		method, url, host string
+		refused           bool
+	}{
+		{"GET", metricsURL, "evil.example:9100", true},
+		{"GET", metricsURL, "speaker.lan:9100", false},
+		{"GET", metricsURL, "127.0.0.1", false},
+		{"POST", mcpURL, "evil.example:8765", true},
+		{"POST", mcpURL, "speaker.lan:8765", false},
+	} {
+		if got := ask(tc.method, tc.url, tc.host); (got == http.StatusForbidden) != tc.refused {
+			t.Errorf("%s %s with Host %s: %d, refused want %v", tc.method, tc.url, tc.host, got, tc.refused)
+		}
 	}
 }

@@ -32,7 +32,7 @@ func TestTheNoticeOfARingTheOwnerStoppedIsNotPlayed(t *testing.T) {
 	if err := audiotest.WriteRaw(earcon, audiotest.Tone(1500, 16000, 300*time.Millisecond)); err != nil {
 		t.Fatal(err)
 	}
-	hooks := hookLog(filepath.Join(dir, "hooks.log"))
+	hooks := newHookLog(t, dir)
 	sim := newSim(t, voicetest.Options{ReplyDuration: time.Second}) // replies: 1 s of 880 Hz
 	d := startHost(t, sim, append(wakeSets(t, input), "server.params.mode=manual", "plugins.state_dir="+filepath.Join(dir, "state"),
 		"audio.output_file="+out, "conversation.hooks.timer="+hooks.set(), "device.ring.timeout=1h", "device.volume=100", "conversation.earcons.wake="+earcon)...)

@@ -340,11 +340,12 @@ func BenchmarkPluginRSS(b *testing.B) {
 		return d, sim
 	}
 	alone, _ := start(nil)
+	files := filepath.Join(b.TempDir(), "files")
 	d, sim := start(func(dir string) {
 		for _, name := range names {
 			copyExec(b, testbin.BuildRelease(b, "./plugins/"+name), filepath.Join(dir, name))
 		}
-	}, "plugins.config.files.root="+filepath.Join(b.TempDir(), "files"), "services.builtins=false")
+	}, "plugins.config.files.root="+files, "plugins.sandbox.files.write="+files, "services.builtins=false")
 	ctx := context.Background()
 	for _, c := range [][2]string{{"get_current_time", `{}`}, {"get_system_info", `{}`}, {"list_files", `{}`}} {
 		if out, err := sim.Call(ctx, c[0], json.RawMessage(c[1])); err != nil || !out.Success {

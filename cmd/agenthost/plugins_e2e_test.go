@@ -607,12 +607,13 @@ func TestPluginProcessesEndWithHost(t *testing.T) {
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			sim := newSim(t, voicetest.Options{})
+			root := filepath.Join(t.TempDir(), "files")
 			d, dir := startPluginHost(t, sim, func(dir string) {
 				for _, name := range []string{"clock", "files", "sysinfo"} {
 					copyExec(t, bundled(t, name), filepath.Join(dir, name))
 				}
 				copyExec(t, testPlugin(t, "bare", ""), filepath.Join(dir, "bare"))
-			}, "plugins.config.files.root="+filepath.Join(t.TempDir(), "files"))
+			}, "plugins.config.files.root="+root, "plugins.sandbox.files.write="+root)
 			pluginsReady(t, sim)
 			var pids []int
 			for _, p := range [][2]string{{"bare", "bare_pid"}, {"clock", "get_current_time"}, {"files", "list_files"}, {"sysinfo", "get_system_info"}} {
@@ -642,7 +643,7 @@ func TestPluginProcessesEndWithHost(t *testing.T) {
 				t.Errorf("processes from the plugin folder remain: %v", left)
 			}
 			if sig == syscall.SIGTERM {
-				socks, _ := os.ReadDir(filepath.Join(d.dir, "run", "plugins"))
+				socks, _ := os.ReadDir(filepath.Join(d.dir, "run", "p"))
 				for _, s := range socks {
 					t.Errorf("a plugin socket was left behind after a clean stop: %s", s.Name())
 				}
@@ -700,6 +701,9 @@ func TestPluginsCommandAndCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	callOut, err = d.cli("call", "get_current_time", `{"format":"simple"}`)
+	if i := strings.Index(callOut, "{"); i > 0 {
+		callOut = callOut[i:] // after the line that says it runs standalone
+	}
 	res = voice.Outcome{}
 	if err != nil || json.Unmarshal([]byte(callOut), &res) != nil || !res.Success || !simpleTime.Match(res.Data) {
 		t.Fatalf("agenthost call without a daemon: %v\n%s", err, callOut)

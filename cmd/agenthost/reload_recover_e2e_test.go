@@ -60,7 +60,8 @@ func (f *fileHost) waitPlugins(t *testing.T, what string, ok func(map[string]plu
 // TestReloadRetriesPluginsBrokenBySettings: files refused for its config (a
 // relative root) and clock refused for a wrong sha256 pin are broken; once
 // the file is fixed and reloaded, both serve again, with no restart of the
-// host and no touch of the binaries.
+// host and no touch of the binaries. (files is dropped in after the start:
+// at the start its rejected config is a configuration error, exit 78.)
 func TestReloadRetriesPluginsBrokenBySettings(t *testing.T) {
 	clock := bundled(t, "clock")
 	b, err := os.ReadFile(clock)
@@ -77,16 +78,21 @@ func TestReloadRetriesPluginsBrokenBySettings(t *testing.T) {
 					"sha256": map[string]any{"clock": strings.Repeat("ab", 32)}},
 			}, fileHostOptions{hidden: how == "SIGHUP", install: func(dir string) {
 				copyExec(t, clock, filepath.Join(dir, "clock"))
-				copyExec(t, bundled(t, "files"), filepath.Join(dir, "files"))
 			}})
 			pluginsReady(t, sim)
+			plugins := filepath.Join(f.dir, "plugins")
+			copyExec(t, bundled(t, "files"), filepath.Join(plugins, "files.tmp"))
+			if err := os.Rename(filepath.Join(plugins, "files.tmp"), filepath.Join(plugins, "files")); err != nil {
+				t.Fatal(err)
+			}
 			f.waitPlugins(t, "both plugins broken", func(l map[string]pluginmgr.Status) bool {
 				return l["clock"].State == "broken" && l["files"].State == "broken"
 			})
 
 			root := filepath.Join(t.TempDir(), "files")
 			f.edit(t, map[string]any{"plugins": map[string]any{"config": map[string]any{"files": map[string]any{"root": root}},
-				"sha256": map[string]any{"clock": hex.EncodeToString(sum[:])}}})
+				"sandbox": map[string]any{"files": map[string]any{"write": []any{root}}},
+				"sha256":  map[string]any{"clock": hex.EncodeToString(sum[:])}}})
 			f.applied(how)
 			waitFor(t, sim, "the fixed plugins' services", func() bool {
 				s := sim.Services()

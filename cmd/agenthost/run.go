@@ -2,16 +2,21 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host"
+	"github.com/agenthost/agenthost/host/pluginmgr"
+	"github.com/agenthost/agenthost/host/preflight"
 	"github.com/agenthost/agenthost/internal/proctree"
+	"github.com/agenthost/agenthost/internal/sandbox"
 )
 
 func init() {
@@ -34,10 +39,17 @@ func cmdRun(e *env, args []string) error {
 	}
 	level := new(slog.LevelVar)
 	log := newLogger(cfg, e.stderr, level)
+	pluginmgr.RouteStandardLog(log.With("component", "go-plugin"))
 	for _, w := range cfg.Warnings {
 		log.Warn("configuration: " + w)
 	}
+	if err := startChecks(cfg, log); err != nil {
+		return err
+	}
 	adoptOrphans(log)
+	if err := sandbox.DenyInspection(); err != nil {
+		log.Warn("children of the daemon's user may inspect it: " + err.Error())
+	}
 	defer killLeftovers(log)
 	host.Version = version
 	// The daemon is the composition in host.New; here only what the
@@ -63,6 +75,23 @@ func cmdRun(e *env, args []string) error {
 	ctx, stop := signalContext()
 	defer stop()
 	return h.Run(ctx)
+}
+
+// startChecks logs what host/preflight finds in cfg, as `agenthost check`
+// prints it; a fatal finding is a configuration error (exit 78).
+func startChecks(cfg *config.Config, log *slog.Logger) error {
+	var bad []string
+	for _, f := range preflight.Run(context.Background(), cfg, false) {
+		if f.Fatal {
+			bad = append(bad, f.Msg)
+			continue
+		}
+		log.Log(context.Background(), f.Level, f.Msg)
+	}
+	if len(bad) > 0 {
+		return &exitError{exitConfig, fmt.Errorf("the configuration has problems:\n%s", strings.Join(bad, "\n"))}
+	}
+	return nil
 }
 
 // adoptOrphans makes this process the subreaper of what it starts: a

@@ -99,7 +99,7 @@ func TestConversationContentStaysOutOfTheInfoLog(t *testing.T) {
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim, "log.level=info")
 	ready(t, sim, 1)
-	out, err := d.cli("say", "remind me of my aunt's birthday")
+	out, err := d.cli("say", "--no-wait", "remind me of my aunt's birthday")
 	if err != nil {
 		t.Fatalf("say: %v %s", err, out)
 	}

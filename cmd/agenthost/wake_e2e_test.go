@@ -357,13 +357,18 @@ func TestCheckNamesAWrongWakeModelOrLibrary(t *testing.T) {
 	bin := testbinHost(t)
 	cfg := filepath.Join(t.TempDir(), "none.yaml")
 	os.WriteFile(cfg, []byte("# defaults\n"), 0o600)
+	missing := "/tmp/nowhere/mine.onnx: stat"
+	if os.Geteuid() == 0 {
+		// As root the detector first refuses a path any user could make.
+		missing = "/tmp/nowhere is missing from /tmp, where any user may make it"
+	}
 	for _, tc := range []struct {
 		set, want string
 		ok        bool
 	}{
 		{"conversation.wake_word.models=hey_jarvis", "wake word: OK: models hey_jarvis, ONNX Runtime 1.30.0", true},
 		{"conversation.wake_word.models=hey_jarvs", `wake model "hey_jarvs" is not in`, false},
-		{"conversation.wake_word.models=/tmp/nowhere/mine.onnx", "/tmp/nowhere/mine.onnx: stat", false},
+		{"conversation.wake_word.models=/tmp/nowhere/mine.onnx", missing, false},
 		{"conversation.wake_word.onnxruntime=/nonexistent/libonnxruntime.so.1", "the ONNX Runtime library /nonexistent/libonnxruntime.so.1", false},
 	} {
 		args := []string{"check", "--offline", "--config", cfg}
@@ -396,7 +401,7 @@ func TestWakeWordWithTheDevice(t *testing.T) {
 	if err := audiotest.WriteRaw(input, pcm); err != nil {
 		t.Fatal(err)
 	}
-	hooks := hookLog(filepath.Join(dir, "hooks.log"))
+	hooks := newHookLog(t, dir)
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim, append(wakeSets(t, input), "server.params.mode=manual", "plugins.state_dir="+filepath.Join(dir, "state"),
 		"conversation.hooks.timer="+hooks.set(), "device.ring.timeout=1h")...)
@@ -426,5 +431,5 @@ func TestWakeWordWithTheDevice(t *testing.T) {
 	}
 	hooks.wait(t, "tea", "stopped")
 	waitFor(t, sim, "the wake turn's audio", func() bool { return audioFrames(sim) > 0 })
-	d.logShows("the wake word was heard")
+	d.logShows("whoever said the wake word")
 }

@@ -17,7 +17,6 @@ import (
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/audio/wakeword"
 	hostwake "github.com/agenthost/agenthost/host/wakeword"
-	"github.com/agenthost/agenthost/internal/fsperm"
 )
 
 func init() {
@@ -32,15 +31,19 @@ const (
 )
 
 func cmdWakeWord(e *env, args []string) error {
-	if len(args) == 0 || args[0] != "enroll" {
-		return usageErr("usage: agenthost wakeword enroll [--model NAME] [--takes N] [--phrase FILE --phrase FILE… --other FILE…]")
-	}
 	fs := e.flags("wakeword enroll")
 	model := fs.String("model", "", "the wake model whose verifier to train (default: the first of conversation.wake_word.models)")
 	takes := fs.Int("takes", 5, "at the microphone: how many times to say the phrase")
 	var phrases, others stringList
 	fs.Var(&phrases, "phrase", "a recording (WAV or raw 16 kHz s16le) of the owner saying the phrase, instead of the microphone; repeatable")
-	fs.Var(&others, "other", "with --phrase: a recording of the owner's other speech (the prompts enroll says at the microphone) or the room; repeatable")
+	fs.Var(&others, "other", "with --phrase: a recording of the owner saying one of the prompts (listed in `agenthost help wakeword`), or of the room; repeatable")
+	if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		fs.Usage()
+		return errHelpShown
+	}
+	if len(args) == 0 || args[0] != "enroll" {
+		return usageErr("usage: agenthost wakeword enroll [--model NAME] [--takes N] [--phrase FILE --phrase FILE… --other FILE…] (agenthost help wakeword)")
+	}
 	if err := e.parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -111,9 +114,6 @@ func cmdWakeWord(e *env, args []string) error {
 	}
 	if m.Type != wakeword.KindEnrolled {
 		return fmt.Errorf("wakeword enroll: %s", m.Error)
-	}
-	if err := fsperm.HandOver(cfg.Plugins.StateDirectory(), dir, filepath.Base(m.Path)); err != nil {
-		return fmt.Errorf("the verifier is in %s, but the service may not read it: %w", m.Path, err)
 	}
 	fmt.Fprintf(e.stdout, "enrolled: %s's verifier (%d takes of the phrase heard of %d, %d windows of other sound) is in %s\n", m.Model, m.Phrases, len(pf), m.Negatives, m.Path)
 	fmt.Fprintln(e.stdout, "the daemon takes it at its next reload: systemctl reload agenthost (delete the file and reload to go back to the model alone)")

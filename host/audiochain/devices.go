@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"os"
 
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/config"
@@ -62,6 +63,9 @@ func Devices(a config.Audio, log *slog.Logger, muted func() bool, opened func(au
 				src, err := audio.OpenFileSource(a.InputFile, in)
 				if err != nil {
 					return nil, fmt.Errorf("audio.input_file: %w", err)
+				}
+				if fi, err := os.Stat(a.InputFile); err == nil && fi.Mode()&os.ModeNamedPipe != 0 {
+					return src, nil // a pipe's writer sets the pace
 				}
 				return audio.Paced(src, a.Rate), nil
 			}

@@ -31,10 +31,12 @@ type Link interface {
 // configuration (they follow the MCP servers it names).
 type Ranks func(cfg *config.Config) (prefixes map[string]string, order []string)
 
-// Record is one call from the voice server, as observers see it.
+// Record is one call, as observers see it: the voice server's, or one
+// through the control socket (the owner's CLI, an MCP client).
 type Record struct {
 	Method  string
-	Took    time.Duration // dispatch, the provider, and queueing the result
+	Caller  services.Caller
+	Took    time.Duration // dispatch, the provider, and (the voice server's) queueing the result
 	Success bool
 }
 
@@ -95,7 +97,7 @@ func (c *Calls) Registry() *services.Registry { return c.reg }
 // Dispatcher runs calls.
 func (c *Calls) Dispatcher() *services.Dispatcher { return c.disp }
 
-// OnCall adds an observer of every call from the voice server (metrics).
+// OnCall adds an observer of every call, whoever makes it (metrics).
 // Add observers before the link runs; they must not block.
 func (c *Calls) OnCall(f func(Record)) { c.observers = append(c.observers, f) }
 

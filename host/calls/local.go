@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strconv"
 	"sync/atomic"
+	"time"
 
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/control"
@@ -45,7 +46,13 @@ func (c *Calls) Local(ctx context.Context, service string, params json.RawMessag
 	if !services.HasCaller(ctx) {
 		ctx = services.WithCaller(ctx, services.CallerOwner)
 	}
-	return c.disp.DispatchFrom(ctx, voice.Call{CallID: ID("local-"), Method: service, Params: params}, c.local, "")
+	start := time.Now()
+	out := c.disp.DispatchFrom(ctx, voice.Call{CallID: ID("local-"), Method: service, Params: params}, c.local, "")
+	r := Record{Method: service, Caller: services.CallerOf(ctx), Took: time.Since(start), Success: out.Success}
+	for _, f := range c.observers {
+		f(r)
+	}
+	return out
 }
 
 // localBudget bounds the calls through the control socket (agenthost call,

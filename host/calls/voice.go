@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -84,7 +85,7 @@ func (c *Calls) handleCall(conn int, call voice.Call) {
 	took := time.Since(start)
 	c.trim.Load().Busy()
 	for _, f := range c.observers {
-		f(Record{Method: call.Method, Took: took, Success: out.Success})
+		f(Record{Method: call.Method, Caller: services.CallerVoiceServer, Took: took, Success: out.Success})
 	}
 	// Debug: a line per call would be most of a call's cost on a Pi; the
 	// dispatcher logs failures at info, and metrics count every call. Its

@@ -29,6 +29,9 @@ type Server struct {
 	path string
 	log  *slog.Logger
 	mux  *http.ServeMux
+
+	daemonPID int // whose descendants are refused (peer.go); 0: this process
+	refusals  refusalLog
 }
 
 // NewServer returns a control server for the socket at path.
@@ -94,6 +97,10 @@ func (s *Server) Run(ctx context.Context, ready func()) error {
 	} else if p := fsperm.DirProblem(fi); p != "" {
 		return fmt.Errorf("the control socket's folder %s %s; set conversation.control_socket (or plugins.runtime_dir) to a folder of this user's", dir, p)
 	}
+	d, err := s.thisDaemon()
+	if err != nil {
+		return err
+	}
 	if c, err := net.DialTimeout("unix", s.path, time.Second); err == nil {
 		c.Close()
 		return fmt.Errorf("%s is in use: is another agenthost running? (set conversation.control_socket to use another path)", s.path)
@@ -104,7 +111,9 @@ func (s *Server) Run(ctx context.Context, ready func()) error {
 		return fmt.Errorf("listening on %s: %w", s.path, err)
 	}
 	os.Chmod(s.path, 0o660)
-	srv := &http.Server{Handler: s.mux, ReadHeaderTimeout: 5 * time.Second}
+	// Every connection is looked at as it is accepted, and every request on
+	// one that is not the owner's is refused before the endpoints (peer.go).
+	srv := &http.Server{Handler: guard(s.mux), ConnContext: s.admitConns(d), ReadHeaderTimeout: 5 * time.Second}
 	s.log.Info("control socket ready", "path", s.path)
 	ready()
 	errc := make(chan error, 1)

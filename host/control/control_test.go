@@ -26,6 +26,9 @@ func serve(t *testing.T, add func(s *control.Server)) string {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	path := filepath.Join(dir, "control.sock")
 	s := control.NewServer(path, slog.New(slog.DiscardHandler))
+	// This process is the client: the server refuses the descendants of
+	// another (a child of this one), as a daemon refuses its own.
+	control.ActAsDaemon(s, otherDaemon(t))
 	add(s)
 	ctx, cancel := context.WithCancel(context.Background())
 	ready, done := make(chan struct{}), make(chan error, 1)

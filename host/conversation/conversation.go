@@ -10,6 +10,8 @@
 package conversation
 
 import (
+	"github.com/agenthost/agenthost/internal/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -51,7 +53,11 @@ type Options struct {
 	InputOpus  bool // send Opus (input_audio_format:opus)
 	OutputOpus bool // the server sends Opus (format:opus)
 	Hooks      map[string]string
-	Log        *slog.Logger
+	// Jail confines the hooks (config.Config.Jail); HookDir is their own
+	// folder, their TMPDIR.
+	Jail    sandbox.Jail
+	HookDir string
+	Log     *slog.Logger
 	// OpenSource and OpenSink open the microphone and the speaker; either may
 	// be nil. They may block (retrying a missing device) until ctx ends.
 	OpenSource func(ctx context.Context) (audio.Source, error)
@@ -101,6 +107,7 @@ type Conversation struct {
 	up        bool
 	talking   bool   // audio flows on task
 	task      string // the turn the microphone feeds
+	spoken    string // the task on which the server detected speech (LISTEN detecting)
 	seq       int
 	replyTask string    // the task whose reply plays
 	waitReply bool      // VAD without AEC: the mic pauses until the reply ends
@@ -147,6 +154,7 @@ func New(o Options, out Sender) (*Conversation, error) {
 	}
 	c.codec.Store(cd)
 	c.hook = newHooks(o.Hooks, c.log)
+	c.hook.jail, c.hook.dir = o.Jail, o.HookDir
 	if c.earconStart, err = loadEarcon(o.EarconStart, o.Rate); err != nil {
 		return nil, fmt.Errorf("conversation.earcons.listen_start: %w", err)
 	}
@@ -586,11 +594,12 @@ func (c *Conversation) listenEvent(f voice.Frame) {
 		c.mu.Lock()
 		current := c.task == task
 		if current {
-			c.replyTask = task
+			c.replyTask, c.spoken = task, task
 		}
 		c.mu.Unlock()
 		if current {
 			c.play.flush(task)
+			c.syncActive() // a turn is heard: the media goes down
 		}
 	case voice.ListenStop:
 		c.mu.Lock()
@@ -618,10 +627,13 @@ func (c *Conversation) listenEvent(f voice.Frame) {
 
 // syncActive tells the mixer whether the assistant is active (a wake
 // word starts a turn, a turn listens, its answer is awaited, or a reply
-// plays): media is ducked, or paused, while it is.
+// plays): media is ducked, or paused, while it is. A VAD mode without the
+// wake word listens all the time: its listening counts once the server
+// hears speech on it, not while it listens to a silent room.
 func (c *Conversation) syncActive() {
 	c.mu.Lock()
-	on := c.talking || c.watch != nil
+	idle := c.autoListen() && c.task != c.owned && c.spoken != c.task
+	on := (c.talking && !idle) || c.watch != nil
 	c.mu.Unlock()
 	c.o.Output.SetActive(on || c.wakePending() || c.play.busy())
 }

@@ -130,8 +130,15 @@ func (c *Conversation) replyTimedOut(gen int, task string) {
 
 // turnFailed tells the owner that a turn failed: the unreachable earcon
 // and the turn_failed hook. reason is in words, with no content of the turn.
+// A failed turn opens no follow-up window: nobody heard a reply to answer,
+// and the room must not stream on a failure's account.
 func (c *Conversation) turnFailed(task, reason string) {
 	c.log.Warn("the turn failed", "task", task, "reason", reason)
+	c.mu.Lock()
+	if c.owned == task {
+		c.owned = ""
+	}
+	c.mu.Unlock()
 	c.play.release(task)
 	c.play.cue(c.earconUnreachable, mixer.Earcon)
 	c.syncActive()

@@ -29,7 +29,7 @@ type WakeOptions struct {
 	// FollowUp: after the reply to a turn the owner started (the wake
 	// word, the talk button, Say, a follow-up turn), speech within this
 	// long starts a turn without the wake word (0: off). A reply the
-	// server pushes unasked opens no window.
+	// server pushes unasked opens no window, nor does a failed turn.
 	FollowUp time.Duration
 	// MaxTurn ends a turn that the end of speech has not ended (30 s).
 	MaxTurn time.Duration
@@ -372,4 +372,21 @@ func (c *Conversation) followFrame(buf []int16) [][]int16 {
 		c.log.Debug("follow-up window over; waiting for the wake word")
 	}
 	return [][]int16{buf}
+}
+
+// WakeWouldStart reports whether a detection now would start a turn: the
+// microphone is on and read, and no turn streams. A speaker asks before it
+// claims a phrase from its household (a claim it then ignored would leave
+// the phrase unanswered).
+func (c *Conversation) WakeWouldStart() bool {
+	if c.wk == nil || (c.o.MicMuted != nil && c.o.MicMuted()) {
+		return false
+	}
+	c.wk.mu.Lock()
+	off := c.wk.off
+	c.wk.mu.Unlock()
+	c.mu.Lock()
+	busy := c.talking && !c.waitReply
+	c.mu.Unlock()
+	return !off && !busy
 }

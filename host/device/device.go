@@ -87,6 +87,14 @@ type Options struct {
 	Hook func(event string, fields map[string]string)
 	// Cue plays a sound on the speaker ahead of any reply.
 	Cue func(pcm []int16)
+	// Levels, when set, takes the volume from the gain stage (which then
+	// stays at 1; a hardware Mixer still takes the level): it is told the
+	// gain of the ring's sound and of every other sound, which the output
+	// mixer applies to each stream. So a ring on a muted speaker sounds
+	// alone, and one that raises a low volume to RingFloor raises only
+	// itself. It is called with the device's lock held: it must not call
+	// the device.
+	Levels func(ring, others float64)
 	// Tell sends text to the voice server as a turn; it fails while the
 	// link is down.
 	Tell func(text string) error
@@ -94,6 +102,10 @@ type Options struct {
 	Info func() Info
 	// Temperature reads the board's temperature (ok false: none).
 	Temperature func() (celsius float64, ok bool)
+	// StopSound ends the next sound in the owner's stop order after a ring
+	// (the announcements, else the music: see Stopped) when stop_ringing
+	// finds nothing ringing; nil: none.
+	StopSound func(why string) Stopped
 
 	// Standalone: this process is not the daemon, which alone keeps the
 	// speaker's state. Nothing is read or written (StateDir and Mixer are
@@ -297,7 +309,7 @@ func (d *Device) Name() string { return "device" }
 func (d *Device) Run(ctx context.Context, ready func()) error {
 	ready()
 	d.sched.Run(ctx)
-	d.StopRinging("the daemon stops")
+	d.StopRinging("the daemon, which stops")
 	if d.o.Mixer != nil {
 		d.o.Mixer.Close()
 	}
@@ -314,8 +326,8 @@ func (d *Device) effectiveLocked() (level int, muted bool) {
 	return level, muted
 }
 
-// applyLocked sets the gain stage's target from the state and returns the
-// level a hardware mixer must be set to (-1: none). d.mu held.
+// applyLocked sets the gain stage's target (or Levels) from the state and
+// returns the level a hardware mixer must be set to (-1: none). d.mu held.
 func (d *Device) applyLocked() int {
 	level, muted := d.effectiveLocked()
 	g := Curve(level, d.o.Range)
@@ -325,11 +337,36 @@ func (d *Device) applyLocked() int {
 	if muted {
 		g = 0
 	}
+	if d.o.Levels != nil {
+		d.o.Levels(d.levelsLocked(level))
+		g = 1
+	}
 	d.gain.Store(math.Float64bits(g))
 	if d.o.Mixer == nil {
 		return -1
 	}
 	return level
+}
+
+// levelsLocked are the gains of the ring and of the other sounds when the
+// output mixer applies the volume (Options.Levels), the hardware control
+// (if any) being at level: the ring at least at the floor and unmuted, the
+// rest at the owner's volume, silent when muted. d.mu held.
+func (d *Device) levelsLocked(level int) (ring, others float64) {
+	ring = Curve(max(d.st.Volume, d.o.RingFloor), d.o.Range)
+	if !d.st.SpeakerMuted {
+		others = Curve(d.st.Volume, d.o.Range)
+	}
+	if d.o.Mixer != nil { // the control is at level already
+		hw := Curve(level, d.o.Range)
+		ring = 1
+		if hw > 0 {
+			others /= hw
+		} else {
+			others = 0
+		}
+	}
+	return ring, min(others, 1)
 }
 
 // setMixer sets the hardware control, outside d.mu.
@@ -342,6 +379,15 @@ func (d *Device) setMixer(level int) {
 	if err := d.o.Mixer.SetVolume(level); err != nil {
 		d.log.Warn("the volume could not be set on the mixer", "mixer", d.o.Mixer.String(), "err", err)
 	}
+}
+
+// Levels are the gains Options.Levels was last told (the ring's, the
+// other sounds').
+func (d *Device) Levels() (ring, others float64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	level, _ := d.effectiveLocked()
+	return d.levelsLocked(level)
 }
 
 // Gain is the gain stage's target now.
@@ -413,8 +459,12 @@ var ErrOwnerOnly = errors.New("the microphone was turned off for privacy and onl
 func (d *Device) MicMuted() bool { return d.micMuted.Load() }
 
 // SetMicMuted mutes or unmutes the microphone for caller. Anyone may mute
-// it; only the owner may unmute it (ErrOwnerOnly).
+// it; only the owner may unmute it (ErrOwnerOnly). Unmuting one that is on
+// changes nothing, and is no refusal.
 func (d *Device) SetMicMuted(caller services.Caller, muted bool) error {
+	if !muted && !caller.Owner() && !d.MicMuted() {
+		return nil
+	}
 	if !muted && !caller.Owner() {
 		d.log.Info("refused to turn the microphone on: only the owner may", "caller", caller.String())
 		return ErrOwnerOnly

@@ -11,12 +11,16 @@ import (
 
 // Event is something a timer or alarm did, for the status.
 type Event struct {
-	ID    string    `json:"id"`
-	Kind  string    `json:"kind"`
-	Label string    `json:"label,omitempty"`
-	State string    `json:"state"` // ringing, missed
-	Due   string    `json:"due"`
-	At    time.Time `json:"-"`
+	ID    string `json:"id"`
+	Kind  string `json:"kind"`
+	Label string `json:"label,omitempty"`
+	State string `json:"state"` // ringing, stopped, missed
+	Due   string `json:"due"`
+	// StoppedAt and StoppedBy: when a ringing one stopped, and who or what
+	// stopped it (the owner, the voice server, its timeout).
+	StoppedAt string    `json:"stopped_at,omitempty"`
+	StoppedBy string    `json:"stopped_by,omitempty"`
+	At        time.Time `json:"-"`
 }
 
 // fired is the scheduler's callback: an entry came due.
@@ -117,7 +121,7 @@ func (d *Device) ring(stop, renew chan struct{}) {
 			mine := d.ringStop == stop
 			d.mu.Unlock()
 			if mine {
-				d.stopRinging(fmt.Sprintf("it rang for %s (device.ring.timeout)", d.o.RingTimeout), false)
+				d.stopRinging(fmt.Sprintf("no one: it rang for %s, the most it rings (device.ring.timeout)", Human(d.o.RingTimeout)), false)
 			}
 			return
 		case <-tick.C:
@@ -132,10 +136,53 @@ func (d *Device) Ringing() bool {
 	return len(d.ringing) > 0
 }
 
-// StopRinging stops what rings and returns it; why is logged and given to
-// the hooks (WHY). It returns once the ringing has queued its last chime,
+// Stopped is what one stop of the owner's ended: What is "ringing",
+// "announcement", "media" or "" (nothing sounded); Names name what it was
+// (the timers, or the streams).
+type Stopped struct {
+	What  string   `json:"what"`
+	Names []string `json:"names,omitempty"`
+}
+
+// Message says it for a person.
+func (s Stopped) Message() string {
+	switch {
+	case len(s.Names) == 0:
+		return "nothing was ringing, and no announcement or music played"
+	case s.What == "ringing":
+		return "stopped " + strings.Join(s.Names, ", ")
+	case s.What == "media":
+		return "stopped the music: " + strings.Join(s.Names, ", ")
+	}
+	return "stopped the " + s.What + ": " + strings.Join(s.Names, ", ")
+}
+
+// StoppedRing is the Stopped of a stop that ended the ringing of was.
+func StoppedRing(was []timers.Entry) Stopped {
+	names := make([]string, len(was))
+	for i, e := range was {
+		names[i] = nameOf(e)
+	}
+	return Stopped{What: "ringing", Names: names}
+}
+
+// Stop ends the first of what sounds, in the owner's stop order: what
+// rings; else (Options.StopSound) the announcements; else the music.
+func (d *Device) Stop(why string) Stopped {
+	if was := d.StopRinging(why); len(was) > 0 {
+		return StoppedRing(was)
+	}
+	if d.o.StopSound != nil {
+		return d.o.StopSound(why)
+	}
+	return Stopped{}
+}
+
+// StopRinging stops what rings and returns it; by (who or what stopped
+// it: "the owner (agenthost stop)") is logged, given to the hooks (WHY)
+// and shown with each under Recent. It returns once the ringing has queued its last chime,
 // so that a caller dropping the queued chimes next drops them all.
-func (d *Device) StopRinging(why string) []timers.Entry { return d.stopRinging(why, true) }
+func (d *Device) StopRinging(by string) []timers.Entry { return d.stopRinging(by, true) }
 
 // stopRinging is StopRinging; wait: for the ringing goroutine to return
 // (false on that goroutine).
@@ -149,18 +196,33 @@ func (d *Device) stopRinging(why string, wait bool) []timers.Entry {
 		d.ringStop, d.ringRenew, d.ringDone = nil, nil, nil
 	}
 	hw := d.applyLocked()
+	d.markStoppedLocked(was, why)
 	d.mu.Unlock()
 	if wait && done != nil {
 		<-done
 	}
 	d.setMixer(hw)
 	if len(was) > 0 {
-		d.log.Info("ringing stopped", "entries", len(was), "why", why)
+		d.log.Info("ringing stopped", "entries", len(was), "by", why)
 	}
 	for _, e := range was {
 		d.hook(string(e.Kind), map[string]string{"ID": e.ID, "LABEL": e.Label, "STATE": "stopped", "WHY": why})
 	}
 	return was
+}
+
+// markStoppedLocked shows the entries that stopped ringing as stopped, by
+// whom and when, under Recent; d.mu held.
+func (d *Device) markStoppedLocked(was []timers.Entry, by string) {
+	at := d.o.Now().In(d.sched.Location()).Format("2006-01-02 15:04:05")
+	for _, e := range was {
+		for i := len(d.recent) - 1; i >= 0; i-- {
+			if ev := &d.recent[i]; ev.ID == e.ID && ev.State == "ringing" {
+				ev.State, ev.StoppedAt, ev.StoppedBy = "stopped", at, by
+				break
+			}
+		}
+	}
 }
 
 // notify tells the voice server (when TellServer): now when the link is

@@ -102,6 +102,11 @@ func TestARingingTimerIsHeardOnAMutedSpeaker(t *testing.T) {
 		if d.Gain() != 0 {
 			t.Fatalf("after the ringing the muted speaker has gain %g", d.Gain())
 		}
+		for _, l := range []device.TimerList{d.TimersList(), {Recent: d.Status().Recent}} {
+			if len(l.Recent) != 1 || l.Recent[0].State != "stopped" || l.Recent[0].StoppedBy != "the voice server (stop_ringing)" || l.Recent[0].StoppedAt == "" {
+				t.Fatalf("recent after stop_ringing: %+v", l.Recent)
+			}
+		}
 		cues, _ = sp.state()
 		time.Sleep(time.Minute)
 		synctest.Wait()
@@ -142,8 +147,15 @@ func TestRingingStopsAfterTheTimeout(t *testing.T) {
 		if d.Ringing() {
 			t.Fatal("still ringing after the timeout")
 		}
-		if st := d.Status(); len(st.Recent) != 2 || st.Recent[0].State != "ringing" {
+		// Both are shown as a person would say: stopped, when, and by what.
+		st := d.Status()
+		if len(st.Recent) != 2 {
 			t.Fatalf("recent: %+v", st.Recent)
+		}
+		for _, ev := range st.Recent {
+			if ev.State != "stopped" || ev.StoppedAt == "" || !strings.Contains(ev.StoppedBy, "rang for 5 minutes") {
+				t.Fatalf("recent after the timeout: %+v", st.Recent)
+			}
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package device_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -116,7 +117,7 @@ func TestServicesDoWhatTheySay(t *testing.T) {
 	if got := ok("cancel_timer", `{"label":"TEA"}`); got["cancelled"] != 1.0 {
 		t.Errorf("cancel_timer: %v", got)
 	}
-	if got := ok("stop_ringing", `{}`); got["message"] != "nothing was ringing" {
+	if got := ok("stop_ringing", `{}`); !strings.HasPrefix(fmt.Sprint(got["message"]), "nothing was ringing") {
 		t.Errorf("stop_ringing: %v", got)
 	}
 }

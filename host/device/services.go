@@ -45,7 +45,7 @@ var serviceList = []services.Service{
 	{Name: MuteMicrophone, Parameters: json.RawMessage(noParams),
 		Description: "Turn the microphone off for privacy: the speaker sends no audio until its owner turns it back on. You will not be able to turn it back on yourself."},
 	{Name: UnmuteMicrophone, Parameters: json.RawMessage(noParams),
-		Description: "Turn the microphone back on. Only the speaker's owner may do this (the speaker's button, or `agenthost mic on`): when you call it, it fails, so tell the user to turn it on themselves."},
+		Description: "Turn the microphone back on. Only the speaker's owner may do this (the speaker's button, or `agenthost mic on`): when it is off and you call it, it fails, so tell the user to turn it on themselves."},
 	{Name: SetTimer, Parameters: json.RawMessage(`{"type":"object","properties":{` +
 		`"seconds":{"type":"integer","minimum":1,"maximum":604800,"description":"the timer's length in seconds"},` +
 		`"duration":{"type":"string","maxLength":40,"description":"or the length as text, like 5m, 1h30m, 90s or \"10 minutes\""},` +
@@ -65,7 +65,7 @@ var serviceList = []services.Service{
 		`"all":{"type":"boolean","description":"or cancel every timer and alarm"}}}`),
 		Description: "Cancel a timer or alarm by id or label (or all of them)."},
 	{Name: StopRinging, Parameters: json.RawMessage(noParams),
-		Description: "Stop a timer or alarm that is ringing."},
+		Description: "Stop what sounds, one thing a call: a timer or alarm that is ringing; when none rings, the announcement playing; when none plays, the music or radio."},
 }
 
 // ID returns "device".
@@ -144,16 +144,8 @@ func (d *Device) Call(ctx context.Context, method string, params json.RawMessage
 			out = map[string]any{"cancelled": len(gone), "message": msg}
 		}
 	case StopRinging:
-		was := d.StopRinging(caller.String() + " asked (stop_ringing)")
-		msg := "nothing was ringing"
-		if len(was) > 0 {
-			names := make([]string, len(was))
-			for i, e := range was {
-				names[i] = nameOf(e)
-			}
-			msg = "stopped " + strings.Join(names, ", ")
-		}
-		out = map[string]any{"stopped": len(was), "message": msg}
+		st := d.Stop(caller.String() + " (stop_ringing)")
+		out = map[string]any{"stopped": len(st.Names), "what": st.What, "message": st.Message()}
 	default:
 		return nil, fmt.Errorf("device: unknown service %q", method)
 	}

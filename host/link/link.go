@@ -61,6 +61,7 @@ type settings struct {
 	answerTimeout, tcpUserTimeout, tcpKeepalive time.Duration
 	reconnect                                   backoff.Backoff
 	maxFrame                                    int
+	lang                                        string // server.params.lang: the words of the server's statuses in the log
 }
 
 func resolve(o Options) *settings {
@@ -68,7 +69,7 @@ func resolve(o Options) *settings {
 	out := &settings{address: s.Address, tls: s.TLS, token: o.Token,
 		dialTimeout: s.DialTimeout.D(), authTimeout: s.AuthTimeout.D(), keepalive: s.Keepalive.D(),
 		answerTimeout: s.Liveness.AnswerTimeout.D(), tcpUserTimeout: s.Liveness.TCPUserTimeout.D(), tcpKeepalive: s.Liveness.TCPKeepalive.D(),
-		reconnect: backoff.Backoff{Base: s.Reconnect.Base.D(), Cap: s.Reconnect.Cap.D()}, maxFrame: int(s.MaxFrame)}
+		reconnect: backoff.Backoff{Base: s.Reconnect.Base.D(), Cap: s.Reconnect.Cap.D()}, maxFrame: int(s.MaxFrame), lang: s.Params.Lang}
 	for _, kv := range s.Params.Pairs() {
 		out.params = append(out.params, voice.Param{Key: kv[0], Value: kv[1]})
 	}
@@ -468,7 +469,7 @@ func (l *Link) status(c *conn, f voice.Frame, authAt time.Time) error {
 		}
 		l.log.Warn("the server reports an error", "conn", c.id, "status", text)
 	default:
-		l.log.Info("server status", "conn", c.id, "status", text)
+		l.log.Info("server status", "conn", c.id, "status", voice.StatusInWords(text, c.o.lang))
 	}
 	return nil
 }

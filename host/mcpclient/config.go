@@ -50,6 +50,14 @@ type ServerConfig struct {
 	// Roots are the folders (paths) or URIs answered to roots/list. None by
 	// default: see Roots in session.go.
 	Roots []string `json:"roots,omitempty" yaml:"roots,omitempty"`
+	// Sandbox grants a stdio server folders to read or write beyond its own.
+	Sandbox Grant `json:"sandbox,omitempty" yaml:"sandbox,omitempty"`
+}
+
+// Grant is what the owner lets a stdio server reach beyond its own folder.
+type Grant struct {
+	Read  []string `json:"read,omitempty" yaml:"read,omitempty"`
+	Write []string `json:"write,omitempty" yaml:"write,omitempty"`
 }
 
 // Transport names, as Info and Status report them.

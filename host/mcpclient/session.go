@@ -9,6 +9,8 @@
 package mcpclient
 
 import (
+	"github.com/agenthost/agenthost/internal/sandbox"
+
 	"context"
 	"errors"
 	"fmt"
@@ -47,6 +49,10 @@ type Options struct {
 	// provider mcp:<name> and goes into every log line as mcp=<name>.
 	Name   string
 	Server ServerConfig
+	// Jail confines a stdio server (config.Config.Jail); Home is its own
+	// folder, its HOME and TMPDIR, the one it may write besides its grant.
+	Jail sandbox.Jail
+	Home string
 	// Log receives the session's lines (with mcp=<name>) and the server's
 	// stderr (with stream=stderr). Nil discards.
 	Log *slog.Logger
@@ -303,7 +309,7 @@ func (s *Session) refuse(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 func (s *Session) connectStdio(ctx context.Context) error {
-	p, err := startProcess(s.o.Name, s.o.Server, s.log, s.o.MaxMessage)
+	p, err := startProcess(s.o, s.log)
 	if err != nil {
 		return fmt.Errorf("mcp server %s: %w", s.o.Name, err)
 	}

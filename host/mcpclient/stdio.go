@@ -1,6 +1,8 @@
 package mcpclient
 
 import (
+	"github.com/agenthost/agenthost/internal/sandbox"
+
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -59,9 +61,18 @@ type process struct {
 // the host through Pdeathsig. Pdeathsig fires when the thread that forked
 // the process exits, so the process is started, and waited for, from a
 // goroutine locked to its thread.
-func startProcess(name string, c ServerConfig, log *slog.Logger, maxLine int) (*process, error) {
+func startProcess(o Options, log *slog.Logger) (*process, error) {
+	name, c, maxLine := o.Name, o.Server, o.MaxMessage
 	cmd := exec.Command(c.Command, c.Args...)
 	cmd.Env = childenv.Environ()
+	policy := sandbox.Policy{Read: c.Sandbox.Read, Write: c.Sandbox.Write}
+	if o.Home != "" {
+		if err := os.MkdirAll(o.Home, 0o700); err != nil {
+			return nil, fmt.Errorf("its folder: %w", err)
+		}
+		cmd.Env = append(cmd.Env, "HOME="+o.Home, "TMPDIR="+o.Home)
+		policy.Write = append(policy.Write, o.Home)
+	}
 	for k, v := range c.Env {
 		cmd.Env = append(cmd.Env, k+"="+v)
 	}
@@ -69,6 +80,9 @@ func startProcess(name string, c ServerConfig, log *slog.Logger, maxLine int) (*
 	cmd.Env = append(cmd.Env, tree.Env())
 	cmd.Dir = c.Cwd
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := o.Jail.Confine(cmd, policy); err != nil {
+		return nil, fmt.Errorf("it cannot be started in its sandbox: %w", err)
+	}
 	// A descendant that left the process group may hold stderr open after
 	// the server exited; Wait must not wait for it for ever.
 	cmd.WaitDelay = 2 * time.Second

@@ -33,6 +33,10 @@ type HTTPOptions struct {
 	// not a browser) is allowed; one from another origin is refused with
 	// 403, as the MCP spec asks of local servers (DNS rebinding).
 	AllowedOrigins []string
+	// Hosts are the names requests may give as their host besides the
+	// address, loopback names and the machine's host name
+	// (httpserve.Options.Hosts).
+	Hosts []string
 	// Log receives refused requests (without the token; each kind once a
 	// minute at most, with a count of the others). Nil discards.
 	Log *slog.Logger
@@ -84,6 +88,10 @@ func (s *Server) handler(o HTTPOptions, logs *lograte.Limiter) http.Handler {
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv }, &mcp.StreamableHTTPOptions{
 		Logger:         quietlog.For(o.Log, "go-sdk"),
 		SessionTimeout: o.SessionTimeout,
+		// internal/httpserve refuses a foreign Host on every address; the
+		// SDK's own check (loopback only) would refuse the owner's names
+		// (mcp.serve.hosts, the host name Debian maps to 127.0.1.1).
+		DisableLocalhostProtection: true,
 	})
 	h = (&sessionGate{srv: s.srv, max: o.MaxSessions, timeout: o.SessionTimeout, logs: logs}).wrap(h)
 	allowed := map[string]bool{}
@@ -145,6 +153,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, o HTTPOptions) erro
 		Name:     "the MCP endpoint",
 		MaxConns: o.MaxConns, MaxConnsSetting: "mcp.serve.max_connections",
 		MaxConnsPerClient: o.MaxConnsPerClient, MaxConnsPerClientSetting: "mcp.serve.max_connections_per_client",
+		Hosts: o.Hosts, HostsSetting: "mcp.serve.hosts",
 		Log: o.Log,
 	}
 	if o.Token == "" {

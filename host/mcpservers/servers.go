@@ -4,6 +4,9 @@
 package mcpservers
 
 import (
+	"github.com/agenthost/agenthost/internal/sandbox"
+	"path/filepath"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -35,7 +38,8 @@ func configs(cfg *config.Config, file map[string]mcpclient.ServerConfig) (map[st
 		}
 		out[name] = mcpclient.ServerConfig{Type: s.Type, Command: s.Command, Args: s.Args, Env: s.Env, Cwd: s.Cwd, URL: s.URL,
 			Headers: s.Headers, Disabled: s.Disabled, Timeout: mcpclient.Duration(s.Timeout), AllowedTools: s.AllowedTools,
-			ExcludedTools: s.ExcludedTools, Prefix: s.Prefix, Roots: s.Roots}
+			ExcludedTools: s.ExcludedTools, Prefix: s.Prefix, Roots: s.Roots,
+			Sandbox: mcpclient.Grant{Read: s.Sandbox.Read, Write: s.Sandbox.Write}}
 	}
 	for name, s := range out {
 		s, w := s.Expand(name)
@@ -65,6 +69,7 @@ func Prefixes(cfg *config.Config, servers map[string]mcpclient.ServerConfig) map
 // with backoff and parked; an HTTP server that is down is retried for ever,
 // its services out of the register meanwhile).
 type Servers struct {
+	jail    sandbox.Jail // every stdio server's, from the start's configuration
 	set     *Set
 	reg     *services.Registry
 	log     *slog.Logger
@@ -96,7 +101,15 @@ type Status struct {
 // New returns the part that runs set's servers, which put their services
 // in reg; version is the daemon's, told to each server.
 func New(cfg *config.Config, set *Set, reg *services.Registry, log *slog.Logger, version string) *Servers {
-	return &Servers{set: set, reg: reg, log: log, version: version, cfg: cfg, running: map[string]*mcpServer{}}
+	return &Servers{set: set, reg: reg, log: log, version: version, cfg: cfg, jail: cfg.Jail(), running: map[string]*mcpServer{}}
+}
+
+// home is a stdio server's own folder, under the state folder ("" without one).
+func (m *Servers) home(cfg *config.Config, name string) string {
+	if d := cfg.Plugins.StateDirectory(); d != "" {
+		return filepath.Join(d, "mcp", name)
+	}
+	return ""
 }
 
 // Name implements part.Part.
@@ -187,7 +200,7 @@ func (m *Servers) apply(confs map[string]mcpclient.ServerConfig, also func(id st
 		if c.Disabled {
 			continue
 		}
-		start, err := mcpclient.NewStarter(mcpclient.Options{Name: name, Server: c, Log: m.log, Version: m.version,
+		start, err := mcpclient.NewStarter(mcpclient.Options{Name: name, Server: c, Log: m.log, Version: m.version, Jail: m.jail, Home: m.home(cfg, name),
 			StartTimeout: cfg.MCP.StartTimeout.D(), KillGrace: cfg.Plugins.StopGrace.D()})
 		if err != nil {
 			m.log.Error("mcp server not started: its configuration is wrong", "mcp", name, "err", err)

@@ -106,3 +106,11 @@ func serversFile(path string) (map[string]mcpclient.ServerConfig, []string, erro
 	}
 	return file, warnings, nil
 }
+
+// Read returns the servers cfg asks for (mcp.servers and the servers of
+// mcp.servers_file), what was ignored, and why the file cannot be read.
+func Read(cfg *config.Config) (map[string]mcpclient.ServerConfig, []string, error) {
+	file, warnings, err := serversFile(cfg.MCP.ServersFile)
+	confs, more := configs(cfg, file)
+	return confs, append(warnings, more...), err
+}

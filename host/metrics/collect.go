@@ -15,6 +15,7 @@ import (
 	"github.com/agenthost/agenthost/host/mcpservers"
 	"github.com/agenthost/agenthost/host/pluginmgr"
 	"github.com/agenthost/agenthost/host/pluginsound"
+	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/supervise"
 	hostwake "github.com/agenthost/agenthost/host/wakeword"
 )
@@ -71,7 +72,7 @@ var descBuild = prometheus.NewDesc("agenthost_build_info", "The daemon's version
 func partCollectors(s Sources, version string) []prometheus.Collector {
 	m := &collector{s: s, version: version,
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "agenthost_calls_total",
-			Help: "Calls from the voice server by service and outcome (success or error)."}, []string{"service", "outcome"}),
+			Help: "Calls by caller (voice_server, owner: the CLI, mcp: an MCP client), service and outcome (success or error)."}, []string{"caller", "service", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "agenthost_call_duration_seconds",
 			Help:    "The host's time for a call from the voice server: dispatch, the provider, queueing the result.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}}, []string{"service"}),
@@ -96,8 +97,25 @@ func (m *collector) observe(r calls.Record) {
 	if _, known := m.s.Calls.Registry().Lookup(service); !known {
 		service = "(unknown)" // the server's mistakes must not grow the label set
 	}
-	m.calls.WithLabelValues(service, outcome).Inc()
-	m.duration.WithLabelValues(service).Observe(r.Took.Seconds())
+	m.calls.WithLabelValues(callerLabel(r.Caller), service, outcome).Inc()
+	if r.Caller == services.CallerVoiceServer {
+		m.duration.WithLabelValues(service).Observe(r.Took.Seconds())
+	}
+}
+
+// callerLabel names a caller in agenthost_calls_total.
+func callerLabel(c services.Caller) string {
+	switch c {
+	case services.CallerVoiceServer:
+		return "voice_server"
+	case services.CallerOwner:
+		return "owner"
+	case services.CallerMCP:
+		return "mcp"
+	case services.CallerPeer:
+		return "peer"
+	}
+	return "unknown"
 }
 
 // Describe implements prometheus.Collector.

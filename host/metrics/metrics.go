@@ -21,18 +21,20 @@ import (
 
 // Server is the part that serves /metrics.
 type Server struct {
-	addr string
-	reg  *prometheus.Registry
-	log  *slog.Logger
+	addr  string
+	hosts []string
+	reg   *prometheus.Registry
+	log   *slog.Logger
 }
 
 // New returns the part that serves the metrics of the parts s names, the
-// Go runtime's and the process's on addr; version is agenthost_build_info's.
-func New(addr, version string, log *slog.Logger, s Sources) *Server {
+// Go runtime's and the process's on addr, answering the names hosts too
+// (metrics.hosts); version is agenthost_build_info's.
+func New(addr string, hosts []string, version string, log *slog.Logger, s Sources) *Server {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(partCollectors(s, version)...)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	return &Server{addr: addr, reg: reg, log: log}
+	return &Server{addr: addr, hosts: hosts, reg: reg, log: log}
 }
 
 // Name implements part.Part.
@@ -56,6 +58,7 @@ func (s *Server) Run(ctx context.Context, ready func()) error {
 	ready()
 	return httpserve.Serve(ctx, ln, mux, httpserve.Options{
 		Name: "the metrics endpoint", MaxConns: maxConns, MaxConnsPerClient: maxConnsPerClient,
+		Hosts: s.hosts, HostsSetting: "metrics.hosts",
 		ExposedWarning: "the metrics endpoint listens beyond this machine: anyone who can reach it can read the daemon's metrics " +
 			"(metrics.listen; keep it on 127.0.0.1, or behind a firewall)",
 		Log: s.log.With("component", "metrics"),

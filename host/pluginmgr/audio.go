@@ -70,6 +70,14 @@ type playing struct {
 	plugin string
 	st     AudioStream
 	events chan<- *pluginv1.AudioEvent
+	slot   *slot
+}
+
+// slot is a stream's place in its plugin's count (plugins.audio.max_streams),
+// given back once: by Stop, or when its Play ends.
+type slot struct {
+	plugin string
+	freed  bool // guarded by audioHost.mu
 }
 
 func newAudioHost(out AudioOut, p config.PluginAudio, log *slog.Logger) *audioHost {
@@ -89,31 +97,36 @@ func (h *audioHost) server(name string, hold func() (release func())) pluginv1.H
 }
 
 // admit checks the policy for a new stream of class from plugin and counts
-// it; release undoes it.
-func (h *audioHost) admit(plugin, class string) error {
+// it in the slot it returns; release gives the slot back.
+func (h *audioHost) admit(plugin, class string) (*slot, error) {
 	if h.out == nil {
-		return status.Error(codes.FailedPrecondition, "this host has no audio output for plugins")
+		return nil, status.Error(codes.FailedPrecondition, "this host has no audio output for plugins")
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	p := h.policy
 	switch {
 	case slices.Contains(p.Deny, plugin):
-		return status.Errorf(codes.PermissionDenied, "plugin %s may not play (plugins.audio.deny)", plugin)
+		return nil, status.Errorf(codes.PermissionDenied, "plugin %s may not play (plugins.audio.deny)", plugin)
 	case !slices.Contains(p.Classes, class):
-		return status.Errorf(codes.PermissionDenied, "plugins may not play class %q (plugins.audio.classes: %v)", class, p.Classes)
+		return nil, status.Errorf(codes.PermissionDenied, "plugins may not play class %q (plugins.audio.classes: %v)", class, p.Classes)
 	case h.perName[plugin] >= p.MaxStreams:
-		return status.Errorf(codes.ResourceExhausted, "plugin %s already plays %d streams (plugins.audio.max_streams)", plugin, h.perName[plugin])
+		return nil, status.Errorf(codes.ResourceExhausted, "plugin %s already plays %d streams (plugins.audio.max_streams)", plugin, h.perName[plugin])
 	}
 	h.perName[plugin]++
-	return nil
+	return &slot{plugin: plugin}, nil
 }
 
-func (h *audioHost) release(plugin string) {
+// release gives sl back, once.
+func (h *audioHost) release(sl *slot) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.perName[plugin]--; h.perName[plugin] <= 0 {
-		delete(h.perName, plugin)
+	if sl.freed {
+		return
+	}
+	sl.freed = true
+	if h.perName[sl.plugin]--; h.perName[sl.plugin] <= 0 {
+		delete(h.perName, sl.plugin)
 	}
 }
 
@@ -151,10 +164,19 @@ func (a *pluginAudio) Play(s pluginv1.HostAudio_PlayServer) error {
 	if err := validHeader(hd); err != nil {
 		return err
 	}
-	if err := a.h.admit(a.name, hd.GetClass()); err != nil {
+	sl, err := a.h.admit(a.name, hd.GetClass())
+	if err != nil {
 		return err
 	}
-	defer a.h.release(a.name)
+	b := bound{}
+	if hd.GetClass() == "announcement" {
+		a.h.mu.Lock()
+		d := a.h.policy.MaxAnnouncement.D()
+		a.h.mu.Unlock()
+		b = bound{frames: int64(d.Seconds() * float64(hd.GetRate())),
+			why: fmt.Sprintf("stopped by the host: an announcement plays at most %s (plugins.audio.max_announcement)", d)}
+	}
+	defer a.h.release(sl)
 	defer a.hold()() // busy while it plays: no idle stop
 	source := "plugin:" + a.name
 	if hd.GetName() != "" {
@@ -170,7 +192,7 @@ func (a *pluginAudio) Play(s pluginv1.HostAudio_PlayServer) error {
 	events := make(chan *pluginv1.AudioEvent, 4)
 	id := a.h.nextID.Add(1)
 	a.h.mu.Lock()
-	a.h.streams[id] = &playing{plugin: a.name, st: st, events: events}
+	a.h.streams[id] = &playing{plugin: a.name, st: st, events: events, slot: sl}
 	a.h.mu.Unlock()
 	sent := make(chan error, 1)
 	go func() {
@@ -188,7 +210,7 @@ func (a *pluginAudio) Play(s pluginv1.HostAudio_PlayServer) error {
 	log.Info("plugin plays")
 	// The plugin gone (its process or its cancel) stops the sound at once.
 	stopOnCancel := context.AfterFunc(s.Context(), st.Stop)
-	fin := a.pump(s, st, events, id, f.Channels)
+	fin := a.pump(s, st, events, id, f.Channels, b)
 	stopOnCancel()
 	a.h.mu.Lock()
 	delete(a.h.streams, id) // Pause sends under mu, so none comes after this
@@ -205,9 +227,17 @@ func (a *pluginAudio) Play(s pluginv1.HostAudio_PlayServer) error {
 	return nil
 }
 
+// bound is how many frames a stream may play (an announcement's), and what
+// its end says; frames 0: no bound.
+type bound struct {
+	frames int64
+	why    string
+}
+
 // pump writes the plugin's PCM to st until the plugin closes its side (the
-// sound plays out), the stream is stopped, or the plugin goes.
-func (a *pluginAudio) pump(s pluginv1.HostAudio_PlayServer, st AudioStream, events chan<- *pluginv1.AudioEvent, id uint64, channels int) *pluginv1.AudioFinished {
+// sound plays out), the stream is stopped, the plugin goes, or it has
+// played b's frames.
+func (a *pluginAudio) pump(s pluginv1.HostAudio_PlayServer, st AudioStream, events chan<- *pluginv1.AudioEvent, id uint64, channels int, b bound) *pluginv1.AudioFinished {
 	events <- &pluginv1.AudioEvent{Event: &pluginv1.AudioEvent_Started{Started: &pluginv1.AudioStarted{StreamId: id}}}
 	if h, ok := st.(AudioHolder); ok {
 		h.OnHeld(func(state string) {
@@ -223,6 +253,7 @@ func (a *pluginAudio) pump(s pluginv1.HostAudio_PlayServer, st AudioStream, even
 		})
 	}
 	var buf []int16
+	var frames int64
 	for {
 		msg, err := s.Recv()
 		if errors.Is(err, io.EOF) {
@@ -240,6 +271,13 @@ func (a *pluginAudio) pump(s pluginv1.HostAudio_PlayServer, st AudioStream, even
 			st.Stop()
 			return &pluginv1.AudioFinished{Reason: fmt.Sprintf("stopped: a chunk of %d bytes is not whole frames of at most %d bytes", len(pcm), pluginv1.MaxAudioChunk)}
 		}
+		last := false // the chunk that reaches an announcement's bound
+		if b.frames > 0 {
+			if left := b.frames - frames; int64(len(pcm)/(2*channels)) >= left {
+				pcm, last = pcm[:left*int64(2*channels)], true
+			}
+			frames += int64(len(pcm) / (2 * channels))
+		}
 		buf = slices.Grow(buf[:0], len(pcm)/2)[:len(pcm)/2]
 		for i := range buf {
 			buf[i] = int16(binary.LittleEndian.Uint16(pcm[2*i:]))
@@ -247,6 +285,10 @@ func (a *pluginAudio) pump(s pluginv1.HostAudio_PlayServer, st AudioStream, even
 		if _, err := st.Write(buf); err != nil {
 			st.Stop()
 			return &pluginv1.AudioFinished{Reason: fmt.Sprintf("stopped by the host: %v", err)}
+		}
+		if last { // what it sent up to the bound plays out; nothing more is taken
+			st.Close()
+			return &pluginv1.AudioFinished{Reason: b.why}
 		}
 	}
 }
@@ -265,6 +307,21 @@ func (a *pluginAudio) Pause(_ context.Context, req *pluginv1.PauseAudioRequest) 
 	default: // the plugin reads no events; it knows what it asked
 	}
 	return &pluginv1.PauseAudioResponse{}, nil
+}
+
+// Stop implements pluginv1.HostAudioServer: the stream leaves the mixer
+// and gives its slot back before the answer, so that the plugin's next Play
+// (its replacement) has the place; its Play ends on its own.
+func (a *pluginAudio) Stop(_ context.Context, req *pluginv1.StopAudioRequest) (*pluginv1.StopAudioResponse, error) {
+	a.h.mu.Lock()
+	p, ok := a.h.streams[req.GetStreamId()]
+	a.h.mu.Unlock()
+	if !ok || p.plugin != a.name {
+		return nil, status.Errorf(codes.NotFound, "no stream %d of this plugin plays", req.GetStreamId())
+	}
+	p.st.Stop() // not under mu: the stream's watcher tells the plugin its hold under it
+	a.h.release(p.slot)
+	return &pluginv1.StopAudioResponse{}, nil
 }
 
 // holdPlugin keeps the plugin called name from an idle stop until release.

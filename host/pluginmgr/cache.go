@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host/services"
+	"github.com/agenthost/agenthost/internal/statefile"
 )
 
 // descCache keeps plugin descriptions on disk, one file per binary named by
@@ -44,6 +45,14 @@ var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 func (c descCache) path(name, hash string) string {
 	return filepath.Join(c.dir, name+"-"+hash+".json")
+}
+
+// sweep removes the temporaries a writer killed mid-write left (the
+// daemon's start: no temporary of ours outlives it).
+func (c descCache) sweep() {
+	if c.dir != "" {
+		statefile.Sweep(c.dir)
+	}
 }
 
 // get returns the cached description of the binary name/hash, or why there
@@ -94,24 +103,8 @@ func (c descCache) put(name, hash, version string, svcs []services.Service) erro
 	for _, s := range svcs {
 		e.Services = append(e.Services, cacheService{Name: s.Name, Description: s.Description, Parameters: s.Parameters, Timeout: s.Timeout})
 	}
-	b, err := json.MarshalIndent(e, "", "  ")
-	if err != nil {
+	if err := statefile.Write(c.path(name, hash), e); err != nil {
 		return err
-	}
-	tmp, err := os.CreateTemp(c.dir, "."+name+"-*.tmp")
-	if err != nil {
-		return err
-	}
-	_, werr := tmp.Write(b)
-	if cerr := tmp.Close(); werr == nil {
-		werr = cerr
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), c.path(name, hash))
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return werr
 	}
 	old, _ := filepath.Glob(filepath.Join(c.dir, name+"-*.json"))
 	for _, p := range old {

@@ -1,6 +1,9 @@
 package pluginmgr
 
 import (
+	"github.com/agenthost/agenthost/internal/sandbox"
+	"path/filepath"
+
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -42,6 +45,12 @@ type instance struct {
 	stopProc context.CancelFunc
 	done     chan struct{} // closed when the process has exited
 	killOnce sync.Once
+	sockets  string          // its socket folder
+	held     *os.File        // the folder, locked while the process lives
+	allow    func() []string // plugins.network.allow, as it is now
+	// rejected says why it refused the config a reload gave it (it runs
+	// with the one it started with); nil when it took every config.
+	rejected atomic.Pointer[string]
 }
 
 var _ supervise.Child = (*instance)(nil)
@@ -103,9 +112,31 @@ func (m *Manager) startOnce(ctx context.Context, name, path string) (*instance, 
 		cmd.Args[0] = path
 	}
 	tree := proctree.New() // what the plugin starts ends with it
-	cmd.Env = append(childenv.Environ(), "PLUGIN_UNIX_SOCKET_DIR="+m.socketDir, tree.Env())
+	// Each process has a socket folder of its own: it may create its socket
+	// there, and cannot touch another's or the control socket.
+	// Its name is short: a socket's path has room for 107 bytes.
+	sockets, held, err := m.socketFolder()
+	if err != nil {
+		stopProc()
+		return nil, err
+	}
+	cmd.Env = append(childenv.Environ(), "PLUGIN_UNIX_SOCKET_DIR="+sockets, "TMPDIR="+sockets, tree.Env())
+	policy := m.grant(name).Policy().With(sandbox.Policy{Read: m.o.dirs, Write: []string{sockets}})
 	if m.o.dataDir != "" {
-		cmd.Env = append(cmd.Env, pluginv1.EnvDataDir+"="+m.o.dataDir+"/"+name)
+		data := filepath.Join(m.o.dataDir, name)
+		cmd.Env = append(cmd.Env, pluginv1.EnvDataDir+"="+data)
+		policy.Write = append(policy.Write, data)
+	}
+	if exe != nil {
+		// The pinned file's descriptor reaches the sandbox's trampoline as 3.
+		cmd.ExtraFiles = []*os.File{exe}
+		cmd.Path = "/proc/self/fd/3"
+	}
+	if err := m.jail.Confine(cmd, policy); err != nil {
+		stopProc()
+		os.RemoveAll(sockets)
+		held.Close()
+		return nil, fmt.Errorf("it cannot be started in its sandbox: %w", err)
 	}
 	// The plugin dies with the host even after a SIGKILL of the host. It fires
 	// when the forking thread exits; see below.
@@ -145,6 +176,8 @@ func (m *Manager) startOnce(ctx context.Context, name, path string) (*instance, 
 		stopProc()
 		tree.Kill()
 		close(thread)
+		os.RemoveAll(sockets)
+		held.Close()
 		return nil, fmt.Errorf(format, a...)
 	}
 	var r started
@@ -166,9 +199,10 @@ func (m *Manager) startOnce(ctx context.Context, name, path string) (*instance, 
 		log.Debug("plugin calls itself by another name; the file name is used", "says", desc.Name)
 	}
 	if err := r.rpc.Configure(ctx, m.pluginConfig(name)); err != nil {
-		return fail("it rejected its configuration (plugins.config.%s): %v", name, err)
+		return fail("it rejected its configuration (plugins.config.%s): %w", name, err)
 	}
-	inst := &instance{name: name, client: client, rpc: r.rpc, desc: desc, thread: thread, tree: tree, stopProc: stopProc, done: make(chan struct{})}
+	inst := &instance{name: name, client: client, rpc: r.rpc, desc: desc, thread: thread, tree: tree, stopProc: stopProc, done: make(chan struct{}),
+		sockets: sockets, held: held, allow: m.networkAllow}
 	if rc := client.ReattachConfig(); rc != nil {
 		inst.pid = rc.Pid
 		tree.Started(rc.Pid)
@@ -255,11 +289,15 @@ func (i *instance) Kill() {
 		i.stopProc()
 		i.tree.Kill()
 		close(i.thread)
+		os.RemoveAll(i.sockets)
+		i.held.Close()
 	})
 }
 
-// Call implements supervise.Child.
+// Call implements supervise.Child. The plugin learns who calls (the
+// caller ctx names) and where a call that is not the owner's may reach.
 func (i *instance) Call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	ctx = pluginv1.WithCallInfo(ctx, pluginv1.CallInfo{Caller: callerOf(ctx), NetworkAllow: i.allow()})
 	data, err := i.rpc.Call(ctx, method, params)
 	if err == nil {
 		return data, nil
@@ -280,4 +318,25 @@ func (i *instance) Call(ctx context.Context, method string, params json.RawMessa
 		return nil, fmt.Errorf("plugin %s: %w", i.name, supervise.ErrGone)
 	}
 	return nil, fmt.Errorf("plugin %s: %w", i.name, err)
+}
+
+// callerOf names the caller ctx carries in the contract's terms; a context
+// that names none is the least trusted.
+func callerOf(ctx context.Context) pluginv1.Caller {
+	switch services.CallerOf(ctx) {
+	case services.CallerOwner:
+		return pluginv1.Caller_CALLER_OWNER
+	case services.CallerVoiceServer:
+		return pluginv1.Caller_CALLER_VOICE_SERVER
+	case services.CallerMCP:
+		return pluginv1.Caller_CALLER_MCP_CLIENT
+	}
+	return pluginv1.Caller_CALLER_UNSPECIFIED
+}
+
+// networkAllow is plugins.network.allow as the last reload left it.
+func (m *Manager) networkAllow() []string {
+	m.cfgMu.Lock()
+	defer m.cfgMu.Unlock()
+	return m.allow
 }

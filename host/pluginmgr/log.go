@@ -3,6 +3,7 @@ package pluginmgr
 import (
 	"context"
 	"encoding/json"
+	stdlog "log"
 	"log/slog"
 	"strings"
 
@@ -21,6 +22,16 @@ func hclogToSlog(log *slog.Logger) hclog.Logger {
 		JSONFormat: true,
 		Output:     linewriter.New(0, func(line []byte) { hclogLine(log, line) }),
 	})
+}
+
+// RouteStandardLog sends what the standard library's log writes (go-plugin
+// writes some of its errors there, such as "[ERR] plugin: plugin
+// acceptAndServe error: broker closed") through hclogLine into log, with
+// the level its [ERR], [WARN], [INFO] or [DEBUG] prefix names, instead of
+// raw onto stderr. For the daemon: it changes the process's standard log.
+func RouteStandardLog(log *slog.Logger) {
+	stdlog.SetFlags(0)
+	stdlog.SetOutput(hclogToSlog(log).StandardWriter(&hclog.StandardLoggerOptions{InferLevels: true}))
 }
 
 // hclogLine turns one of hclog's JSON lines into a slog record.
@@ -51,6 +62,11 @@ func hclogLine(log *slog.Logger, b []byte) {
 	// go-plugin's own bookkeeping ("starting plugin", "plugin exited") is debug;
 	// what the plugin itself logs keeps its level.
 	if module == "plugin" && level < slog.LevelWarn {
+		level = slog.LevelDebug
+	}
+	// A plugin that ended before it dialed the host's audio door (a start
+	// that failed, a plugin stopped at once): the door's end, not a fault.
+	if strings.HasSuffix(msg, "acceptAndServe error: broker closed") {
 		level = slog.LevelDebug
 	}
 	log.Log(context.Background(), level, msg, attrs...)

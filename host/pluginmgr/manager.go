@@ -7,6 +7,8 @@
 package pluginmgr
 
 import (
+	"github.com/agenthost/agenthost/internal/sandbox"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -40,6 +42,9 @@ type Options struct {
 	Log   *slog.Logger
 	// Audio is where plugins' sound goes (see plugins.audio); nil: plugins cannot play.
 	Audio AudioOut
+	// Jail confines every plugin process (config.Config.Jail); the zero
+	// Jail hides the packaged daemon's files only.
+	Jail sandbox.Jail
 }
 
 // settings are Options resolved for use.
@@ -62,9 +67,12 @@ type Manager struct {
 	log       *slog.Logger
 	socketDir string
 
-	cfgMu   sync.Mutex        // guards pins and configs, which a reload replaces
-	pins    map[string]string // name -> pinned sha256 digest
-	configs map[string]any    // name -> the plugin's config subtree
+	jail    sandbox.Jail
+	cfgMu   sync.Mutex              // guards pins, configs, grants and allow, which a reload replaces
+	grants  map[string]config.Grant // name -> plugins.sandbox.<name>
+	pins    map[string]string       // name -> pinned sha256 digest
+	configs map[string]any          // name -> the plugin's config subtree
+	allow   []string                // plugins.network.allow
 
 	// incomplete holds the ELF binaries found not whole, by path, as they
 	// were when last looked at. Only Run's goroutine uses it.
@@ -159,8 +167,8 @@ func New(o Options, reg supervise.Registry) *Manager {
 		s.cache = descCache{dir: filepath.Join(state, "plugin-descriptions")}
 	}
 	log = log.With("component", "plugins")
-	return &Manager{o: s, log: log, plugins: map[string]*plugin{}, incomplete: map[string]incompleteFile{}, socketDir: filepath.Join(o.RuntimeDir, "plugins"),
-		pins: p.SHA256, configs: p.Config, audio: newAudioHost(o.Audio, p.Audio, log),
+	return &Manager{o: s, log: log, plugins: map[string]*plugin{}, incomplete: map[string]incompleteFile{}, socketDir: filepath.Join(o.RuntimeDir, "p"), // short: see socketFolder
+		pins: p.SHA256, configs: p.Config, grants: p.Sandbox, allow: p.Network.Allow, jail: o.Jail, audio: newAudioHost(o.Audio, p.Audio, log),
 		sup: supervise.Options{Kind: "plugin", Registry: reg, StartTimeout: p.StartTimeout.D(), StopGrace: p.StopGrace.D(),
 			Restart:    backoff.Backoff{Base: p.Restart.Base.D(), Cap: p.Restart.Cap.D()},
 			MaxCrashes: p.Restart.MaxCrashes, CrashWindow: p.Restart.Window.D(), FailedStart: supervise.Broken,
@@ -173,10 +181,9 @@ func (m *Manager) Name() string { return "plugin manager" }
 // Run starts every plugin found, reports ready, then watches the folders
 // until ctx ends, and stops every plugin before it returns.
 func (m *Manager) Run(ctx context.Context, ready func()) error {
-	if err := os.MkdirAll(m.socketDir, 0o700); err != nil {
-		return fmt.Errorf("creating the plugin socket folder: %w", err)
+	if err := m.sweepSockets(); err != nil {
+		return err
 	}
-	os.Chmod(m.socketDir, 0o700)
 	defer m.stopAll()
 	var w *fsnotify.Watcher
 	if m.o.watch {
@@ -568,6 +575,13 @@ func (m *Manager) pin(name string) string {
 	return m.pins[name]
 }
 
+// grant returns what the owner granted a plugin (plugins.sandbox.<name>).
+func (m *Manager) grant(name string) config.Grant {
+	m.cfgMu.Lock()
+	defer m.cfgMu.Unlock()
+	return m.grants[name]
+}
+
 // pluginConfig returns a plugin's config subtree as a JSON object.
 func (m *Manager) pluginConfig(name string) json.RawMessage {
 	m.cfgMu.Lock()
@@ -596,6 +610,9 @@ type Status struct {
 	Parks     int      `json:"parks,omitempty"`
 	LastError string   `json:"last_error,omitempty"`
 	SHA256    string   `json:"sha256,omitempty"`
+	// ConfigRejected says that the running process refused the config a
+	// reload gave it, and why: it serves with its old one.
+	ConfigRejected string `json:"config_rejected,omitempty"`
 }
 
 // Status lists every plugin, sorted by name.
@@ -616,8 +633,14 @@ func (m *Manager) Status() []Status {
 		if st.Info.Version != "" {
 			version = st.Info.Version
 		}
+		var rejected string
+		if inst, ok := p.sup.Running().(*instance); ok && inst != nil {
+			if why := inst.rejected.Load(); why != nil {
+				rejected = *why
+			}
+		}
 		out = append(out, Status{Name: p.name, Path: p.path, Version: version, State: st.State, PID: st.Info.PID,
-			Services: st.Services, Restarts: st.Restarts, Parks: st.Parks, LastError: st.LastError, SHA256: hash})
+			Services: st.Services, Restarts: st.Restarts, Parks: st.Parks, LastError: st.LastError, SHA256: hash, ConfigRejected: rejected})
 	}
 	slices.SortFunc(out, func(a, b Status) int { return strings.Compare(a.Name, b.Name) })
 	return out

@@ -111,7 +111,7 @@ func runManager(t *testing.T, dir string, set func(p *config.Plugins), more ...f
 		f(&opts)
 	}
 	reg := services.NewRegistry(services.RegistryOptions{})
-	x := &mgr{t: t, m: pluginmgr.New(opts, reg), reg: reg, dir: dir, sock: filepath.Join(run, "plugins"), log: log, done: make(chan error, 1)}
+	x := &mgr{t: t, m: pluginmgr.New(opts, reg), reg: reg, dir: dir, sock: filepath.Join(run, "p"), log: log, done: make(chan error, 1)}
 	x.disp = services.NewDispatcher(reg, services.DispatchOptions{Timeout: 10 * time.Second, MaxResult: 64 << 10, MaxInFlight: 256})
 	ctx, cancel := context.WithCancel(context.Background())
 	x.cancel = cancel

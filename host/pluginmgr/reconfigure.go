@@ -19,11 +19,12 @@ import (
 // that could not run (broken, parked) or whose newest build failed is tried
 // again; a running one is configured again (one that rejects its new config
 // keeps the old, as the SDK promises, and says why in the log); a pin is
-// checked against the binary at once. also may be nil.
+// checked against the binary at once. The owner's network list
+// (plugins.network.allow) applies from the next call. also may be nil.
 func (m *Manager) Reconfigure(p config.Plugins, also func(id string) bool) {
 	m.cfgMu.Lock()
-	oldConfigs, oldPins := m.configs, m.pins
-	m.pins, m.configs = p.SHA256, p.Config
+	oldConfigs, oldPins, oldGrants := m.configs, m.pins, m.grants
+	m.pins, m.configs, m.grants, m.allow = p.SHA256, p.Config, p.Sandbox, p.Network.Allow
 	m.cfgMu.Unlock()
 	m.audio.setPolicy(p.Audio)
 	for _, pl := range m.all() {
@@ -35,6 +36,11 @@ func (m *Manager) Reconfigure(p config.Plugins, also func(id string) bool) {
 		pin := !strings.EqualFold(oldPins[pl.name], p.SHA256[pl.name])
 		if pin {
 			why = append(why, "plugins.sha256."+pl.name)
+		}
+		// A sandbox is set when the process starts: a new grant needs a new one.
+		if !reflect.DeepEqual(oldGrants[pl.name], p.Sandbox[pl.name]) {
+			why = append(why, "plugins.sandbox."+pl.name)
+			pin = true
 		}
 		if also != nil && also("plugin:"+pl.name) {
 			why = append(why, "its services prefix")
@@ -89,7 +95,10 @@ func (m *Manager) reconsider(pl *plugin, conf, pin bool, why string) {
 	cancel()
 	if err != nil {
 		m.log.Error("the plugin rejected its new config (plugins.config."+pl.name+"); it keeps the old one", "plugin", pl.name, "err", err)
+		why := "it rejected plugins.config." + pl.name + " at the last reload (" + err.Error() + "); it runs with the config it started with"
+		inst.rejected.Store(&why)
 		return
 	}
+	inst.rejected.Store(nil)
 	m.log.Info("plugin configured again with its new config", "plugin", pl.name)
 }

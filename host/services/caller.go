@@ -24,6 +24,9 @@ const (
 	// CallerOwner is the device's owner: the control socket (the CLI, a
 	// button script), whose users the socket's permissions vouch for.
 	CallerOwner
+	// CallerPeer is another speaker of the household (an announcement to
+	// every room): the rights of an unknown caller.
+	CallerPeer
 )
 
 // String names the caller in logs and errors.
@@ -35,6 +38,8 @@ func (c Caller) String() string {
 		return "an MCP client"
 	case CallerOwner:
 		return "the owner"
+	case CallerPeer:
+		return "a speaker of the household"
 	}
 	return "an unknown caller"
 }

@@ -182,7 +182,7 @@ func (s *Speaker) talk(action string) (map[string]string, error) {
 	var err error
 	switch action {
 	case "start":
-		if s.talkStopsRinging("the talk button") {
+		if s.talkStopsRinging("the owner (the talk button)") {
 			return map[string]string{"stopped": "ringing"}, nil
 		}
 		task, err = c.TalkStart()

@@ -59,8 +59,8 @@ func (sp *Speaker) Endpoints(s *control.Server) {
 	})
 	control.HandleJSON(s, "GET /v1/device/timers", func(context.Context, struct{}) (any, error) { return d.TimersList(), nil })
 	control.HandleJSON(s, "POST /v1/device/stop", func(context.Context, struct{}) (any, error) {
-		was := sp.StopRinging("the owner (agenthost stop)")
-		return map[string]int{"stopped": len(was)}, nil
+		st := sp.Stop("the owner (agenthost stop)")
+		return map[string]any{"stopped": len(st.Names), "what": st.What, "names": st.Names, "message": st.Message()}, nil
 	})
 	control.HandleJSON(s, "POST /v1/talk", func(_ context.Context, in TalkRequest) (any, error) {
 		out, err := sp.talk(in.Action)

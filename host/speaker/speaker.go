@@ -58,9 +58,10 @@ type Options struct {
 type Speaker struct {
 	o         Options
 	dev       *device.Device
-	out       *mixer.Mixer // the one writer to the speaker; nil standalone
-	slot      *mixer.Slot  // the speaker device the conversation opened
-	swallowed atomic.Bool  // a talk press that stopped a ringing timer: its release is ignored
+	out       *mixer.Mixer           // the one writer to the speaker; nil standalone
+	slot      *mixer.Slot            // the speaker device the conversation opened
+	swallowed atomic.Bool            // a talk press that stopped a ringing timer: its release is ignored
+	share     atomic.Pointer[func()] // tells the household of an owner's stop
 	opened    atomic.Pointer[audio.Format]
 	key       *keyTrigger // the push-to-talk key; nil without one
 }
@@ -83,13 +84,21 @@ func New(o Options) (*Speaker, error) {
 		Hook: func(event string, fields map[string]string) {
 			s.withConv(func(c Conversation) { c.Event(event, fields) })
 		},
-		Cue:  func(pcm []int16) { s.withConv(func(c Conversation) { c.Cue(pcm) }) },
-		Tell: s.tellServer,
-		Info: s.info,
+		Cue: func(pcm []int16) { s.withConv(func(c Conversation) { c.Cue(pcm) }) },
+		// The volume is the mixer's (once there is one): a ring on a muted
+		// speaker sounds alone.
+		Levels: func(ring, others float64) {
+			if s.out != nil {
+				s.out.SetLevels(ring, others)
+			}
+		},
+		Tell:      s.tellServer,
+		Info:      s.info,
+		StopSound: s.stopSound,
 	}
 	if o.Standalone {
 		// Not the daemon: no state, no mixer, no sound.
-		do.Standalone = true
+		do.Standalone, do.Levels = true, nil
 		if s.dev, err = device.New(do); err != nil {
 			return nil, err
 		}
@@ -125,6 +134,7 @@ func New(o Options) (*Speaker, error) {
 	mx := cfg.Audio.Mix
 	s.out = mixer.New(s.slot, mixer.Options{Rate: rate, Channels: channels, Frame: mixFrame,
 		DuckDB: mx.DuckDB, Ramp: mx.Ramp.D(), MediaWhileActive: mx.MediaWhileActive, KeepFed: keepFed(cfg.Audio), Logger: o.Log})
+	s.out.SetLevels(s.dev.Levels())
 	return s, s.put()
 }
 
@@ -321,13 +331,53 @@ func (s *Speaker) AudioDevices(a config.Audio) (func(context.Context) (audio.Sou
 // is not played (the rest of the chime, and the server's answer to the
 // notice about it, held back while the chime played): the owner knows,
 // and it would talk over the owner's next phrase.
-func (s *Speaker) StopRinging(why string) []timers.Entry {
+func (s *Speaker) StopRinging(by string) []timers.Entry {
+	if share := s.share.Load(); share != nil {
+		(*share)() // a ring on another speaker of the household stops too
+	}
+	return s.StopRingingHere(by)
+}
+
+// ShareStops hands every owner's stop of a ring to share: the household
+// stops the rings of its other speakers.
+func (s *Speaker) ShareStops(share func()) { s.share.Store(&share) }
+
+// StopRingingHere stops what rings on this speaker alone (a stop another
+// speaker of the household heard).
+func (s *Speaker) StopRingingHere(by string) []timers.Entry {
 	if !s.dev.Ringing() {
 		return nil
 	}
-	was := s.dev.StopRinging(why) // first: no chime is queued after
+	was := s.dev.StopRinging(by) // first: no chime is queued after
 	s.withConv(func(c Conversation) { c.RingStopped() })
 	return was
+}
+
+// Stop is the owner's stop (agenthost stop, a button's script, the
+// device's stop_ringing): it ends the first of what sounds, in this order:
+// what rings (all of it), else the plugins' announcements, else their
+// music; a next stop ends the next. The talk button and the wake word stop
+// only a ring: a turn ducks (or pauses) announcements and music, which
+// come back after it.
+func (s *Speaker) Stop(why string) device.Stopped {
+	if was := s.StopRinging(why); len(was) > 0 {
+		return device.StoppedRing(was)
+	}
+	return s.stopSound(why)
+}
+
+// stopSound ends the plugins' announcements, else their music (the
+// mixer's streams of the class: their plugin is told why).
+func (s *Speaker) stopSound(why string) device.Stopped {
+	if s.out == nil {
+		return device.Stopped{}
+	}
+	for _, c := range []mixer.Class{mixer.Announcement, mixer.Media} {
+		if names := s.out.StopClass(c, why); len(names) > 0 {
+			return device.Stopped{What: c.String(), Names: names}
+		}
+	}
+	return device.Stopped{}
 }
 
 // talkStopsRinging: the talk button first stops a ringing timer (and the

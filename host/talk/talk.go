@@ -20,6 +20,7 @@ import (
 	"github.com/agenthost/agenthost/audio/wakeword/heads"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/conversation"
+	"github.com/agenthost/agenthost/host/household"
 	"github.com/agenthost/agenthost/host/link"
 	"github.com/agenthost/agenthost/host/part"
 	"github.com/agenthost/agenthost/host/speaker"
@@ -34,6 +35,7 @@ type Talk struct {
 	sp   *speaker.Speaker
 	conv *conversation.Conversation
 	wake *hostwake.Detector // nil when the wake word is off
+	home *member            // nil when the speaker is in no household
 }
 
 // New builds the conversation of cfg: the microphone and speaker of
@@ -45,7 +47,7 @@ func New(cfg *config.Config, log *slog.Logger, l *link.Link, sp *speaker.Speaker
 	o := conversation.Options{
 		Mode: p.Mode, AEC: cv.AEC, Rate: a.Rate, Frame: a.Frame.D(),
 		JitterLead: cv.JitterLead.D(), ReplyTimeout: cv.ReplyTimeout.D(), InputOpus: p.InputAudioFormat == "opus", OutputOpus: p.Format == "opus",
-		Hooks: cv.Hooks, Log: log,
+		Hooks: cv.Hooks, Log: log, Jail: cfg.Jail(), HookDir: hookDir(cfg),
 		EarconStart: cv.Earcons.ListenStart, EarconEnd: cv.Earcons.ListenEnd,
 		EarconUnreachable: cv.Earcons.Unreachable,
 		Attend: func(why string) (<-chan error, func()) {
@@ -64,6 +66,9 @@ func New(cfg *config.Config, log *slog.Logger, l *link.Link, sp *speaker.Speaker
 		return nil, err
 	}
 	t.conv = c
+	if t.home != nil {
+		t.home.conv = c
+	}
 	return t, nil
 }
 
@@ -76,10 +81,23 @@ func (t *Talk) Detector() *hostwake.Detector { return t.wake }
 // Parts are the wake word's detector (when it is on), then the
 // conversation, in the order they start.
 func (t *Talk) Parts() []part.Part {
-	if t.wake == nil {
-		return []part.Part{t.conv}
+	var parts []part.Part
+	if t.home != nil {
+		parts = append(parts, t.home)
 	}
-	return []part.Part{t.wake, t.conv}
+	if t.wake != nil {
+		parts = append(parts, t.wake)
+	}
+	return append(parts, t.conv)
+}
+
+// HouseholdStatus is the speaker's household, nil when it is in none (t
+// may be nil).
+func HouseholdStatus(t *Talk) *household.Status {
+	if t == nil {
+		return nil
+	}
+	return t.home.Status()
 }
 
 // settings are the detector's settings from the configuration; the
@@ -112,13 +130,25 @@ func (t *Talk) wakeOptions() *conversation.WakeOptions {
 	if !w.On() || t.cfg.Audio.Backend == "none" {
 		return nil
 	}
-	t.wake = hostwake.New(hostwake.Options{Settings: settings(t.cfg), Log: t.log, OnWake: func(d wakeword.Detection) {
-		t.sp.StopRinging("the wake word was heard")
-		if t.conv != nil {
+	t.home = newMember(t.cfg, t.log, t.sp)
+	t.wake = hostwake.New(hostwake.Options{Settings: settings(t.cfg), Log: t.log, Jail: t.cfg.Jail(), OnWake: func(d wakeword.Detection) {
+		t.sp.StopRinging("whoever said the wake word")
+		switch {
+		case t.conv == nil:
+		case t.home != nil:
+			t.home.wake(d) // the household settles who answers
+		default:
 			t.conv.Wake(conversation.Detection{Model: d.Model, Score: d.Score, End: d.End})
 		}
 	}})
-	return &conversation.WakeOptions{Feed: t.wake.Feed, PreRoll: w.PreRoll.D(), FollowUp: w.FollowUp.D(), MaxTurn: w.MaxTurn.D(), Earcon: cv.Earcons.Wake}
+	feed := t.wake.Feed
+	if t.home != nil {
+		feed = func(pos int64, pcm []int16) {
+			t.home.meter.Feed(pos, pcm)
+			t.wake.Feed(pos, pcm)
+		}
+	}
+	return &conversation.WakeOptions{Feed: feed, PreRoll: w.PreRoll.D(), FollowUp: w.FollowUp.D(), MaxTurn: w.MaxTurn.D(), Earcon: cv.Earcons.Wake}
 }
 
 // WakeStatus is the wake word's status: t's detector's, or why it is off
@@ -128,18 +158,26 @@ func WakeStatus(t *Talk, cfg *config.Config) hostwake.Status {
 		return t.wake.Status()
 	}
 	why := "not configured (conversation.wake_word.models is empty)"
-	if cfg.Conversation.WakeWord.On() {
+	switch {
+	case cfg.Conversation.WakeWord.On() && cfg.Audio.Backend == "none":
 		why = "audio.backend is none: no microphone"
+	case cfg.Conversation.WakeWord.On():
+		// On since a reload (or the microphone given since): no detector yet.
+		why = "on in the configuration, but the detector starts with the daemon: restart it (systemctl restart agenthost)"
 	}
 	return hostwake.Status{State: "off", Why: why}
 }
 
-// Live implements part.Live.
+// Live implements part.Live. The wake word's settings are live only while
+// its detector exists: one that is off starts with the daemon.
 func (t *Talk) Live() []string {
-	return []string{"conversation.hooks",
-		"conversation.wake_word.models", "conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
-		"conversation.wake_word.step", "conversation.wake_word.over", "conversation.wake_word.gate", "conversation.wake_word.per_model",
+	live := []string{"conversation.hooks",
 		"audio.input", "audio.output", "audio.input_file", "audio.output_file", "audio.retry", "audio.pace", "audio.capture", "audio.echo_room"}
+	if t.wake != nil {
+		live = append(live, "conversation.wake_word.models", "conversation.wake_word.threshold", "conversation.wake_word.dir", "conversation.wake_word.onnxruntime",
+			"conversation.wake_word.step", "conversation.wake_word.over", "conversation.wake_word.gate", "conversation.wake_word.per_model")
+	}
+	return live
 }
 
 // Waiting implements part.Waiting: turning the wake word on or off
@@ -255,4 +293,12 @@ func operatingPoints(s hostwake.Settings, verified []string) string {
 		}
 	}
 	return out
+}
+
+// hookDir is the event hooks' own folder, in the state folder.
+func hookDir(cfg *config.Config) string {
+	if d := cfg.Plugins.StateDirectory(); d != "" {
+		return filepath.Join(d, "hooks")
+	}
+	return ""
 }

@@ -1,6 +1,8 @@
 package wakeword
 
 import (
+	"github.com/agenthost/agenthost/internal/sandbox"
+
 	"bufio"
 	"context"
 	"encoding/json"
@@ -59,10 +61,13 @@ type child struct {
 }
 
 // start runs the detector and waits (within ctx) for its first line.
-func start(ctx context.Context, command string, args []string, log *slog.Logger, onWake func(wakeword.Detection)) (*child, error) {
+func start(ctx context.Context, jail sandbox.Jail, s Settings, command string, args []string, log *slog.Logger, onWake func(wakeword.Detection)) (*child, error) {
 	cmd := exec.Command(command, args...)
 	cmd.Env = childenv.Environ()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := jail.Confine(cmd, s.policy()); err != nil {
+		return nil, fmt.Errorf("the detector cannot be started in its sandbox: %w", err)
+	}
 	cmd.WaitDelay = 2 * time.Second
 	c := &child{cmd: cmd, log: log, queue: make(chan item, queueChunks), done: make(chan struct{}), onWake: onWake}
 	stderr := linewriter.New(512, c.stderrLine)

@@ -1,6 +1,8 @@
 package wakeword
 
 import (
+	"github.com/agenthost/agenthost/internal/sandbox"
+
 	"context"
 	"log/slog"
 	"os"
@@ -30,7 +32,7 @@ func TestADetectorsLastWordsAreRead(t *testing.T) {
 	lost := 0
 	for range 200 {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		_, err := start(ctx, bin, nil, slog.New(slog.DiscardHandler), nil)
+		_, err := start(ctx, sandbox.Jail{}, Settings{}, bin, nil, slog.New(slog.DiscardHandler), nil)
 		cancel()
 		if err == nil || !strings.Contains(err.Error(), "/nonexistent/lib.so") {
 			lost++
@@ -65,7 +67,7 @@ func TestAStrayHoldingStdoutDoesNotHoldTheReader(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	logs := &logBuf{}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	c, err := start(ctx, bin, nil, slog.New(slog.NewTextHandler(logs, nil)), nil)
+	c, err := start(ctx, sandbox.Jail{}, Settings{}, bin, nil, slog.New(slog.NewTextHandler(logs, nil)), nil)
 	cancel()
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@
 package wakeword
 
 import (
+	"github.com/agenthost/agenthost/internal/sandbox"
+
 	"context"
 	"fmt"
 	"log/slog"
@@ -73,6 +75,11 @@ type Settings struct {
 	Verifiers string
 }
 
+// policy is what the detector may read: its models, library and verifiers.
+func (s Settings) policy() sandbox.Policy {
+	return sandbox.Policy{Read: []string{s.Dir, s.ONNXRuntime, s.Verifiers}}
+}
+
 // Args are the detector's arguments for s.
 func (s Settings) Args() []string {
 	args := []string{"--dir", s.Dir, "--threshold", strconv.FormatFloat(s.Threshold, 'g', -1, 64)}
@@ -111,6 +118,9 @@ type Options struct {
 	Restart     backoff.Backoff
 	MaxCrashes  int
 	CrashWindow time.Duration
+	// Jail confines the detector (config.Config.Jail): it may read its
+	// models, library and verifiers, and write nothing.
+	Jail sandbox.Jail
 	// WatchSettle is how long the detector's binary must be left alone
 	// after a change before one that is off is tried again (500 ms when 0).
 	WatchSettle time.Duration
@@ -199,7 +209,7 @@ func (d *Detector) load() {
 	d.verifiers = folderPrint(s.Verifiers)
 	d.mu.Unlock()
 	d.sup.Load(func(ctx context.Context) (supervise.Child, error) {
-		c, err := start(ctx, d.o.Command, s.Args(), d.log, d.wake)
+		c, err := start(ctx, d.o.Jail, s, d.o.Command, s.Args(), d.log, d.wake)
 		if err != nil {
 			return nil, err
 		}
@@ -354,7 +364,7 @@ func Check(ctx context.Context, command string, s Settings) (wakeword.Message, e
 		command = FindBinary()
 	}
 	args := append([]string{"--check"}, s.Args()...)
-	c, err := start(ctx, command, args, slog.New(slog.DiscardHandler), func(wakeword.Detection) {})
+	c, err := start(ctx, sandbox.Jail{}, s, command, args, slog.New(slog.DiscardHandler), func(wakeword.Detection) {})
 	if err != nil {
 		return wakeword.Message{}, fmt.Errorf("wake word: %w", err)
 	}

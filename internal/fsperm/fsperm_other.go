@@ -16,5 +16,8 @@ func SocketProblem(string) string { return "" }
 // Owner: this system has no unix owners.
 func Owner(os.FileInfo) (int, bool) { return 0, false }
 
-// HandOver: this system has no unix owners to hand a file to.
-func HandOver(top, dir, name string) error { return nil }
+// Changers: this system has no unix owners.
+func Changers(paths, inside []string) (map[int]string, error) { return nil, nil }
+
+// Names: nothing to name.
+func Names(map[int]string) string { return "" }

@@ -5,9 +5,9 @@
 // deadline, a bound on requests per connection, and a new connection
 // taking the slot of one that waits on its client); gives each request's
 // body a deadline that ends once the body is read, so a long response
-// stream (SSE) is never cut; refuses a request that reached loopback for
-// another host name (DNS rebinding); and warns when the address is beyond
-// loopback.
+// stream (SSE) is never cut; refuses a request for a host name not its
+// own, on any address (DNS rebinding); and warns when the address is
+// beyond loopback.
 package httpserve
 
 import (
@@ -66,6 +66,12 @@ type Options struct {
 	// ExposedWarning, when set, is logged (warn) if the address is beyond
 	// loopback.
 	ExposedWarning string
+	// Hosts are names the listener answers to besides the address a
+	// request reached, loopback names and the machine's host name (a name
+	// the owner gave it in DNS); HostsSetting names their setting in the
+	// refusal.
+	Hosts        []string
+	HostsSetting string
 	// Log receives the warnings and (rate-limited) refusals. Nil discards.
 	Log *slog.Logger
 }
@@ -110,7 +116,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, o Options) erro
 	}
 	l := newLimitListener(ln, o, logs)
 	srv := &http.Server{
-		Handler:           track(localHostOnly(bodyDeadline(h, o.BodyTimeout), o.Name, logs), o.MaxRequests),
+		Handler:           track(ownHostOnly(bodyDeadline(h, o.BodyTimeout), o.Name, o.HostsSetting, ownNames(o.Hosts), logs), o.MaxRequests),
 		ConnContext:       func(ctx context.Context, c net.Conn) context.Context { return context.WithValue(ctx, connKey{}, c) },
 		ReadHeaderTimeout: o.ReadHeaderTimeout,
 		IdleTimeout:       o.IdleTimeout,

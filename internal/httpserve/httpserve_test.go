@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"regexp"
 	"strings"
 	"sync"
@@ -555,5 +556,83 @@ func TestARefusalIsAnsweredAfterTheRequest(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("the refused connection's request got %s, want 503", resp.Status)
+	}
+}
+
+// lanListener is a fake, named as such: a loopback listener whose
+// connections say they reached lanIP, an address of the LAN. The tests
+// may not use the machine's own interfaces, and only a LAN address shows
+// how the endpoint answers a browser on another machine of the network.
+type lanListener struct{ net.Listener }
+
+var lanIP = net.ParseIP("192.0.2.10") // TEST-NET-1
+
+func (l lanListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return lanConn{c}, nil
+}
+
+type lanConn struct{ net.Conn }
+
+func (c lanConn) LocalAddr() net.Addr {
+	return &net.TCPAddr{IP: lanIP, Port: c.Conn.LocalAddr().(*net.TCPAddr).Port}
+}
+
+// serveLAN is serve on a lanListener.
+func serveLAN(t *testing.T, h http.Handler, o httpserve.Options) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- httpserve.Serve(ctx, lanListener{ln}, h, o) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// hostAnswer sends one GET naming host to addr and returns the status.
+func hostAnswer(t *testing.T, addr, host string) int {
+	t.Helper()
+	c := dialFrom(t, "127.0.0.1", addr)
+	defer c.Close()
+	fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatalf("Host %s: %v", host, err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestForeignHostHeadersAreRefusedBeyondLoopback: a request that reached
+// an address of the LAN (metrics.listen :9100) naming another host, as a
+// DNS-rebinding page in a browser of the network would, is refused with
+// 403; one that names the address it reached, or this machine by a
+// loopback name (through an SSH tunnel), or by the machine's host name or
+// a name of the owner's, is answered.
+func TestForeignHostHeadersAreRefusedBeyondLoopback(t *testing.T) {
+	addr := serveLAN(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") }),
+		httpserve.Options{Name: "test", Hosts: []string{"Speaker.LAN"}, HostsSetting: "test.hosts"})
+	_, port, _ := net.SplitHostPort(addr)
+	hostname, _ := os.Hostname()
+	for host, want := range map[string]int{
+		"evil.example": http.StatusForbidden, "evil.example:" + port: http.StatusForbidden, "10.0.0.1:" + port: http.StatusForbidden,
+		"speaker.lan:" + port: http.StatusOK, "speaker.lan.:" + port: http.StatusOK, hostname + ":" + port: http.StatusOK,
+		lanIP.String() + ":" + port: http.StatusOK, lanIP.String(): http.StatusOK,
+		"localhost:" + port: http.StatusOK, "127.0.0.1:" + port: http.StatusOK, // an SSH tunnel's
+	} {
+		if got := hostAnswer(t, addr, host); got != want {
+			t.Errorf("Host %s: %d, want %d", host, got, want)
+		}
 	}
 }

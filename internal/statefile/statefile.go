@@ -5,7 +5,7 @@
 // either. A document that cannot be read back is set aside under another
 // name (and said so), never a reason for the daemon not to start; the
 // temporaries a writer killed mid-write left behind are removed when the
-// document is read.
+// document is read, and by Sweep at the daemon's start.
 package statefile
 
 import (
@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"syscall"
 	"time"
 )
 
@@ -26,7 +27,8 @@ import (
 const MaxSize = 4 << 20
 
 // Write stores v as JSON at path (mode 0600), atomically. The folder is
-// made (0700) when missing.
+// made (0700) when missing. The temporary is locked (flock) from its
+// creation to its rename: Sweep and Read remove only one no writer holds.
 func Write(path string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
@@ -37,22 +39,13 @@ func Write(path string, v any) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, temporary(path))
-	if err != nil {
-		return err
-	}
-	_, err = tmp.Write(b)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
+	err = write(dir, path, b)
+	if errors.Is(err, fs.ErrNotExist) {
+		// A start's sweep took the temporary between its creation and its
+		// lock: once more.
+		err = write(dir, path, b)
 	}
 	if err != nil {
-		os.Remove(tmp.Name())
 		return fmt.Errorf("saving %s: %w", path, err)
 	}
 	if d, err := os.Open(dir); err == nil { // best effort: the rename is durable
@@ -62,30 +55,59 @@ func Write(path string, v any) error {
 	return nil
 }
 
-// StaleAfter is the age beyond which a temporary of Write's is a writer's
-// that was killed between create and rename (a write takes milliseconds;
-// a younger one may be another writer's, at work now).
-const StaleAfter = time.Minute
+// write puts b in a locked temporary in dir and renames it to path.
+func write(dir, path string, b []byte) error {
+	tmp, err := os.CreateTemp(dir, temporary(path))
+	if err != nil {
+		return err
+	}
+	err = syscall.Flock(int(tmp.Fd()), syscall.LOCK_EX)
+	if err == nil {
+		_, err = tmp.Write(b)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path) // while locked: a sweep cannot take it
+	}
+	tmp.Close()
+	if err != nil {
+		os.Remove(tmp.Name())
+	}
+	return err
+}
 
 // temporary is Write's pattern for path's temporaries.
 func temporary(path string) string { return "." + filepath.Base(path) + "-*.tmp" }
 
-// removeStale removes path's temporaries older than StaleAfter, best effort:
-// only regular files of Write's pattern, in path's folder.
-func removeStale(path string) {
-	dir := filepath.Dir(path)
+// Sweep removes, best effort, the temporaries in dir that no writer holds:
+// every regular file named .*.tmp, whatever wrote it (Write, or an earlier
+// version's writer) and however young, since a writer holds its own
+// locked until it is renamed. dir must be a folder only the daemon's own
+// writers write (a state folder of its own, not a plugin's).
+func Sweep(dir string) { removeUnheld(dir, ".*.tmp") }
+
+// removeUnheld removes the regular files in dir that match pattern and
+// that no one holds locked.
+func removeUnheld(dir, pattern string) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
-	pattern := temporary(path)
 	for _, e := range entries {
 		if ok, _ := filepath.Match(pattern, e.Name()); !ok || !e.Type().IsRegular() {
 			continue
 		}
-		if fi, err := e.Info(); err == nil && time.Since(fi.ModTime()) > StaleAfter {
-			os.Remove(filepath.Join(dir, e.Name()))
+		p := filepath.Join(dir, e.Name())
+		f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err != nil {
+			continue
 		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
+			os.Remove(p) // unlocked with the file closed below
+		}
+		f.Close()
 	}
 }
 
@@ -112,10 +134,11 @@ func (e *CorruptError) Unwrap() error { return e.Err }
 // Fields v does not have are ignored: a later version may have written
 // them (the daemon was downgraded), and what this version knows still holds.
 //
-// Read also removes the document's stale temporaries (see StaleAfter): Read
-// is how a document is loaded at start.
+// Read also removes the document's temporaries that no writer holds (a
+// writer killed mid-write left them): Read is how a document is loaded at
+// start.
 func Read(path string, v any) (found bool, err error) {
-	removeStale(path)
+	removeUnheld(filepath.Dir(path), temporary(path))
 	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil

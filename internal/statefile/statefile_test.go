@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -83,8 +84,10 @@ func TestAFieldThisVersionDoesNotKnowIsIgnored(t *testing.T) {
 }
 
 // TestStaleTemporariesAreRemovedAtStart: the temporary files of a writer
-// killed between create and rename are removed when the document is read
-// (at start); a temporary being written now, and other files, are left.
+// killed between create and rename, however young, are removed when the
+// document is read (at start); a temporary a writer holds now, and other
+// files, are left. Sweep removes every temporary in the folder no writer
+// holds.
 func TestStaleTemporariesAreRemovedAtStart(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "state.json")
@@ -96,17 +99,32 @@ func TestStaleTemporariesAreRemovedAtStart(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, name), []byte("{"), 0o600)
 		os.Chtimes(filepath.Join(dir, name), old, old)
 	}
-	os.WriteFile(filepath.Join(dir, ".state.json-789.tmp"), []byte("{"), 0o600) // another writer, now
+	os.WriteFile(filepath.Join(dir, ".state.json-789.tmp"), []byte("{"), 0o600) // a writer killed just now
+	held, err := os.OpenFile(filepath.Join(dir, ".state.json-999.tmp"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := syscall.Flock(int(held.Fd()), syscall.LOCK_EX); err != nil { // a writer at work
+		t.Fatal(err)
+	}
 	var d doc
 	if found, err := statefile.Read(path, &d); !found || err != nil || d.Volume != 4 {
 		t.Fatalf("found %v, err %v, read %+v", found, err, d)
 	}
-	var left []string
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		left = append(left, e.Name())
+	names := func() string {
+		var left []string
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			left = append(left, e.Name())
+		}
+		return strings.Join(left, " ")
 	}
-	if got, want := strings.Join(left, " "), ".other.json-1.tmp .state.json-789.tmp notes.tmp state.json"; got != want {
+	if got, want := names(), ".other.json-1.tmp .state.json-999.tmp notes.tmp state.json"; got != want {
 		t.Fatalf("left %s, want %s", got, want)
+	}
+	statefile.Sweep(dir)
+	if got, want := names(), ".state.json-999.tmp notes.tmp state.json"; got != want {
+		t.Fatalf("after Sweep left %s, want %s", got, want)
 	}
 }

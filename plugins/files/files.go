@@ -166,6 +166,9 @@ func (f *files) configure(raw json.RawMessage) error {
 		s.maxFiles = DefaultMaxFiles
 	}
 	if err := os.MkdirAll(s.root, 0o750); err != nil {
+		if errors.Is(err, fs.ErrPermission) {
+			return fmt.Errorf("root %q: %v (the plugin runs sandboxed: let it write there with plugins.sandbox.files.write: [%s])", s.root, err, s.root)
+		}
 		return fmt.Errorf("root %q: %v", s.root, err)
 	}
 	r, err := os.OpenRoot(s.root)

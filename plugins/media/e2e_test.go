@@ -196,6 +196,7 @@ type host struct {
 	m    *pluginmgr.Manager
 	out  *audiorec.Out
 	disp *services.Dispatcher
+	log  *testbin.Buffer // the host's log, the plugin's lines in it
 	n    int
 }
 
@@ -239,13 +240,23 @@ func startHost(t testing.TB, mediaConfig map[string]any, set ...func(p *hostconf
 			t.Logf("host log:\n%s", log)
 		}
 	})
-	return &host{t: t, m: m, out: out, disp: services.NewDispatcher(reg, services.DispatchOptions{Timeout: 60 * time.Second, MaxResult: 64 << 10, MaxInFlight: 16})}
+	return &host{t: t, m: m, out: out, log: log, disp: services.NewDispatcher(reg, services.DispatchOptions{Timeout: 60 * time.Second, MaxResult: 64 << 10, MaxInFlight: 16})}
 }
 
+// call calls as the owner (agenthost play, through the control socket).
 func (h *host) call(method string, params any) voice.Outcome {
+	return h.callAs(services.CallerOwner, method, params)
+}
+
+// callAs calls as caller (services.CallerUnknown: a context naming none).
+func (h *host) callAs(caller services.Caller, method string, params any) voice.Outcome {
 	h.n++
 	p, _ := json.Marshal(params)
-	return h.disp.Dispatch(context.Background(), voice.Call{CallID: fmt.Sprint("c", h.n), Method: method, Params: p})
+	ctx := context.Background()
+	if caller != services.CallerUnknown {
+		ctx = services.WithCaller(ctx, caller)
+	}
+	return h.disp.Dispatch(ctx, voice.Call{CallID: fmt.Sprint("c", h.n), Method: method, Params: p})
 }
 
 func (h *host) mustCall(method string, params any) json.RawMessage {
@@ -399,7 +410,7 @@ func TestRadioTellsItsTitleAndPausesResumesStops(t *testing.T) {
 	if kids := h.children(); len(kids) != 0 {
 		t.Errorf("after stop the plugin still has children %v, want its decoder gone", kids)
 	}
-	if o := h.call("pause_media", map[string]any{}); o.Success || !strings.Contains(o.Error, "no media is playing") {
+	if o := h.call("pause_media", map[string]any{}); o.Success || !strings.Contains(o.Error, "no media or announcement is playing") {
 		t.Errorf("pause with nothing playing: %+v", o)
 	}
 

@@ -5,17 +5,15 @@ import (
 	"context"
 	"io"
 	"net"
-	"net/http"
-	"time"
 )
 
 // SHOUTcast v1 servers answer "ICY 200 OK" instead of "HTTP/1.0 200 OK",
-// which net/http refuses; icyDial makes such an answer an HTTP/1.0 one.
-// (Plain HTTP only: those servers do not speak TLS.)
-func icyDial(tr *http.Transport) {
-	d := &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}
-	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		c, err := d.DialContext(ctx, network, addr)
+// which net/http refuses; icyDial makes such an answer an HTTP/1.0 one on
+// the connections dial makes. (Plain HTTP only: those servers do not speak
+// TLS.)
+func icyDial(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -29,24 +30,36 @@ type config struct {
 	StallTimeout string `json:"stall_timeout"`
 	// StartTimeout: play_media fails when no sound is decoded this soon.
 	StartTimeout string `json:"start_timeout"`
+	// HangTimeout: a decoder that gives no sound this long while fed is ended.
+	HangTimeout string `json:"hang_timeout"`
+	// DecoderMemory bounds each decoder's memory (limits.go): "128MiB".
+	DecoderMemory string `json:"decoder_memory"`
 
 	ffmpeg   string
 	noFFmpeg error // why there is no decoder; play_media says it
 	stall    time.Duration
 	start    time.Duration
+	hang     time.Duration
+	memory   int64 // bytes
 }
 
 func parseConfig(raw json.RawMessage) (config, error) {
-	c := config{FFmpeg: "ffmpeg", StallTimeout: "10s", StartTimeout: "20s"}
+	c := config{FFmpeg: "ffmpeg", StallTimeout: "10s", StartTimeout: "20s", HangTimeout: "5s", DecoderMemory: "128MiB"}
 	if err := sdk.DecodeConfig(raw, &c); err != nil {
 		return c, err
 	}
 	var err error
+	if c.memory, err = parseMemory(c.DecoderMemory); err != nil {
+		return c, err
+	}
 	if c.stall, err = time.ParseDuration(c.StallTimeout); err != nil || c.stall <= 0 {
 		return c, fmt.Errorf("stall_timeout %q is not a positive duration like 10s", c.StallTimeout)
 	}
 	if c.start, err = time.ParseDuration(c.StartTimeout); err != nil || c.start <= 0 {
 		return c, fmt.Errorf("start_timeout %q is not a positive duration like 20s", c.StartTimeout)
+	}
+	if c.hang, err = time.ParseDuration(c.HangTimeout); err != nil || c.hang <= 0 {
+		return c, fmt.Errorf("hang_timeout %q is not a positive duration like 5s", c.HangTimeout)
 	}
 	for _, d := range c.Dirs {
 		if !filepath.IsAbs(d) {
@@ -62,6 +75,11 @@ func parseConfig(raw json.RawMessage) (config, error) {
 
 // media is the plugin: at most one sound per class (media, announcement).
 type media struct {
+	// swap is held while the sound of a class is replaced (the old one
+	// stopped, the new one started): two plays at once take turns, and a
+	// class never holds two streams of the host's.
+	swap map[string]*sync.Mutex
+
 	mu      sync.Mutex
 	cfg     config
 	playing map[string]*playback // by class
@@ -75,10 +93,12 @@ type playback struct {
 	dec        *decoder
 	pb         *sdk.Playback
 	ended      chan struct{} // closed once watch has cleaned up
+	replaced   atomic.Bool   // a new play of its class stopped it
 }
 
 func newMedia() *media {
-	return &media{playing: map[string]*playback{}, last: map[string]string{}}
+	return &media{playing: map[string]*playback{}, last: map[string]string{},
+		swap: map[string]*sync.Mutex{"media": {}, "announcement": {}}}
 }
 
 func (m *media) plugin() sdk.Plugin {
@@ -87,6 +107,9 @@ func (m *media) plugin() sdk.Plugin {
 		Class string `json:"class,omitempty" desc:"media (the default: music and radio, turned down while the assistant listens and speaks) or announcement (a message over ducked media)" enum:"media,announcement"`
 	}
 	type none struct{}
+	type which struct {
+		Class string `json:"class,omitempty" desc:"announcement or media; none: the announcement if one plays, else the music or radio" enum:"media,announcement"`
+	}
 	play := sdk.TypedService("play_media", "Play music, internet radio or a sound from a URL through the speaker; returns once it plays",
 		func(ctx context.Context, p playParams) (any, error) { return m.play(ctx, p.URL, p.Class) })
 	play.Timeout = 30 * time.Second // the start timeout (20 s) and a playlist's fetch
@@ -104,9 +127,12 @@ func (m *media) plugin() sdk.Plugin {
 		},
 		Services: []sdk.Service{
 			play,
-			sdk.TypedService("pause_media", "Pause the music or radio playing", func(ctx context.Context, _ none) (any, error) { return m.pause(ctx, true) }),
-			sdk.TypedService("resume_media", "Resume the paused music or radio", func(ctx context.Context, _ none) (any, error) { return m.pause(ctx, false) }),
-			sdk.TypedService("stop_media", "Stop the music or radio playing", func(context.Context, none) (any, error) { return m.stop() }),
+			sdk.TypedService("pause_media", "Pause the announcement playing, else the music or radio (or the class given)",
+				func(ctx context.Context, w which) (any, error) { return m.pause(ctx, w.Class, true) }),
+			sdk.TypedService("resume_media", "Resume the paused announcement, else the paused music or radio (or the class given)",
+				func(ctx context.Context, w which) (any, error) { return m.pause(ctx, w.Class, false) }),
+			sdk.TypedService("stop_media", "Stop the announcement playing, else the music or radio (or the class given)",
+				func(_ context.Context, w which) (any, error) { return m.stop(w.Class) }),
 			sdk.TypedService("get_media_status", "What plays: URL, position, paused, the station and title of internet radio",
 				func(context.Context, none) (any, error) { return m.status(), nil }),
 		},
@@ -119,17 +145,20 @@ func (m *media) play(ctx context.Context, url, class string) (any, error) {
 	if class == "" {
 		class = "media"
 	}
+	if m.swap[class] == nil {
+		return nil, fmt.Errorf("class %q: use media or announcement", class)
+	}
 	m.mu.Lock()
 	cfg := m.cfg
 	m.mu.Unlock()
 	if cfg.noFFmpeg != nil {
 		return nil, cfg.noFFmpeg
 	}
-	src, err := newOpener(cfg).open(ctx, url)
+	src, err := newOpener(ctx, cfg).open(ctx, url)
 	if err != nil {
 		return nil, err
 	}
-	dec, err := decode(cfg.ffmpeg, src)
+	dec, err := decode(cfg, src)
 	if err != nil {
 		src.Close()
 		return nil, err
@@ -144,6 +173,20 @@ func (m *media) play(ctx context.Context, url, class string) (any, error) {
 		return fail(fmt.Errorf("%s: %w", src.url, err))
 	}
 	name := displayName(src)
+	// The sound playing in this class stops first: the host counts the
+	// plugin's streams (plugins.audio.max_streams, 2), and with a song and
+	// an announcement playing a third would be refused.
+	swap := m.swap[class]
+	swap.Lock()
+	defer swap.Unlock()
+	m.mu.Lock()
+	old := m.playing[class]
+	m.mu.Unlock()
+	if old != nil {
+		old.replaced.Store(true)
+		old.pb.Stop() // returns once the host let it go
+		<-old.ended
+	}
 	pb, err := sdk.Play(context.WithoutCancel(ctx), io.MultiReader(bytes.NewReader(head), dec.out),
 		sdk.Audio{Name: name, Class: class, Rate: outRate, Channels: outChannels})
 	if err != nil {
@@ -151,12 +194,8 @@ func (m *media) play(ctx context.Context, url, class string) (any, error) {
 	}
 	p := &playback{url: src.url, class: class, src: src, dec: dec, pb: pb, ended: make(chan struct{})}
 	m.mu.Lock()
-	old := m.playing[class]
 	m.playing[class] = p
 	m.mu.Unlock()
-	if old != nil {
-		old.pb.Stop()
-	}
 	go m.watch(p)
 	slog.Info("playing", "class", class, "station", src.station)
 	return map[string]any{"playing": src.url, "class": class, "station": src.station}, nil
@@ -166,10 +205,15 @@ func (m *media) play(ctx context.Context, url, class string) (any, error) {
 func (m *media) watch(p *playback) {
 	defer close(p.ended)
 	err := p.pb.Wait()
+	feedErr := p.dec.feedFailure() // before the source is closed under it
 	p.src.Close()
 	p.dec.end()
 	why := "played to the end"
-	if err != nil {
+	if p.replaced.Load() {
+		why = "replaced by a new play_media of its class"
+	} else if ended := p.dec.ending(feedErr); ended != "" && !errors.Is(err, sdk.ErrStopped) {
+		why = ended // the decoder's or the stream's failure, not what the host saw of it
+	} else if err != nil {
 		why = err.Error()
 	} else if msg := strings.TrimSpace(p.dec.stderr.String()); msg != "" {
 		why = "played what could be decoded; the decoder said: " + p.dec.failure()
@@ -182,18 +226,35 @@ func (m *media) watch(p *playback) {
 	}
 }
 
-func (m *media) current() (*playback, error) {
+// current is the sound of class, or with none given the announcement if
+// one plays, else the media; paused: the first whose pause is that (for
+// resume_media: a paused one).
+func (m *media) current(class string, paused bool) (*playback, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	p := m.playing["media"]
-	if p == nil {
+	if class != "" {
+		if p := m.playing[class]; p != nil {
+			return p, nil
+		}
+		if class == "announcement" {
+			return nil, errors.New("no announcement is playing")
+		}
 		return nil, errors.New("no media is playing")
 	}
-	return p, nil
+	for _, c := range []string{"announcement", "media"} {
+		if p := m.playing[c]; p != nil && p.pb.Paused() == paused {
+			return p, nil
+		}
+	}
+	if paused {
+		return nil, errors.New("nothing is paused")
+	}
+	return nil, errors.New("no media or announcement is playing")
 }
 
-func (m *media) pause(ctx context.Context, paused bool) (any, error) {
-	p, err := m.current()
+func (m *media) pause(ctx context.Context, class string, paused bool) (any, error) {
+	// To pause: one not paused yet; to resume: a paused one.
+	p, err := m.current(class, !paused)
 	if err != nil {
 		return nil, err
 	}
@@ -206,8 +267,11 @@ func (m *media) pause(ctx context.Context, paused bool) (any, error) {
 	return "resumed " + p.url, nil
 }
 
-func (m *media) stop() (any, error) {
-	p, err := m.current()
+func (m *media) stop(class string) (any, error) {
+	p, err := m.current(class, false)
+	if err != nil && class == "" {
+		p, err = m.current(class, true) // a paused one stops too
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -242,6 +306,9 @@ func (m *media) status() map[string]any {
 	out := map[string]any{"playing": playing}
 	if last := m.last["media"]; last != "" {
 		out["last_ended"] = last
+	}
+	if last := m.last["announcement"]; last != "" {
+		out["last_announcement_ended"] = last
 	}
 	return out
 }

@@ -7,20 +7,26 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/agenthost/agenthost/plugins/sdk"
 )
 
 // Where the sound comes from: a file under one of the configured folders,
 // or an HTTP(S) URL (a file, or internet radio with ICY metadata); either
 // may be an m3u or pls playlist, whose first playable entry is played.
+// Errors never hold a byte of a fetched body (a page behind a redirect may
+// be a router's, or hold a token): they say what kind of problem it was.
 
 const (
 	maxPlaylist      = 64 << 10 // bytes of a playlist read
@@ -31,6 +37,19 @@ const (
 
 // errTooManyFetches ends an opening that reached maxFetches.
 var errTooManyFetches = fmt.Errorf("more than %d fetches for one sound (playlists and redirects)", maxFetches)
+
+// errNotAllowed is a fetch refused for its address (sdk.ErrAddressNotAllowed),
+// said without the address: a name the model gave may resolve to one on the
+// owner's network, which it must not learn.
+var errNotAllowed = errors.New("it, or where it redirects, is not a public address, and the owner has not allowed it in plugins.network.allow")
+
+// errNoFile is the one answer a caller other than the owner gets for a
+// path that is missing, outside dirs or not a file, so that the model can
+// learn neither which paths exist nor which folders are set.
+var errNoFile = errors.New("there is no file to play there (files play only from the folders the owner set in plugins.config.media.dirs)")
+
+// errNoEntry is a playlist none of whose first entries plays.
+var errNoEntry = errors.New("has no playable entry")
 
 // source is an opened sound: a local file ffmpeg reads itself, or a
 // network stream the plugin reads and pipes to ffmpeg.
@@ -49,21 +68,27 @@ func (s *source) Close() {
 }
 
 // opener opens sources under the plugin's settings; one serves one
-// play_media call, whose requests it counts.
+// play_media call, whose requests it counts, with its caller's rights.
 type opener struct {
 	cfg     config
+	owner   bool // the owner calls: any address, and errors that help
 	client  *http.Client
 	fetches atomic.Int32
 }
 
-func newOpener(cfg config) *opener {
+// newOpener opens for the call of ctx: the owner's reaches any address,
+// any other caller's only public ones and those in plugins.network.allow,
+// checked as each connection is made (sdk.DialContext).
+func newOpener(ctx context.Context, cfg config) *opener {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil // the address check could not see past a proxy
 	tr.ResponseHeaderTimeout = cfg.stall
 	tr.DisableCompression = true // sound is compressed; a gzip layer would hide ICY framing
-	icyDial(tr)
-	o := &opener{cfg: cfg}
+	tr.DialContext = icyDial(sdk.DialContext(ctx, &net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}))
+	o := &opener{cfg: cfg, owner: sdk.CallerOf(ctx) == sdk.CallerOwner}
 	o.client = &http.Client{Transport: tr,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			req.Header.Del("Referer") // it would tell the next host this URL, query and all
 			if len(via) >= 5 {
 				return errors.New("more than 5 redirects")
 			}
@@ -114,38 +139,18 @@ func (o *opener) openDepth(ctx context.Context, u, base string, depth int) (*sou
 	}
 }
 
-// openFile allows only regular files inside the configured folders.
+// openFile allows only regular files inside the configured folders. The
+// owner is told what is wrong; anyone else gets errNoFile for all of it.
 func (o *opener) openFile(ctx context.Context, path string, depth int) (*source, error) {
 	if !filepath.IsAbs(path) {
 		return nil, fmt.Errorf("%q is not an absolute path", path)
 	}
-	real, err := filepath.EvalSymlinks(path)
+	real, err := o.resolveFile(path)
 	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("there is no file %q", path)
+		if !o.owner {
+			return nil, fmt.Errorf("%q: %w", path, errNoFile)
 		}
-		return nil, fmt.Errorf("cannot open %q: %w", path, err)
-	}
-	inside := false
-	for _, d := range o.cfg.Dirs {
-		if rd, err := filepath.EvalSymlinks(d); err == nil {
-			if rel, err := filepath.Rel(rd, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-				inside = true
-			}
-		}
-	}
-	if !inside {
-		if len(o.cfg.Dirs) == 0 {
-			return nil, fmt.Errorf("%q: no folders are set to play files from (plugins.config.media.dirs)", path)
-		}
-		return nil, fmt.Errorf("%q is outside the folders files are played from (%s)", path, strings.Join(o.cfg.Dirs, ", "))
-	}
-	st, err := os.Stat(real)
-	if err != nil {
-		return nil, fmt.Errorf("cannot open %q: %w", path, err)
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%q is not a regular file", path)
+		return nil, err
 	}
 	if kind := playlistKind(real, ""); kind != "" {
 		f, err := os.Open(real)
@@ -160,6 +165,40 @@ func (o *opener) openFile(ctx context.Context, path string, depth int) (*source,
 		return o.followPlaylist(ctx, data, kind, filepath.Dir(real), path, depth)
 	}
 	return &source{url: path, file: real}, nil
+}
+
+// resolveFile returns the real path of path if it is a regular file inside
+// the configured folders, else says why (for the owner).
+func (o *opener) resolveFile(path string) (string, error) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return "", fmt.Errorf("there is no file %q", path)
+		}
+		return "", fmt.Errorf("cannot open %q: %w", path, err)
+	}
+	inside := false
+	for _, d := range o.cfg.Dirs {
+		if rd, err := filepath.EvalSymlinks(d); err == nil {
+			if rel, err := filepath.Rel(rd, real); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				inside = true
+			}
+		}
+	}
+	if !inside {
+		if len(o.cfg.Dirs) == 0 {
+			return "", fmt.Errorf("%q: no folders are set to play files from (plugins.config.media.dirs)", path)
+		}
+		return "", fmt.Errorf("%q is outside the folders files are played from (%s)", path, strings.Join(o.cfg.Dirs, ", "))
+	}
+	st, err := os.Stat(real)
+	if err != nil {
+		return "", fmt.Errorf("cannot open %q: %w", path, err)
+	}
+	if !st.Mode().IsRegular() {
+		return "", fmt.Errorf("%q is not a regular file", path)
+	}
+	return real, nil
 }
 
 func (o *opener) openHTTP(ctx context.Context, u *url.URL, depth int) (*source, error) {
@@ -183,6 +222,9 @@ func (o *opener) openHTTP(ctx context.Context, u *url.URL, depth int) (*source, 
 	if err != nil {
 		opening()
 		cancel()
+		if errors.Is(err, sdk.ErrAddressNotAllowed) {
+			return nil, fmt.Errorf("cannot fetch %s: %w", safeURL(u), errNotAllowed)
+		}
 		return nil, fmt.Errorf("cannot fetch %s: %w", safeURL(u), unwrapURLError(err))
 	}
 	resp.Body = &cancelCloser{ReadCloser: resp.Body, cancel: cancel}
@@ -206,7 +248,7 @@ func (o *opener) openHTTP(ctx context.Context, u *url.URL, depth int) (*source, 
 	}
 	if resp.StatusCode != http.StatusOK {
 		resp.Body.Close()
-		return nil, fmt.Errorf("%s answered %s", safeURL(u), resp.Status)
+		return nil, fmt.Errorf("%s %w", safeURL(u), statusError(resp.StatusCode))
 	}
 	body := &stallReader{r: resp.Body, c: resp.Body, timeout: o.cfg.stall}
 	s := &source{url: safeURL(u), station: resp.Header.Get("icy-name"), body: body}
@@ -214,12 +256,20 @@ func (o *opener) openHTTP(ctx context.Context, u *url.URL, depth int) (*source, 
 		n, err := strconv.Atoi(mi)
 		if err != nil || n <= 0 || n > 1<<20 {
 			body.Close()
-			return nil, fmt.Errorf("%s: icy-metaint %q is not a sane interval", safeURL(u), mi)
+			return nil, fmt.Errorf("%s: its icy-metaint header is not a sane interval", safeURL(u))
 		}
 		s.meta = &icyMeta{}
 		s.body = &icyReader{r: body, c: body, interval: n, left: n, meta: s.meta}
 	}
 	return s, nil
+}
+
+// statusError is an answer other than 200, said by its code (the reason
+// phrase is the server's own text).
+type statusError int
+
+func (e statusError) Error() string {
+	return strings.TrimSpace(fmt.Sprintf("answered %d %s", int(e), http.StatusText(int(e))))
 }
 
 // cancelCloser ends the request's context when the body is closed.
@@ -297,28 +347,53 @@ func readPlaylist(r io.Reader, name string) ([]byte, error) {
 }
 
 // followPlaylist plays the first entry of the playlist data that opens.
-// Entries of a playlist from the network must be http(s) URLs.
+// Entries of a playlist from the network must be http(s) URLs. Its error
+// names no entry, only what kind of problem each had: the text is the
+// server's, and may be a page that was never a playlist.
 func (o *opener) followPlaylist(ctx context.Context, data []byte, kind, base, name string, depth int) (*source, error) {
 	entries := parsePlaylist(data, kind)
 	if len(entries) == 0 {
 		return nil, fmt.Errorf("the playlist %s names nothing to play", name)
 	}
-	var errs []string
-	for _, e := range entries[:min(len(entries), 5)] {
+	tried := entries[:min(len(entries), 5)]
+	var problems []string
+	for _, e := range tried {
+		var problem string
 		if base == "" && !strings.HasPrefix(e, "http://") && !strings.HasPrefix(e, "https://") {
-			errs = append(errs, fmt.Sprintf("%q is not an http(s) URL", safeName(e)))
-			continue
+			problem = "is not an http(s) URL"
+		} else {
+			s, err := o.openDepth(ctx, e, base, depth+1)
+			if err == nil {
+				return s, nil
+			}
+			if errors.Is(err, errTooManyFetches) {
+				return nil, err
+			}
+			problem = entryProblem(err)
 		}
-		s, err := o.openDepth(ctx, e, base, depth+1)
-		if err == nil {
-			return s, nil
+		if !slices.Contains(problems, problem) {
+			problems = append(problems, problem)
 		}
-		if errors.Is(err, errTooManyFetches) {
-			return nil, err
-		}
-		errs = append(errs, err.Error())
 	}
-	return nil, fmt.Errorf("no entry of the playlist %s could be played: %s", name, strings.Join(errs, "; "))
+	return nil, fmt.Errorf("the playlist %s %w (its first %d: %s)", name, errNoEntry, len(tried), strings.Join(problems, "; "))
+}
+
+// entryProblem says what kind of problem err, a playlist entry's, is.
+func entryProblem(err error) string {
+	var status statusError
+	switch {
+	case errors.Is(err, errNotAllowed):
+		return "leads to an address that is not public, which the owner has not allowed in plugins.network.allow"
+	case errors.As(err, &status):
+		return status.Error()
+	case errors.Is(err, errNoFile):
+		return "is no file to play"
+	case errors.Is(err, errNoEntry):
+		return "is a playlist with no playable entry"
+	case errors.Is(err, errTooManyFetches):
+		return err.Error()
+	}
+	return "could not be opened"
 }
 
 // parsePlaylist returns the entries of an m3u or pls playlist, in order.

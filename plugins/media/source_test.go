@@ -17,7 +17,13 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	pluginv1 "github.com/agenthost/agenthost/proto/plugin/v1"
 )
+
+// asOwner is the context of the owner's call: these tests' servers are on
+// loopback.
+var asOwner = pluginv1.WithCallInfo(context.Background(), pluginv1.CallInfo{Caller: pluginv1.Caller_CALLER_OWNER})
 
 // silentPlaylistServer answers one request on conn with a playlist's
 // headers and then sends nothing; done is closed once the client has
@@ -47,7 +53,7 @@ func TestAPlaylistWhoseBodyNeverComesDoesNotHangPlayMedia(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				o := newOpener(config{stall: tc.stall})
+				o := newOpener(asOwner, config{stall: tc.stall})
 				srvConn, cliConn := net.Pipe()
 				closed := make(chan struct{})
 				go silentPlaylistServer(srvConn, closed)
@@ -101,7 +107,7 @@ func TestAFailedFetchDoesNotNameTheURLsToken(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	o := newOpener(config{stall: time.Minute})
+	o := newOpener(asOwner, config{stall: time.Minute})
 	host := strings.TrimPrefix(srv.URL, "http://")
 	for _, u := range []string{
 		srv.URL + "/forbidden.mp3?listen_key=" + secret,
@@ -146,7 +152,7 @@ func TestAFileWithAPercentSignInItsNamePlays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := newOpener(config{Dirs: []string{dir}, stall: time.Minute})
+	o := newOpener(asOwner, config{Dirs: []string{dir}, stall: time.Minute})
 	for _, p := range []string{song, list} {
 		s, err := o.open(context.Background(), p)
 		if err != nil {
@@ -180,7 +186,7 @@ func TestOnePlayMediaFetchesAtMostTwentyTimes(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	_, err := newOpener(config{stall: time.Minute}).open(context.Background(), srv.URL+"/list/top")
+	_, err := newOpener(asOwner, config{stall: time.Minute}).open(context.Background(), srv.URL+"/list/top")
 	mu.Lock()
 	defer mu.Unlock()
 	if requests > 20 {

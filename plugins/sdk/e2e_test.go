@@ -72,7 +72,7 @@ func TestEndToEndCalls(t *testing.T) {
 	for _, s := range d.Services {
 		names = append(names, s.Name)
 	}
-	if d.Name != "testplugin" || strings.Join(names, ",") != "echo,fail,panic,sleep,pid,log,greet" {
+	if d.Name != "testplugin" || strings.Join(names, ",") != "echo,fail,panic,sleep,pid,log,fetch,greet" {
 		t.Errorf("describe: %s %v", d.Name, names)
 	}
 	greet := d.Services[len(d.Services)-1]

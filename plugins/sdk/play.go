@@ -204,11 +204,24 @@ func (p *Playback) Wait() error {
 // Done is closed when the sound has ended.
 func (p *Playback) Done() <-chan struct{} { return p.done }
 
-// Stop ends the sound at once; Wait then returns ErrStopped.
+// Stop ends the sound at once; Wait then returns ErrStopped. It returns
+// once the host has let the sound go, so that a Play made next (a sound
+// that replaces it) is not refused for the place it held
+// (plugins.audio.max_streams); from a host too old to say, at once.
 func (p *Playback) Stop() {
 	p.stopped.Store(true)
+	select {
+	case <-p.done: // over already
+	default:
+		ctx, cancel := context.WithTimeout(context.Background(), stopTimeout)
+		p.client.Stop(ctx, &pluginv1.StopAudioRequest{StreamId: p.id}) // NotFound: it ended meanwhile
+		cancel()
+	}
 	p.stop()
 }
+
+// stopTimeout bounds Stop's wait for the host.
+const stopTimeout = 5 * time.Second
 
 // Pause holds (true) or resumes (false) the sound at the host.
 func (p *Playback) Pause(ctx context.Context, paused bool) error {

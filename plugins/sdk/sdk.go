@@ -4,7 +4,9 @@
 // the plugin's schemas at start and every call's params, turns handler
 // errors and panics into error results a person can read, routes logging to
 // stderr in the format the host forwards with its level, refuses to run when
-// started by hand, and exits when the host process goes away.
+// started by hand, and exits when the host process goes away. A handler
+// learns who calls ([CallerOf]) and fetches with [HTTPClient], which reaches
+// only public addresses (and what the owner allows) unless the owner calls.
 //
 //	func main() {
 //		sdk.Serve(sdk.Plugin{

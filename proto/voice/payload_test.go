@@ -50,6 +50,22 @@ func TestClassifyStatus(t *testing.T) {
 	}
 }
 
+func TestTheKnownChineseStatusesAreInTheUsersWords(t *testing.T) {
+	for _, c := range []struct{ payload, lang, want string }{
+		{StatusListening, "", "listening"},
+		{StatusListening, "English", "listening"},
+		{StatusListening, "auto", "listening"},
+		{StatusListening, "chinese", StatusListening},
+		{StatusListening, "zh-CN", StatusListening},
+		{"##INFO:AUTH_OK", "", "##INFO:AUTH_OK"},
+		{"something new", "", "something new"},
+	} {
+		if got := StatusInWords(c.payload, c.lang); got != c.want {
+			t.Errorf("StatusInWords(%q, %q) = %q, want %q", c.payload, c.lang, got, c.want)
+		}
+	}
+}
+
 func TestParseMCPErrors(t *testing.T) {
 	for in, want := range map[string]string{
 		`not json`:                                  "not JSON",

@@ -11,6 +11,26 @@ const (
 	StatusListening     = "开始监听" // sent after LISTEN start in VAD mode
 )
 
+// statusWords are the known untranslated STATUS payloads (spec §7: the
+// server says them in its own language, Chinese) in English words.
+var statusWords = map[string]string{
+	StatusListening: "listening",
+}
+
+// StatusInWords is a STATUS payload in words of the user's language, lang
+// being server.params.lang: the known Chinese ones in English unless lang
+// asks for Chinese; any other payload as it came.
+func StatusInWords(payload, lang string) string {
+	l := strings.ToLower(lang)
+	if strings.HasPrefix(l, "zh") || strings.HasPrefix(l, "chinese") || strings.HasPrefix(l, "cn") {
+		return payload
+	}
+	if w, ok := statusWords[payload]; ok {
+		return w
+	}
+	return payload
+}
+
 // StatusKind classifies a STATUS payload.
 type StatusKind int
 

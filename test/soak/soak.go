@@ -148,6 +148,8 @@ plugins:
   state_dir: %q
   config:
     files: {root: %q, overwrite: true}
+  sandbox:
+    files: {write: [%q]}   # the plugin writes only its own folder unless granted its root
 audio:
   backend: file
   input_file: %q
@@ -156,7 +158,7 @@ conversation:
   control_socket: %q
   push_to_talk_key: false
 metrics: {listen: %q}
-`, s.sim.Addr(), s.pluginDir, filepath.Join(work, "run"), filepath.Join(work, "state"), s.filesRoot,
+`, s.sim.Addr(), s.pluginDir, filepath.Join(work, "run"), filepath.Join(work, "state"), s.filesRoot, s.filesRoot,
 		mic, filepath.Join(work, "speaker.wav"), s.sockPath, s.metricsAddr)
 }
 

@@ -198,7 +198,7 @@ func TestDesktop(t *testing.T) {
 			// At full volume the reply plays at the level the server sent (the
 			// default volume, 70, is 15 dB below it).
 			mustPi(t, "agenthost", "volume", "100")
-			out := mustPi(t, "agenthost", "say", "play something")
+			out := mustPi(t, "agenthost", "say", "--no-wait", "play something")
 			task := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "sent on task"))
 			if !eventually(30*time.Second, func() bool {
 				return strings.Contains(userJournal(), `msg="reply ended" component=conversation task=`+task)

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,23 @@ chown agenthost /run/credentials/agenthost.service`)
 	b.must("chown", "agenthost", "/run/credentials/agenthost.service/token")
 	sets := []string{"--set", "server.address=" + srv.Addr(), "--set", "audio.backend=none",
 		"--set", "plugins.runtime_dir=/run/agenthost", "--set", "plugins.state_dir=/var/lib/agenthost"}
+	// qemu-user passes no Landlock system calls on (ENOSYS, in 7.2 and 10.0
+	// alike), so in a foreign root the sandbox cannot start a child: check
+	// says so and what to do, and the host runs its plugins unconfined here.
+	// The sandbox itself is proven in the amd64 roots (TestChildrenFromThePackage).
+	check, _ := b.run("", append([]string{"runuser", "-u", "agenthost", "--", "env", "CREDENTIALS_DIRECTORY=/run/credentials/agenthost.service",
+		"agenthost", "check", "--offline", "--config", config}, sets...)...)
+	unconfinable := strings.Contains(check, "no plugin, MCP stdio server, hook or wake-word detector will be started")
+	switch {
+	case unconfinable && !strings.Contains(check, "sandbox.mode: none"):
+		t.Errorf("agenthost check says the sandbox cannot start children but not what to do:\n%s", check)
+	case !unconfinable && wantArch != runtime.GOARCH:
+		t.Errorf("agenthost check under qemu-user does not say that no child can be started:\n%s", check)
+	}
+	if unconfinable || wantArch != runtime.GOARCH {
+		t.Logf("under qemu-user (no Landlock calls, no namespaces) the plugins run with sandbox.mode none")
+		sets = append(sets, "--set", "sandbox.mode=none")
+	}
 	const pidFile = "/run/agenthost-test.pid"
 	args := append([]string{"-t", pid, "-m", "-p", "-r", "-w", "--", "sh", "-c",
 		`echo $$ > ` + pidFile + ` && exec setpriv --reuid=agenthost --regid=agenthost --init-groups env CREDENTIALS_DIRECTORY=/run/credentials/agenthost.service "$@"`,

@@ -281,7 +281,10 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 		trainMinutes = m
 	}
 	for b.Loop() {
-		tconds := trainingConditions(b, set, trainMinutes)
+		var tconds []*condition
+		if os.Getenv("AGENTHOST_WAKESET_HEAD_IN") == "" || os.Getenv("AGENTHOST_WAKESET_HEAD_SLICE") != "off" || os.Getenv("AGENTHOST_WAKESET_HEAD_TUNING") != "" {
+			tconds = trainingConditions(b, set, trainMinutes) // nothing of it is used to measure a head read in
+		}
 		more, _ := strconv.ParseFloat(os.Getenv("AGENTHOST_WAKESET_HEAD_MORE_HOURS"), 64)
 		if more > 0 {
 			tconds = append(tconds, moreNegatives(b, set, more)...)
@@ -324,7 +327,11 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 			b.Logf("tuning part's embeddings in %s", time.Since(t0).Round(time.Second))
 		}
 		eset, eheld, part := measuredPart(b)
-		econds := append(conditions(b, eset, eheld, minutes), echoConditions(b, eset, eheld)...)
+		var econds []*condition
+		if os.Getenv("AGENTHOST_WAKESET_ECHO_ONLY") == "" {
+			econds = conditions(b, eset, eheld, minutes)
+		}
+		econds = append(econds, echoConditions(b, eset, eheld)...)
 		t0 := time.Now()
 		eseqs, pre := embedAll(b, eset.Dir, headStep, econds, open)
 		b.Logf("%s's embeddings in %s", part, time.Since(t0).Round(time.Second))
@@ -367,6 +374,7 @@ func BenchmarkWakeSetOwnHead(b *testing.B) {
 			chosen = &c
 		}
 		printHeadTable(part, econds, pre, own, per, chosen)
+		printWhileSounding(econds, own)
 		if os.Getenv("AGENTHOST_WAKESET_HEAD_TUNING") != "" {
 			// The material it was trained on: how well it learnt it.
 			town, tpre := make([][]wakeword.Score, len(tconds)), make([][]wakeword.Score, len(tconds))

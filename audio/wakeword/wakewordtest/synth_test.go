@@ -8,13 +8,15 @@ import (
 	"testing"
 
 	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/internal/longtest"
 )
 
 // Every other synthesizer's voice says the phrase, slower at 120 words a
 // minute than at 200 by about their ratio, and higher at pitch 80 than 30.
+// By default four voices spread over the list; AGENTHOST_LONG_TESTS=1: every one.
 func TestOtherVoicesSayThePhraseAtTheSpeedAndPitchAsked(t *testing.T) {
 	dir := t.TempDir()
-	for _, v := range OtherVoices {
+	for _, v := range longtest.Pick(OtherVoices, 4) {
 		t.Run(v, func(t *testing.T) {
 			clip := func(wpm, pitch int, text string) Clip {
 				c := Clip{Voice: v, WPM: wpm, Pitch: pitch, Text: text}

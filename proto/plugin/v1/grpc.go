@@ -116,7 +116,8 @@ func (g *grpcClient) Call(ctx context.Context, method string, params json.RawMes
 	if len(params) == 0 {
 		params = json.RawMessage("{}")
 	}
-	resp, err := g.c.Call(ctx, &CallRequest{Method: method, ParamsJson: string(params)})
+	info := CallInfoFrom(ctx)
+	resp, err := g.c.Call(ctx, &CallRequest{Method: method, ParamsJson: string(params), Caller: info.Caller, NetworkAllow: info.NetworkAllow})
 	if err != nil {
 		return nil, fmt.Errorf("call %s: %w", method, err)
 	}
@@ -224,6 +225,7 @@ func (s *grpcServer) Call(ctx context.Context, req *CallRequest) (resp *CallResp
 	if !json.Valid(params) {
 		return callError(NewCallError(ErrorKind_ERROR_KIND_INVALID_PARAMS, "params are not valid JSON")), nil
 	}
+	ctx = WithCallInfo(ctx, CallInfo{Caller: req.GetCaller(), NetworkAllow: req.GetNetworkAllow()})
 	data, err := s.impl.Call(ctx, req.GetMethod(), params)
 	if ctx.Err() != nil {
 		// The host has given up; say why, the same way every time.

@@ -206,3 +206,20 @@ func TestHandshakeAndPluginSet(t *testing.T) {
 		t.Error("GRPCServer without Impl should fail")
 	}
 }
+
+// TestCallInfoTravels: the caller and the owner's list that the host puts
+// in the call's context reach the plugin's; a call without them arrives
+// as the least trusted caller with nothing allowed.
+func TestCallInfoTravels(t *testing.T) {
+	c := connect(t, &fake{call: func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		return json.Marshal(CallInfoFrom(ctx))
+	}})
+	got, err := c.Call(WithCallInfo(context.Background(), CallInfo{Caller: Caller_CALLER_OWNER, NetworkAllow: []string{"radio.lan", "10.0.0.0/8"}}), "x", nil)
+	if err != nil || string(got) != `{"Caller":3,"NetworkAllow":["radio.lan","10.0.0.0/8"]}` {
+		t.Errorf("with call info: %s %v", got, err)
+	}
+	got, err = c.Call(context.Background(), "x", nil)
+	if err != nil || string(got) != `{"Caller":0,"NetworkAllow":null}` {
+		t.Errorf("without: %s %v", got, err)
+	}
+}

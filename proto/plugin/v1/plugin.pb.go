@@ -22,6 +22,11 @@
 // older host never sets it, an older plugin ignores it). The plugin dials
 // that id once and plays with HostAudio.Play.
 //
+// Callers (added compatibly): CallRequest.caller says who made the call and
+// CallRequest.network_allow where a call that is not the owner's may reach
+// beyond public addresses; an older host sets neither (the least trusted
+// caller, nothing allowed), an older plugin ignores both.
+//
 // Changing this file incompatibly means a new package (proto/plugin/v2) and a
 // new go-plugin protocol version; adding fields and enum values is compatible.
 //
@@ -49,6 +54,64 @@ const (
 	// Verify that runtime/protoimpl is sufficiently up-to-date.
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
+
+// Caller is who made a call, so that a plugin holds the call to that
+// caller's rights (plugins/sdk: CallerOf, HTTPClient).
+type Caller int32
+
+const (
+	// Not known (an older host): the least trusted.
+	Caller_CALLER_UNSPECIFIED Caller = 0
+	// The voice server's model.
+	Caller_CALLER_VOICE_SERVER Caller = 1
+	// An MCP client of the host: a desktop assistant's model.
+	Caller_CALLER_MCP_CLIENT Caller = 2
+	// The device's owner: the CLI or a button, through the control socket.
+	Caller_CALLER_OWNER Caller = 3
+)
+
+// Enum value maps for Caller.
+var (
+	Caller_name = map[int32]string{
+		0: "CALLER_UNSPECIFIED",
+		1: "CALLER_VOICE_SERVER",
+		2: "CALLER_MCP_CLIENT",
+		3: "CALLER_OWNER",
+	}
+	Caller_value = map[string]int32{
+		"CALLER_UNSPECIFIED":  0,
+		"CALLER_VOICE_SERVER": 1,
+		"CALLER_MCP_CLIENT":   2,
+		"CALLER_OWNER":        3,
+	}
+)
+
+func (x Caller) Enum() *Caller {
+	p := new(Caller)
+	*p = x
+	return p
+}
+
+func (x Caller) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Caller) Descriptor() protoreflect.EnumDescriptor {
+	return file_plugin_proto_enumTypes[0].Descriptor()
+}
+
+func (Caller) Type() protoreflect.EnumType {
+	return &file_plugin_proto_enumTypes[0]
+}
+
+func (x Caller) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Caller.Descriptor instead.
+func (Caller) EnumDescriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{0}
+}
 
 // ErrorKind says why a call did not succeed, for the host's logs and metrics;
 // the voice server only sees the message.
@@ -99,11 +162,11 @@ func (x ErrorKind) String() string {
 }
 
 func (ErrorKind) Descriptor() protoreflect.EnumDescriptor {
-	return file_plugin_proto_enumTypes[0].Descriptor()
+	return file_plugin_proto_enumTypes[1].Descriptor()
 }
 
 func (ErrorKind) Type() protoreflect.EnumType {
-	return &file_plugin_proto_enumTypes[0]
+	return &file_plugin_proto_enumTypes[1]
 }
 
 func (x ErrorKind) Number() protoreflect.EnumNumber {
@@ -112,7 +175,7 @@ func (x ErrorKind) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use ErrorKind.Descriptor instead.
 func (ErrorKind) EnumDescriptor() ([]byte, []int) {
-	return file_plugin_proto_rawDescGZIP(), []int{0}
+	return file_plugin_proto_rawDescGZIP(), []int{1}
 }
 
 type DescribeRequest struct {
@@ -404,7 +467,15 @@ type CallRequest struct {
 	// method is the service name.
 	Method string `protobuf:"bytes,1,opt,name=method,proto3" json:"method,omitempty"`
 	// params_json is the call's params, a JSON object.
-	ParamsJson    string `protobuf:"bytes,2,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
+	ParamsJson string `protobuf:"bytes,2,opt,name=params_json,json=paramsJson,proto3" json:"params_json,omitempty"`
+	// caller is who made the call (added compatibly: an older host leaves it
+	// CALLER_UNSPECIFIED, which a plugin treats as the least trusted).
+	Caller Caller `protobuf:"varint,3,opt,name=caller,proto3,enum=agenthost.plugin.v1.Caller" json:"caller,omitempty"`
+	// network_allow is the owner's `plugins.network.allow`: host names,
+	// addresses and CIDR ranges, each with an optional port (radio.lan,
+	// 192.168.1.5:8000, 192.168.1.0/24), that a call not made by the owner
+	// may reach besides public addresses. The host has checked them.
+	NetworkAllow  []string `protobuf:"bytes,4,rep,name=network_allow,json=networkAllow,proto3" json:"network_allow,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -451,6 +522,20 @@ func (x *CallRequest) GetParamsJson() string {
 		return x.ParamsJson
 	}
 	return ""
+}
+
+func (x *CallRequest) GetCaller() Caller {
+	if x != nil {
+		return x.Caller
+	}
+	return Caller_CALLER_UNSPECIFIED
+}
+
+func (x *CallRequest) GetNetworkAllow() []string {
+	if x != nil {
+		return x.NetworkAllow
+	}
+	return nil
 }
 
 type CallResponse struct {
@@ -1202,6 +1287,86 @@ func (*PauseAudioResponse) Descriptor() ([]byte, []int) {
 	return file_plugin_proto_rawDescGZIP(), []int{18}
 }
 
+type StopAudioRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	StreamId      uint64                 `protobuf:"varint,1,opt,name=stream_id,json=streamId,proto3" json:"stream_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopAudioRequest) Reset() {
+	*x = StopAudioRequest{}
+	mi := &file_plugin_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopAudioRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopAudioRequest) ProtoMessage() {}
+
+func (x *StopAudioRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopAudioRequest.ProtoReflect.Descriptor instead.
+func (*StopAudioRequest) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *StopAudioRequest) GetStreamId() uint64 {
+	if x != nil {
+		return x.StreamId
+	}
+	return 0
+}
+
+type StopAudioResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StopAudioResponse) Reset() {
+	*x = StopAudioResponse{}
+	mi := &file_plugin_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StopAudioResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StopAudioResponse) ProtoMessage() {}
+
+func (x *StopAudioResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_plugin_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StopAudioResponse.ProtoReflect.Descriptor instead.
+func (*StopAudioResponse) Descriptor() ([]byte, []int) {
+	return file_plugin_proto_rawDescGZIP(), []int{20}
+}
+
 var File_plugin_proto protoreflect.FileDescriptor
 
 const file_plugin_proto_rawDesc = "" +
@@ -1224,11 +1389,13 @@ const file_plugin_proto_rawDesc = "" +
 	"configJson\x12/\n" +
 	"\x14host_audio_broker_id\x18\x02 \x01(\rR\x11hostAudioBrokerId\")\n" +
 	"\x11ConfigureResponse\x12\x14\n" +
-	"\x05error\x18\x01 \x01(\tR\x05error\"F\n" +
+	"\x05error\x18\x01 \x01(\tR\x05error\"\xa0\x01\n" +
 	"\vCallRequest\x12\x16\n" +
 	"\x06method\x18\x01 \x01(\tR\x06method\x12\x1f\n" +
 	"\vparams_json\x18\x02 \x01(\tR\n" +
-	"paramsJson\"q\n" +
+	"paramsJson\x123\n" +
+	"\x06caller\x18\x03 \x01(\x0e2\x1b.agenthost.plugin.v1.CallerR\x06caller\x12#\n" +
+	"\rnetwork_allow\x18\x04 \x03(\tR\fnetworkAllow\"q\n" +
 	"\fCallResponse\x12\x1d\n" +
 	"\tdata_json\x18\x01 \x01(\tH\x00R\bdataJson\x128\n" +
 	"\x05error\x18\x02 \x01(\v2 .agenthost.plugin.v1.CallFailureH\x00R\x05errorB\b\n" +
@@ -1269,7 +1436,15 @@ const file_plugin_proto_rawDesc = "" +
 	"\x11PauseAudioRequest\x12\x1b\n" +
 	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\x12\x16\n" +
 	"\x06paused\x18\x02 \x01(\bR\x06paused\"\x14\n" +
-	"\x12PauseAudioResponse*\xb1\x01\n" +
+	"\x12PauseAudioResponse\"/\n" +
+	"\x10StopAudioRequest\x12\x1b\n" +
+	"\tstream_id\x18\x01 \x01(\x04R\bstreamId\"\x13\n" +
+	"\x11StopAudioResponse*b\n" +
+	"\x06Caller\x12\x16\n" +
+	"\x12CALLER_UNSPECIFIED\x10\x00\x12\x17\n" +
+	"\x13CALLER_VOICE_SERVER\x10\x01\x12\x15\n" +
+	"\x11CALLER_MCP_CLIENT\x10\x02\x12\x10\n" +
+	"\fCALLER_OWNER\x10\x03*\xb1\x01\n" +
 	"\tErrorKind\x12\x1a\n" +
 	"\x16ERROR_KIND_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11ERROR_KIND_FAILED\x10\x01\x12\x1d\n" +
@@ -1281,10 +1456,11 @@ const file_plugin_proto_rawDesc = "" +
 	"\bDescribe\x12$.agenthost.plugin.v1.DescribeRequest\x1a%.agenthost.plugin.v1.DescribeResponse\x12Z\n" +
 	"\tConfigure\x12%.agenthost.plugin.v1.ConfigureRequest\x1a&.agenthost.plugin.v1.ConfigureResponse\x12K\n" +
 	"\x04Call\x12 .agenthost.plugin.v1.CallRequest\x1a!.agenthost.plugin.v1.CallResponse\x12Q\n" +
-	"\x06Health\x12\".agenthost.plugin.v1.HealthRequest\x1a#.agenthost.plugin.v1.HealthResponse2\xb3\x01\n" +
+	"\x06Health\x12\".agenthost.plugin.v1.HealthRequest\x1a#.agenthost.plugin.v1.HealthResponse2\x8a\x02\n" +
 	"\tHostAudio\x12L\n" +
 	"\x04Play\x12\x1f.agenthost.plugin.v1.AudioChunk\x1a\x1f.agenthost.plugin.v1.AudioEvent(\x010\x01\x12X\n" +
-	"\x05Pause\x12&.agenthost.plugin.v1.PauseAudioRequest\x1a'.agenthost.plugin.v1.PauseAudioResponseB9Z7github.com/agenthost/agenthost/proto/plugin/v1;pluginv1b\x06proto3"
+	"\x05Pause\x12&.agenthost.plugin.v1.PauseAudioRequest\x1a'.agenthost.plugin.v1.PauseAudioResponse\x12U\n" +
+	"\x04Stop\x12%.agenthost.plugin.v1.StopAudioRequest\x1a&.agenthost.plugin.v1.StopAudioResponseB9Z7github.com/agenthost/agenthost/proto/plugin/v1;pluginv1b\x06proto3"
 
 var (
 	file_plugin_proto_rawDescOnce sync.Once
@@ -1298,56 +1474,62 @@ func file_plugin_proto_rawDescGZIP() []byte {
 	return file_plugin_proto_rawDescData
 }
 
-var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_plugin_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
+var file_plugin_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_plugin_proto_goTypes = []any{
-	(ErrorKind)(0),             // 0: agenthost.plugin.v1.ErrorKind
-	(*DescribeRequest)(nil),    // 1: agenthost.plugin.v1.DescribeRequest
-	(*DescribeResponse)(nil),   // 2: agenthost.plugin.v1.DescribeResponse
-	(*Service)(nil),            // 3: agenthost.plugin.v1.Service
-	(*ConfigureRequest)(nil),   // 4: agenthost.plugin.v1.ConfigureRequest
-	(*ConfigureResponse)(nil),  // 5: agenthost.plugin.v1.ConfigureResponse
-	(*CallRequest)(nil),        // 6: agenthost.plugin.v1.CallRequest
-	(*CallResponse)(nil),       // 7: agenthost.plugin.v1.CallResponse
-	(*CallFailure)(nil),        // 8: agenthost.plugin.v1.CallFailure
-	(*HealthRequest)(nil),      // 9: agenthost.plugin.v1.HealthRequest
-	(*HealthResponse)(nil),     // 10: agenthost.plugin.v1.HealthResponse
-	(*AudioChunk)(nil),         // 11: agenthost.plugin.v1.AudioChunk
-	(*AudioHeader)(nil),        // 12: agenthost.plugin.v1.AudioHeader
-	(*AudioEvent)(nil),         // 13: agenthost.plugin.v1.AudioEvent
-	(*AudioStarted)(nil),       // 14: agenthost.plugin.v1.AudioStarted
-	(*AudioPaused)(nil),        // 15: agenthost.plugin.v1.AudioPaused
-	(*AudioHeld)(nil),          // 16: agenthost.plugin.v1.AudioHeld
-	(*AudioFinished)(nil),      // 17: agenthost.plugin.v1.AudioFinished
-	(*PauseAudioRequest)(nil),  // 18: agenthost.plugin.v1.PauseAudioRequest
-	(*PauseAudioResponse)(nil), // 19: agenthost.plugin.v1.PauseAudioResponse
+	(Caller)(0),                // 0: agenthost.plugin.v1.Caller
+	(ErrorKind)(0),             // 1: agenthost.plugin.v1.ErrorKind
+	(*DescribeRequest)(nil),    // 2: agenthost.plugin.v1.DescribeRequest
+	(*DescribeResponse)(nil),   // 3: agenthost.plugin.v1.DescribeResponse
+	(*Service)(nil),            // 4: agenthost.plugin.v1.Service
+	(*ConfigureRequest)(nil),   // 5: agenthost.plugin.v1.ConfigureRequest
+	(*ConfigureResponse)(nil),  // 6: agenthost.plugin.v1.ConfigureResponse
+	(*CallRequest)(nil),        // 7: agenthost.plugin.v1.CallRequest
+	(*CallResponse)(nil),       // 8: agenthost.plugin.v1.CallResponse
+	(*CallFailure)(nil),        // 9: agenthost.plugin.v1.CallFailure
+	(*HealthRequest)(nil),      // 10: agenthost.plugin.v1.HealthRequest
+	(*HealthResponse)(nil),     // 11: agenthost.plugin.v1.HealthResponse
+	(*AudioChunk)(nil),         // 12: agenthost.plugin.v1.AudioChunk
+	(*AudioHeader)(nil),        // 13: agenthost.plugin.v1.AudioHeader
+	(*AudioEvent)(nil),         // 14: agenthost.plugin.v1.AudioEvent
+	(*AudioStarted)(nil),       // 15: agenthost.plugin.v1.AudioStarted
+	(*AudioPaused)(nil),        // 16: agenthost.plugin.v1.AudioPaused
+	(*AudioHeld)(nil),          // 17: agenthost.plugin.v1.AudioHeld
+	(*AudioFinished)(nil),      // 18: agenthost.plugin.v1.AudioFinished
+	(*PauseAudioRequest)(nil),  // 19: agenthost.plugin.v1.PauseAudioRequest
+	(*PauseAudioResponse)(nil), // 20: agenthost.plugin.v1.PauseAudioResponse
+	(*StopAudioRequest)(nil),   // 21: agenthost.plugin.v1.StopAudioRequest
+	(*StopAudioResponse)(nil),  // 22: agenthost.plugin.v1.StopAudioResponse
 }
 var file_plugin_proto_depIdxs = []int32{
-	3,  // 0: agenthost.plugin.v1.DescribeResponse.services:type_name -> agenthost.plugin.v1.Service
-	8,  // 1: agenthost.plugin.v1.CallResponse.error:type_name -> agenthost.plugin.v1.CallFailure
-	0,  // 2: agenthost.plugin.v1.CallFailure.kind:type_name -> agenthost.plugin.v1.ErrorKind
-	12, // 3: agenthost.plugin.v1.AudioChunk.header:type_name -> agenthost.plugin.v1.AudioHeader
-	14, // 4: agenthost.plugin.v1.AudioEvent.started:type_name -> agenthost.plugin.v1.AudioStarted
-	15, // 5: agenthost.plugin.v1.AudioEvent.paused:type_name -> agenthost.plugin.v1.AudioPaused
-	17, // 6: agenthost.plugin.v1.AudioEvent.finished:type_name -> agenthost.plugin.v1.AudioFinished
-	16, // 7: agenthost.plugin.v1.AudioEvent.held:type_name -> agenthost.plugin.v1.AudioHeld
-	1,  // 8: agenthost.plugin.v1.PluginService.Describe:input_type -> agenthost.plugin.v1.DescribeRequest
-	4,  // 9: agenthost.plugin.v1.PluginService.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
-	6,  // 10: agenthost.plugin.v1.PluginService.Call:input_type -> agenthost.plugin.v1.CallRequest
-	9,  // 11: agenthost.plugin.v1.PluginService.Health:input_type -> agenthost.plugin.v1.HealthRequest
-	11, // 12: agenthost.plugin.v1.HostAudio.Play:input_type -> agenthost.plugin.v1.AudioChunk
-	18, // 13: agenthost.plugin.v1.HostAudio.Pause:input_type -> agenthost.plugin.v1.PauseAudioRequest
-	2,  // 14: agenthost.plugin.v1.PluginService.Describe:output_type -> agenthost.plugin.v1.DescribeResponse
-	5,  // 15: agenthost.plugin.v1.PluginService.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
-	7,  // 16: agenthost.plugin.v1.PluginService.Call:output_type -> agenthost.plugin.v1.CallResponse
-	10, // 17: agenthost.plugin.v1.PluginService.Health:output_type -> agenthost.plugin.v1.HealthResponse
-	13, // 18: agenthost.plugin.v1.HostAudio.Play:output_type -> agenthost.plugin.v1.AudioEvent
-	19, // 19: agenthost.plugin.v1.HostAudio.Pause:output_type -> agenthost.plugin.v1.PauseAudioResponse
-	14, // [14:20] is the sub-list for method output_type
-	8,  // [8:14] is the sub-list for method input_type
-	8,  // [8:8] is the sub-list for extension type_name
-	8,  // [8:8] is the sub-list for extension extendee
-	0,  // [0:8] is the sub-list for field type_name
+	4,  // 0: agenthost.plugin.v1.DescribeResponse.services:type_name -> agenthost.plugin.v1.Service
+	0,  // 1: agenthost.plugin.v1.CallRequest.caller:type_name -> agenthost.plugin.v1.Caller
+	9,  // 2: agenthost.plugin.v1.CallResponse.error:type_name -> agenthost.plugin.v1.CallFailure
+	1,  // 3: agenthost.plugin.v1.CallFailure.kind:type_name -> agenthost.plugin.v1.ErrorKind
+	13, // 4: agenthost.plugin.v1.AudioChunk.header:type_name -> agenthost.plugin.v1.AudioHeader
+	15, // 5: agenthost.plugin.v1.AudioEvent.started:type_name -> agenthost.plugin.v1.AudioStarted
+	16, // 6: agenthost.plugin.v1.AudioEvent.paused:type_name -> agenthost.plugin.v1.AudioPaused
+	18, // 7: agenthost.plugin.v1.AudioEvent.finished:type_name -> agenthost.plugin.v1.AudioFinished
+	17, // 8: agenthost.plugin.v1.AudioEvent.held:type_name -> agenthost.plugin.v1.AudioHeld
+	2,  // 9: agenthost.plugin.v1.PluginService.Describe:input_type -> agenthost.plugin.v1.DescribeRequest
+	5,  // 10: agenthost.plugin.v1.PluginService.Configure:input_type -> agenthost.plugin.v1.ConfigureRequest
+	7,  // 11: agenthost.plugin.v1.PluginService.Call:input_type -> agenthost.plugin.v1.CallRequest
+	10, // 12: agenthost.plugin.v1.PluginService.Health:input_type -> agenthost.plugin.v1.HealthRequest
+	12, // 13: agenthost.plugin.v1.HostAudio.Play:input_type -> agenthost.plugin.v1.AudioChunk
+	19, // 14: agenthost.plugin.v1.HostAudio.Pause:input_type -> agenthost.plugin.v1.PauseAudioRequest
+	21, // 15: agenthost.plugin.v1.HostAudio.Stop:input_type -> agenthost.plugin.v1.StopAudioRequest
+	3,  // 16: agenthost.plugin.v1.PluginService.Describe:output_type -> agenthost.plugin.v1.DescribeResponse
+	6,  // 17: agenthost.plugin.v1.PluginService.Configure:output_type -> agenthost.plugin.v1.ConfigureResponse
+	8,  // 18: agenthost.plugin.v1.PluginService.Call:output_type -> agenthost.plugin.v1.CallResponse
+	11, // 19: agenthost.plugin.v1.PluginService.Health:output_type -> agenthost.plugin.v1.HealthResponse
+	14, // 20: agenthost.plugin.v1.HostAudio.Play:output_type -> agenthost.plugin.v1.AudioEvent
+	20, // 21: agenthost.plugin.v1.HostAudio.Pause:output_type -> agenthost.plugin.v1.PauseAudioResponse
+	22, // 22: agenthost.plugin.v1.HostAudio.Stop:output_type -> agenthost.plugin.v1.StopAudioResponse
+	16, // [16:23] is the sub-list for method output_type
+	9,  // [9:16] is the sub-list for method input_type
+	9,  // [9:9] is the sub-list for extension type_name
+	9,  // [9:9] is the sub-list for extension extendee
+	0,  // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_plugin_proto_init() }
@@ -1370,8 +1552,8 @@ func file_plugin_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_plugin_proto_rawDesc), len(file_plugin_proto_rawDesc)),
-			NumEnums:      1,
-			NumMessages:   19,
+			NumEnums:      2,
+			NumMessages:   21,
 			NumExtensions: 0,
 			NumServices:   2,
 		},

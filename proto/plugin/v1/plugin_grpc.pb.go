@@ -22,6 +22,11 @@
 // older host never sets it, an older plugin ignores it). The plugin dials
 // that id once and plays with HostAudio.Play.
 //
+// Callers (added compatibly): CallRequest.caller says who made the call and
+// CallRequest.network_allow where a call that is not the owner's may reach
+// beyond public addresses; an older host sets neither (the least trusted
+// caller, nothing allowed), an older plugin ignores both.
+//
 // Changing this file incompatibly means a new package (proto/plugin/v2) and a
 // new go-plugin protocol version; adding fields and enum values is compatible.
 //
@@ -290,6 +295,7 @@ var PluginService_ServiceDesc = grpc.ServiceDesc{
 const (
 	HostAudio_Play_FullMethodName  = "/agenthost.plugin.v1.HostAudio/Play"
 	HostAudio_Pause_FullMethodName = "/agenthost.plugin.v1.HostAudio/Pause"
+	HostAudio_Stop_FullMethodName  = "/agenthost.plugin.v1.HostAudio/Stop"
 )
 
 // HostAudioClient is the client API for HostAudio service.
@@ -314,6 +320,13 @@ type HostAudioClient interface {
 	Play(ctx context.Context, opts ...grpc.CallOption) (grpc.BidiStreamingClient[AudioChunk, AudioEvent], error)
 	// Pause pauses (or resumes) a playing stream by the id in started.
 	Pause(ctx context.Context, in *PauseAudioRequest, opts ...grpc.CallOption) (*PauseAudioResponse, error)
+	// Stop ends a playing stream by the id in started at once, dropping what
+	// the host holds of it, and answers once the stream no longer counts
+	// (plugins.audio.max_streams, the mixer's streams): a Play that replaces
+	// it, made after the answer, has its place. Its Play ends with
+	// AudioEvent.finished. Added after the first HostAudio: an older host
+	// answers UNIMPLEMENTED, and cancelling the Play stops it there.
+	Stop(ctx context.Context, in *StopAudioRequest, opts ...grpc.CallOption) (*StopAudioResponse, error)
 }
 
 type hostAudioClient struct {
@@ -347,6 +360,16 @@ func (c *hostAudioClient) Pause(ctx context.Context, in *PauseAudioRequest, opts
 	return out, nil
 }
 
+func (c *hostAudioClient) Stop(ctx context.Context, in *StopAudioRequest, opts ...grpc.CallOption) (*StopAudioResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(StopAudioResponse)
+	err := c.cc.Invoke(ctx, HostAudio_Stop_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // HostAudioServer is the server API for HostAudio service.
 // All implementations must embed UnimplementedHostAudioServer
 // for forward compatibility.
@@ -369,6 +392,13 @@ type HostAudioServer interface {
 	Play(grpc.BidiStreamingServer[AudioChunk, AudioEvent]) error
 	// Pause pauses (or resumes) a playing stream by the id in started.
 	Pause(context.Context, *PauseAudioRequest) (*PauseAudioResponse, error)
+	// Stop ends a playing stream by the id in started at once, dropping what
+	// the host holds of it, and answers once the stream no longer counts
+	// (plugins.audio.max_streams, the mixer's streams): a Play that replaces
+	// it, made after the answer, has its place. Its Play ends with
+	// AudioEvent.finished. Added after the first HostAudio: an older host
+	// answers UNIMPLEMENTED, and cancelling the Play stops it there.
+	Stop(context.Context, *StopAudioRequest) (*StopAudioResponse, error)
 	mustEmbedUnimplementedHostAudioServer()
 }
 
@@ -384,6 +414,9 @@ func (UnimplementedHostAudioServer) Play(grpc.BidiStreamingServer[AudioChunk, Au
 }
 func (UnimplementedHostAudioServer) Pause(context.Context, *PauseAudioRequest) (*PauseAudioResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Pause not implemented")
+}
+func (UnimplementedHostAudioServer) Stop(context.Context, *StopAudioRequest) (*StopAudioResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Stop not implemented")
 }
 func (UnimplementedHostAudioServer) mustEmbedUnimplementedHostAudioServer() {}
 func (UnimplementedHostAudioServer) testEmbeddedByValue()                   {}
@@ -431,6 +464,24 @@ func _HostAudio_Pause_Handler(srv interface{}, ctx context.Context, dec func(int
 	return interceptor(ctx, in, info, handler)
 }
 
+func _HostAudio_Stop_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(StopAudioRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(HostAudioServer).Stop(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: HostAudio_Stop_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(HostAudioServer).Stop(ctx, req.(*StopAudioRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // HostAudio_ServiceDesc is the grpc.ServiceDesc for HostAudio service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -441,6 +492,10 @@ var HostAudio_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Pause",
 			Handler:    _HostAudio_Pause_Handler,
+		},
+		{
+			MethodName: "Stop",
+			Handler:    _HostAudio_Stop_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

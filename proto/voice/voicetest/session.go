@@ -111,7 +111,11 @@ func (c *session) run() error {
 
 func (c *session) record(f voice.Frame) {
 	c.received++
-	c.s.log.Info("recv", "conn", c.id, "frame", f)
+	if f.Type == voice.TypeAudio || f.Type == voice.TypeStatus && voice.ClassifyStatus(f.Payload) == voice.StatusKindPing {
+		c.s.log.Debug("recv", "conn", c.id, "frame", f) // every frame of sound, every keepalive: noise at info
+	} else {
+		c.s.log.Info("recv", "conn", c.id, "frame", f)
+	}
 	c.s.mu.Lock()
 	if !c.s.opts.ForgetAudio || f.Type != voice.TypeAudio {
 		c.s.received = append(c.s.received, Received{Conn: c.id, Frame: f})

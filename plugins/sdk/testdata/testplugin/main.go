@@ -21,6 +21,10 @@ type greetArgs struct {
 	Times int    `json:"times,omitempty" desc:"how often" min:"1" max:"3"`
 }
 
+type fetchArgs struct {
+	URL string `json:"url"`
+}
+
 func main() {
 	var greeting atomic.Value
 	greeting.Store("Hello")
@@ -56,6 +60,17 @@ func main() {
 				fmt.Fprintln(os.Stderr, "raw stderr line")
 				return "ok", nil
 			}},
+			sdk.TypedService("fetch", "Fetch a URL with the SDK's client", func(ctx context.Context, in fetchArgs) (any, error) {
+				resp, err := sdk.HTTPClient(ctx).Get(in.URL)
+				if errors.Is(err, sdk.ErrAddressNotAllowed) {
+					return nil, fmt.Errorf("%s may not reach it", sdk.CallerOf(ctx))
+				}
+				if err != nil {
+					return nil, err
+				}
+				resp.Body.Close()
+				return fmt.Sprintf("%s got %d", sdk.CallerOf(ctx), resp.StatusCode), nil
+			}),
 			sdk.TypedService("greet", "Greet someone", func(_ context.Context, in greetArgs) (any, error) {
 				if in.Times == 0 {
 					in.Times = 1
