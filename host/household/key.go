@@ -21,7 +21,9 @@ type Key [16]byte
 // KeyFolder is the key's folder in the state folder.
 const KeyFolder = "household"
 
-var codec = base32.StdEncoding.WithPadding(base32.NoPadding)
+const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+
+var codec = base32.NewEncoding(alphabet).WithPadding(base32.NoPadding)
 
 // NewKey makes a household's key.
 func NewKey() (Key, error) {
@@ -31,16 +33,35 @@ func NewKey() (Key, error) {
 }
 
 // Code is the key as the owner reads it off one speaker and types into
-// another: 28 letters and digits in groups of four, the last one a check
-// that catches a typo.
+// another: 28 letters and digits in groups of four. The first 26 are the
+// key; the 27th is a Luhn mod 32 check, which catches every one-letter
+// typo and most swaps of two neighbours; the 28th is a letter of the key's
+// hash, which catches most of what is left.
 func (k Key) Code() string {
-	sum := sha256.Sum256(k[:])
-	s := codec.EncodeToString(append(k[:], sum[0]))
+	body := codec.EncodeToString(k[:])
+	s := body + string(alphabet[luhnCheck(body)]) + string(alphabet[hashLetter(k)])
 	var groups []string
 	for len(s) > 4 {
 		groups, s = append(groups, s[:4]), s[4:]
 	}
 	return strings.Join(append(groups, s), "-")
+}
+
+// luhnCheck is the Luhn mod N check of s (N = 32): the value that makes the
+// weighted sum of s and it a multiple of 32.
+func luhnCheck(s string) int {
+	sum, factor := 0, 2
+	for i := len(s) - 1; i >= 0; i-- {
+		v := factor * strings.IndexByte(alphabet, s[i])
+		sum += v/32 + v%32
+		factor = 3 - factor
+	}
+	return (32 - sum%32) % 32
+}
+
+func hashLetter(k Key) int {
+	sum := sha256.Sum256(k[:])
+	return int(sum[0] % 32)
 }
 
 // ID names the household without telling its key (status, discovery).
@@ -54,18 +75,28 @@ func (k Key) ID() string {
 func ParseCode(code string) (Key, error) {
 	s := strings.ToUpper(strings.NewReplacer("-", "", " ", "", "\n", "").Replace(code))
 	for _, c := range s {
-		if !('A' <= c && c <= 'Z' || '2' <= c && c <= '7') {
+		if !strings.ContainsRune(alphabet, c) {
 			return Key{}, fmt.Errorf("%q is not a household code: %q is none of its letters (A–Z and 2–7); read it again off `agenthost household code` on a speaker of the household", code, c)
 		}
 	}
-	b, err := codec.DecodeString(s)
-	if err != nil || len(b) != 17 {
+	if len(s) != 28 {
 		return Key{}, fmt.Errorf("a household code has 28 letters and digits (7 groups of 4); %q has %d", code, len(s))
+	}
+	typo := errors.New("that household code has a typo (its check does not match); read it again off `agenthost household code`")
+	body := s[:26]
+	if alphabet[luhnCheck(body)] != s[26] {
+		return Key{}, typo
+	}
+	b, err := codec.DecodeString(body)
+	// The bits past the key's 128 must be zero: no two spellings read as
+	// one key.
+	if err != nil || len(b) != len(Key{}) || codec.EncodeToString(b) != body {
+		return Key{}, typo
 	}
 	var k Key
 	copy(k[:], b)
-	if sum := sha256.Sum256(k[:]); sum[0] != b[16] {
-		return Key{}, errors.New("that household code has a typo (its check does not match); read it again off `agenthost household code`")
+	if alphabet[hashLetter(k)] != s[27] {
+		return Key{}, typo
 	}
 	return k, nil
 }
