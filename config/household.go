@@ -26,10 +26,14 @@ type Household struct {
 	// Window is how long a speaker that heard the phrase waits for the
 	// others' claims before it answers (alone it does not wait).
 	Window Duration `yaml:"window"`
+	// Rings is where a timer or alarm set on this speaker rings: "here"
+	// (the default) or "everywhere" (every speaker of the household; a
+	// stop on any one stops it on all).
+	Rings string `yaml:"rings"`
 }
 
 func defaultHousehold() Household {
-	return Household{Listen: "0.0.0.0:7946", Peers: []string{}, Discover: true, Window: Duration(150 * time.Millisecond)}
+	return Household{Listen: "0.0.0.0:7946", Peers: []string{}, Discover: true, Window: Duration(150 * time.Millisecond), Rings: "here"}
 }
 
 func (l *loader) household(h Household) {
@@ -37,6 +41,7 @@ func (l *loader) household(h Household) {
 	if w := h.Window.D(); w <= 0 || w > time.Second {
 		l.errorf(path("household.window"), "%s is outside 1ms…1s (150ms is the default: what a person does not notice)", w)
 	}
+	l.enum("household.rings", h.Rings, []string{"here", "everywhere"})
 	if h.Priority < -100 || h.Priority > 100 {
 		l.errorf(path("household.priority"), "%d is outside -100…100", h.Priority)
 	}

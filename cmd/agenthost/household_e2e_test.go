@@ -67,9 +67,16 @@ func startHHSpeaker(t *testing.T, n *hhNet, s *hhSpeaker, key household.Key, fif
 	if err := household.SaveKey(state, key); err != nil {
 		t.Fatal(err)
 	}
+	plugins := filepath.Join(dir, "plugins")
+	if err := os.Mkdir(plugins, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	copyExec(t, bundled(t, "media"), filepath.Join(plugins, "media")) // announcements to every room
+	serveAnnouncement(t, s.ns, t.TempDir())
 	sets := append([]string{
-		"server.address=" + s.sim.Addr(), "plugins.runtime_dir=" + filepath.Join(dir, "run"), "plugins.dirs=" + filepath.Join(dir, "plugins"),
+		"server.address=" + s.sim.Addr(), "plugins.runtime_dir=" + filepath.Join(dir, "run"), "plugins.dirs=" + plugins,
 		"plugins.state_dir=" + state, "server.reconnect.base=20ms", "server.reconnect.cap=100ms", "log.level=debug",
+		"audio.output_file=" + filepath.Join(dir, "speaker.wav"), "plugins.network.allow=" + hhMediaAddr, "household.rings=everywhere",
 	}, wakeSets(t, fifo)...)
 	sets = append(sets, "server.params.mode=manual",
 		"household.name="+s.name, "household.room="+s.room, "household.listen="+net.JoinHostPort(s.ip, "7946"),
@@ -555,6 +562,11 @@ func TestHouseholdAnswersOnce(t *testing.T) {
 		t.Fatalf("no member detected any of the 6 utterances: the test tested nothing")
 	}
 	t.Logf("with three members: %d of 6 utterances heard, %d answers, %d by the nearest speaker", heard, answered, nearest)
+
+	// The household as one device: an announcement to every room, a timer
+	// that rings everywhere and is stopped on another speaker.
+	announceEverywhere(t, speakers[1], speakers)
+	ringEverywhere(t, speakers[0], speakers[2], speakers)
 
 	// speaker-1 is killed: it cannot say it leaves. The next utterance
 	// comes while the others still count it (they wait the window, no

@@ -89,6 +89,12 @@ func (n *hhNet) join(name, addr string) string {
 // socket is made by a thread that entered ns, and stays there.
 func listenIn(t *testing.T, ns string) net.Listener {
 	t.Helper()
+	return listenInAt(t, ns, "127.0.0.1:0")
+}
+
+// listenInAt is a TCP listener on addr inside namespace ns.
+func listenInAt(t *testing.T, ns, addr string) net.Listener {
+	t.Helper()
 	type result struct {
 		ln  net.Listener
 		err error
@@ -115,7 +121,7 @@ func listenIn(t *testing.T, ns string) net.Listener {
 			ch <- result{err: fmt.Errorf("setns %s: %w", ns, err)}
 			return
 		}
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		ln, err := net.Listen("tcp", addr)
 		if back := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); back != nil {
 			// The thread stays locked: it ends with this goroutine.
 			if ln != nil {

@@ -137,6 +137,7 @@ type Device struct {
 	gain     atomic.Uint64 // math.Float64bits of the gain stage's target
 	micMuted atomic.Bool
 	withheld atomic.Int64 // microphone frames not sent while muted
+	onRing   atomic.Pointer[func(timers.Entry)]
 
 	mu         sync.Mutex
 	st         persisted

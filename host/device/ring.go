@@ -31,12 +31,7 @@ func (d *Device) fired(f timers.Fired) {
 	if f.Missed {
 		state = "missed"
 	}
-	d.mu.Lock()
-	d.recent = append(d.recent, Event{ID: e.ID, Kind: string(e.Kind), Label: e.Label, State: state, Due: due.Format("2006-01-02 15:04:05"), At: d.o.Now()})
-	if len(d.recent) > maxRecent {
-		d.recent = d.recent[len(d.recent)-maxRecent:]
-	}
-	d.mu.Unlock()
+	d.record(e, state)
 	fields := map[string]string{"ID": e.ID, "LABEL": e.Label, "STATE": state, "DUE": due.Format(time.RFC3339)}
 	name := nameOf(e)
 	switch {
@@ -64,6 +59,35 @@ func (d *Device) fired(f timers.Fired) {
 	}
 	d.startRinging(e)
 	d.hook(string(e.Kind), fields)
+	if f := d.onRing.Load(); f != nil {
+		(*f)(e)
+	}
+}
+
+// record shows e under Recent as state.
+func (d *Device) record(e timers.Entry, state string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.recent = append(d.recent, Event{ID: e.ID, Kind: string(e.Kind), Label: e.Label, State: state,
+		Due: e.Due.In(d.sched.Location()).Format("2006-01-02 15:04:05"), At: d.o.Now()})
+	if len(d.recent) > maxRecent {
+		d.recent = d.recent[len(d.recent)-maxRecent:]
+	}
+}
+
+// OnRing hands every timer or alarm that starts ringing here (not one
+// missed) to f: the household rings it on its other speakers.
+func (d *Device) OnRing(f func(timers.Entry)) { d.onRing.Store(&f) }
+
+// RingFor rings e here on the word of another speaker of the household
+// (by), as its own ring sounds, for at most the ring's timeout: no
+// notice to the voice server, no hook (the speaker it was set on tells
+// them).
+func (d *Device) RingFor(by string, e timers.Entry) {
+	e.ID = by + "/" + e.ID
+	d.record(e, "ringing")
+	d.log.Info("a "+string(e.Kind)+" of another speaker of the household rings here too", "speaker", by, "id", e.ID)
+	d.startRinging(e)
 }
 
 // startRinging adds e to what rings, and starts the ringing (or gives it

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host/device"
+	"github.com/agenthost/agenthost/host/device/timers"
 	"github.com/agenthost/agenthost/host/services"
 )
 
@@ -225,6 +226,52 @@ func TestNoChimeIsQueuedAfterTheRingStops(t *testing.T) {
 		synctest.Wait()
 		if n := late.Load(); n != 0 {
 			t.Fatalf("%d chimes queued after StopRinging returned: the owner's stop cannot drop them", n)
+		}
+	})
+}
+
+// TestARingIsHandedOnAndAPeersRingIsBounded: a timer that rings here is
+// handed to OnRing (the household rings it on its other speakers), a
+// missed one is not; a ring on another speaker's word sounds here, shows
+// in the status as that speaker's, tells neither the server nor the
+// hooks, and ends by the ring's own timeout or by a stop.
+func TestARingIsHandedOnAndAPeersRingIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		sp := &speaker{up: true}
+		var hooks atomic.Int32
+		d := newDevice(t, device.Options{RingTimeout: 5 * time.Minute, Cue: sp.cue, TellServer: true, Tell: sp.tell,
+			Hook: func(string, map[string]string) { hooks.Add(1) }})
+		var handed []string
+		d.OnRing(func(e timers.Entry) { handed = append(handed, e.ID+" "+e.Label) })
+		stop := runDevice(d)
+		defer stop()
+		disp := dispatcher(t, d)
+		call(disp, services.CallerOwner, "set_timer", `{"seconds":60,"label":"tea"}`)
+		time.Sleep(61 * time.Second)
+		synctest.Wait()
+		if len(handed) != 1 || !strings.HasSuffix(handed[0], " tea") {
+			t.Fatalf("handed on: %q, want the tea timer once", handed)
+		}
+		d.StopRinging("the owner")
+
+		_, toldBefore := sp.state()
+		hooksBefore := hooks.Load()
+		d.RingFor("kitchen", timers.Entry{ID: "t9", Kind: timers.Timer, Label: "pasta", Due: time.Now()})
+		synctest.Wait()
+		st := d.Status()
+		if !d.Ringing() || len(st.Ringing) != 1 || st.Ringing[0].ID != "kitchen/t9" || st.Ringing[0].Label != "pasta" {
+			t.Fatalf("a peer's ring: ringing %v, status %+v", d.Ringing(), st.Ringing)
+		}
+		if _, told := sp.state(); len(told) != len(toldBefore) || hooks.Load() != hooksBefore {
+			t.Errorf("a peer's ring told the server %q or ran a hook (%d → %d): the speaker it was set on does", told[len(toldBefore):], hooksBefore, hooks.Load())
+		}
+		if len(handed) != 1 {
+			t.Errorf("a peer's ring was handed on again: %q", handed)
+		}
+		time.Sleep(5*time.Minute + time.Second)
+		synctest.Wait()
+		if d.Ringing() {
+			t.Fatal("a peer's ring outlived the ring's timeout")
 		}
 	})
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/agenthost/agenthost/audio/wakeword"
 	"github.com/agenthost/agenthost/config"
 	"github.com/agenthost/agenthost/host/conversation"
+	"github.com/agenthost/agenthost/host/device/timers"
 	"github.com/agenthost/agenthost/host/household"
 	"github.com/agenthost/agenthost/host/speaker"
 )
@@ -27,7 +28,9 @@ type member struct {
 	conv  *conversation.Conversation // set once the conversation is built
 	sp    *speaker.Speaker
 	play  PlayFunc // set by the host before the household starts
-	h     atomic.Pointer[household.Household]
+	// ringsEverywhere: this speaker's timers ring on every member.
+	ringsEverywhere bool
+	h               atomic.Pointer[household.Household]
 }
 
 // newMember is the speaker's household of cfg: nil when it has no key (or
@@ -42,7 +45,7 @@ func newMember(cfg *config.Config, log *slog.Logger, sp *speaker.Speaker) *membe
 		return nil
 	}
 	hc := cfg.Household
-	m := &member{log: log, meter: household.NewMeter(cfg.Audio.Rate), sp: sp}
+	m := &member{log: log, meter: household.NewMeter(cfg.Audio.Rate), sp: sp, ringsEverywhere: hc.Rings == "everywhere"}
 	m.o = household.Options{Key: key, Name: hc.Name, Room: hc.Room, Priority: hc.Priority, Peers: hc.Peers,
 		Discover: hc.Discover, Window: hc.Window.D(), Advertise: hc.Advertise, Log: log, Hear: m.hear, Settled: m.settled, OnMessage: m.message}
 	if m.o.Name == "" {
@@ -72,6 +75,13 @@ func (m *member) Run(ctx context.Context, ready func()) error {
 			h.Send(stopRing, ringStop{By: m.o.Name})
 		}
 	})
+	if m.ringsEverywhere {
+		m.sp.Device().OnRing(func(e timers.Entry) {
+			if h := m.h.Load(); h != nil {
+				h.Send(ringAll, ringing{By: m.o.Name, ID: e.ID, Kind: string(e.Kind), Label: e.Label, Seconds: e.Seconds, At: e.At})
+			}
+		})
+	}
 	<-ctx.Done()
 	m.h.Store(nil)
 	return h.Close()
@@ -151,6 +161,19 @@ type ringStop struct {
 	By string `json:"by"`
 }
 
+// ringAll is the message of a timer or alarm that rings on every speaker
+// (household.rings: everywhere on the speaker it was set on).
+const ringAll = "ring"
+
+type ringing struct {
+	By      string `json:"by"`
+	ID      string `json:"id"`
+	Kind    string `json:"kind"`
+	Label   string `json:"label,omitempty"`
+	Seconds int64  `json:"seconds,omitempty"`
+	At      string `json:"at,omitempty"`
+}
+
 // message takes one of the household's own messages from another member.
 func (m *member) message(kind string, body json.RawMessage) {
 	switch kind {
@@ -164,5 +187,14 @@ func (m *member) message(kind string, body json.RawMessage) {
 		if was := m.sp.StopRingingHere(fmt.Sprintf("the owner, at %.40q of the household", r.By)); len(was) > 0 {
 			m.log.Info("the ringing stopped by a stop on another speaker of the household", "speaker", r.By)
 		}
+	case ringAll:
+		var r ringing
+		if json.Unmarshal(body, &r) != nil || (r.Kind != string(timers.Timer) && r.Kind != string(timers.Alarm)) {
+			return
+		}
+		// A peer's ring is bounded as this speaker's own: by its timeout,
+		// and by any stop.
+		m.sp.Device().RingFor(fmt.Sprintf("%.40s", r.By), timers.Entry{ID: fmt.Sprintf("%.40s", r.ID), Kind: timers.Kind(r.Kind),
+			Label: fmt.Sprintf("%.100s", r.Label), Seconds: r.Seconds, At: fmt.Sprintf("%.10s", r.At), Due: time.Now()})
 	}
 }
