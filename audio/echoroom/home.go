@@ -96,6 +96,33 @@ func (h Home) Nearest(t Talker) int {
 	return best
 }
 
+// Faced is the speaker the talker speaks toward: the one in their room
+// their direct sound is loudest at (the voice falls as 1/r and toward the
+// back of the head), or the nearest of all when their room has none.
+func (h Home) Faced(t Talker) int {
+	best, bestG := -1, 0.0
+	for i, s := range h.Speakers {
+		if s.Room != t.Room {
+			continue
+		}
+		if g := facingGain(h, t, i) / max(h.Distance(t, i), 0.3); g > bestG {
+			best, bestG = i, g
+		}
+	}
+	if best < 0 {
+		return h.Nearest(t)
+	}
+	return best
+}
+
+// facingGain is how much of the voice's front level leaves toward speaker
+// i: 1 in front, 8 dB down behind.
+func facingGain(h Home, t Talker, i int) float64 {
+	s := h.Speakers[i]
+	angle := math.Atan2(s.Y-t.Y, s.X-t.X) - t.Facing
+	return math.Pow(10, -4*(1-math.Cos(angle))/20)
+}
+
 // Hear renders pcm said by t as each speaker hears it, after lead of
 // silence (each microphone's noise runs through it) and with tail after.
 func (h Home) Hear(pcm []int16, t Talker, lead, tail time.Duration, seed uint64) [][]int16 {
@@ -121,8 +148,7 @@ func (h Home) Hear(pcm []int16, t Talker, lead, tail time.Duration, seed uint64)
 		var hresp []float64
 		diffuse := at * 0.7 / src.criticalDistance() // the voice's mean over all directions: about 3 dB under its front
 		if s.Room == t.Room {
-			angle := math.Atan2(s.Y-t.Y, s.X-t.X) - t.Facing
-			direct := at * math.Pow(10, -4*(1-math.Cos(angle))/20) / r // the back of the head: 8 dB down
+			direct := at * facingGain(h, t, i) / r // the back of the head: 8 dB down
 			hresp = tailResponse(rng, rate, rec.RT60, diffuse, delay+int(0.004*float64(rate)))
 			hresp[delay] += direct
 		} else {
