@@ -193,6 +193,7 @@ type Mixer struct {
 	acc     []int32
 	mixed   []int16
 	keepFed time.Duration
+	startAt [Media + 1]time.Time // StartAt's instant, by class
 	// The speaker's volume when the mixer carries it (SetLevels): the gain
 	// of ring streams, and of every other one.
 	ringLevel, otherLevel float64
@@ -350,10 +351,10 @@ func (m *Mixer) conditionsLocked() (ringing, announcing bool) {
 	return
 }
 
-// soundsLocked: s is not paused and has sound, or had some within m.hold;
-// m.mu held.
+// soundsLocked: s is not paused or held and has sound, or had some within
+// m.hold; m.mu held.
 func (m *Mixer) soundsLocked(s *Stream) bool {
-	return !s.paused && (s.n > 0 || s.sounded && m.clock-s.heard <= m.hold)
+	return !s.paused && s.until.IsZero() && (s.n > 0 || s.sounded && m.clock-s.heard <= m.hold)
 }
 
 // targetLocked is the gain s moves to, and whether it is held (paused);
@@ -377,6 +378,19 @@ func (m *Mixer) targetLocked(s *Stream, ringing, announcing bool) (gain float64,
 		return m.duck, false
 	}
 	return 1, false
+}
+
+// StartAt holds every stream of class c opened from now until at: each
+// sounds from at, not before, its writer filling its buffer meanwhile. So
+// several speakers start one sound together, each having had the time to
+// decode ahead. A stream opened after at sounds at once.
+func (m *Mixer) StartAt(c Class, at time.Time) {
+	if c < Ring || c > Media {
+		return
+	}
+	m.mu.Lock()
+	m.startAt[c] = at
+	m.mu.Unlock()
 }
 
 // Run mixes and writes to the output until ctx ends; it is the output's
@@ -471,6 +485,13 @@ func (m *Mixer) mix() (int, []*Stream) {
 	keep := m.streams[:0]
 	var left []*Stream
 	for _, s := range m.streams {
+		if !s.until.IsZero() {
+			if time.Now().Before(s.until) {
+				keep = append(keep, s) // held: StartAt
+				continue
+			}
+			s.until = time.Time{}
+		}
 		target, paused := m.targetLocked(s, ringing, announcing)
 		if s.class == Media && target < 1 && !s.paused {
 			ducked = true

@@ -513,3 +513,48 @@ func TestMediaAndAnnouncementsLeaveRoomForTheSpeakersOwnStreams(t *testing.T) {
 		t.Fatal("a 17th stream opened")
 	}
 }
+
+// TestStartAtHoldsAStreamUntilItsInstant: streams of a class opened after
+// StartAt sound from its instant, not before (so that several speakers start
+// one announcement together, each having decoded ahead); a stream of another
+// class sounds at once, and the held one's position counts from its start.
+func TestStartAtHoldsAStreamUntilItsInstant(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := &speaker{}
+		m := mixer.New(out, mixer.Options{Rate: rate, Buffer: time.Second})
+		run(t, m)
+		start := time.Now()
+		m.StartAt(mixer.Announcement, start.Add(500*time.Millisecond))
+		play(t, m, "news", mixer.Announcement, mono, constant(1000, time.Second))
+		play(t, m, "song", mixer.Media, mono, constant(300, time.Second))
+		position := func() (news, song time.Duration) {
+			for _, s := range m.Status() {
+				switch s.Class {
+				case "announcement":
+					news = s.Position
+				case "media":
+					song = s.Position
+				}
+			}
+			return
+		}
+		time.Sleep(300 * time.Millisecond)
+		synctest.Wait()
+		if news, song := position(); news != 0 || song < 250*time.Millisecond {
+			t.Fatalf("at 300 ms: the held announcement at %v (want 0), the music at %v (want about 300 ms)", news, song)
+		}
+		time.Sleep(400 * time.Millisecond)
+		synctest.Wait()
+		if news, _ := position(); news < 150*time.Millisecond || news > 250*time.Millisecond {
+			t.Fatalf("at 700 ms: the announcement at %v, want about 200 ms (it starts at 500 ms)", news)
+		}
+		// Once the instant has passed, a stream of the class sounds at once.
+		time.Sleep(time.Second)
+		play(t, m, "later", mixer.Announcement, mono, constant(1000, time.Second))
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		if news, _ := position(); news < 150*time.Millisecond {
+			t.Fatalf("an announcement after the instant is at %v 200 ms after it opened: held still", news)
+		}
+	})
+}

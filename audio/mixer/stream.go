@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"time"
 
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/audio/resample"
@@ -31,7 +32,8 @@ type Stream struct {
 	heard   int64   // m.clock after the last frame mixed
 	sounded bool    // some frame was mixed
 	paused  bool
-	closing bool // Close: leave once empty
+	until   time.Time // held until then (StartAt)
+	closing bool      // Close: leave once empty
 	stopped bool
 	why     string // StopClass's reason, which Write returns
 
@@ -86,6 +88,10 @@ func (m *Mixer) Open(name string, c Class, f audio.Format) (*Stream, error) {
 	s.gain = target * m.levelLocked(s) // a stream starts at its level (ducked, the volume)
 	m.streams = append(m.streams, s)
 	m.opened++
+	if wait := time.Until(m.startAt[c]); wait > 0 {
+		s.until = m.startAt[c]
+		time.AfterFunc(wait, m.signal) // a mixer with nothing else to play wakes for it
+	}
 	m.mu.Unlock()
 	m.log.Debug("stream opened", "name", name, "class", c.String(), "format", f.String())
 	m.signal()

@@ -429,7 +429,8 @@ func TestHouseholdAnswersOnce(t *testing.T) {
 	phrase := say("hey jarvis")
 
 	// Where people speak: near each speaker, between them, facing away,
-	// in both rooms. The last two are said after speaker-1 is killed.
+	// in both rooms. The next two are said while speaker-3 is cut off the
+	// LAN, the last two after speaker-1 is killed.
 	H := home
 	utterances := []hhUtterance{
 		{"living room, beside speaker-1", echoroom.Talker{Room: "living", X: 1.3, Y: 1.1, Facing: facing(H, 1.3, 1.1, 0), Level: -22}, "what time is it"},
@@ -438,6 +439,8 @@ func TestHouseholdAnswersOnce(t *testing.T) {
 		{"kitchen, by the door", echoroom.Talker{Room: "kitchen", X: 6.8, Y: 2.0, Facing: 0, Level: -22}, "set a timer for five minutes"},
 		{"living room, middle, nearer speaker-1", echoroom.Talker{Room: "living", X: 2.4, Y: 2.0, Facing: facing(H, 2.4, 2.0, 1), Level: -20}, "what is the weather"},
 		{"living room, near speaker-2, facing away", echoroom.Talker{Room: "living", X: 4.9, Y: 3.4, Facing: -math.Pi / 2, Level: -22}, "stop"},
+		{"kitchen, beside speaker-3 (cut off the LAN)", echoroom.Talker{Room: "kitchen", X: 8.9, Y: 2.8, Facing: facing(H, 8.9, 2.8, 2), Level: -22}, "set a timer"},
+		{"living room, beside speaker-2 (speaker-3 cut off)", echoroom.Talker{Room: "living", X: 4.6, Y: 4.0, Facing: facing(H, 4.6, 4.0, 1), Level: -22}, "what time is it"},
 		{"living room, beside speaker-1 (killed)", echoroom.Talker{Room: "living", X: 1.2, Y: 1.0, Facing: facing(H, 1.2, 1.0, 0), Level: -22}, "what time is it"},
 		{"kitchen, beside speaker-3", echoroom.Talker{Room: "kitchen", X: 9.0, Y: 2.6, Facing: facing(H, 9.0, 2.6, 2), Level: -22}, "turn off the lights"},
 	}
@@ -501,8 +504,13 @@ func TestHouseholdAnswersOnce(t *testing.T) {
 
 	heard, answered, nearest := 0, 0, 0
 	var maxWaited time.Duration
-	play := func(i int, members []*hhSpeaker) {
+	// play says utterance i; each of sides is a group of members that can
+	// reach each other (one, but for a partition), and each answers it
+	// once if any of it heard it. The first side's answer is the one
+	// counted and compared with the nearest.
+	play := func(i int, sides ...[]*hhSpeaker) {
 		t.Helper()
+		members := sides[0]
 		u := utterances[i]
 		label := fmt.Sprintf("utterance %d (%s)", i+1, u.where)
 		before := map[string]hhSnap{}
@@ -520,6 +528,14 @@ func TestHouseholdAnswersOnce(t *testing.T) {
 		after := settle(t, all, before)
 		o := outcome(t, label, members, before, after)
 		maxWaited = max(maxWaited, o.waited)
+		for _, side := range sides[1:] {
+			cut := outcome(t, label+", the side cut off", side, before, after)
+			maxWaited = max(maxWaited, cut.waited)
+			t.Logf("%s: cut off, %v heard it, %v answered; the longest wait logged %s", label, cut.detected, cut.answered, cut.waited)
+			for _, l := range cut.lines {
+				t.Logf("  %s", l)
+			}
+		}
 		// The stranger answers alone, or did not hear it; it never stands down.
 		sb, sa := before["stranger"], after["stranger"]
 		strangerDid := "did not hear it"
@@ -568,15 +584,26 @@ func TestHouseholdAnswersOnce(t *testing.T) {
 	announceEverywhere(t, speakers[1], speakers)
 	ringEverywhere(t, speakers[0], speakers[2], speakers)
 
+	// speaker-3 is cut off the LAN (its end of the bridge goes down): each
+	// side answers what it hears, waiting the window at most for the
+	// other; when the link comes back the membership heals.
+	n.run("-n", n.lan, "link", "set", "v"+speakers[2].name, "down")
+	play(6, speakers[:2], speakers[2:])
+	play(7, speakers[:2], speakers[2:])
+	n.run("-n", n.lan, "link", "set", "v"+speakers[2].name, "up")
+	healing := time.Now()
+	waitMembers(t, speakers, names)
+	t.Logf("the link back, the household healed in %s", time.Since(healing).Round(100*time.Millisecond))
+
 	// speaker-1 is killed: it cannot say it leaves. The next utterance
 	// comes while the others still count it (they wait the window, no
 	// longer), the last once they know it is gone.
 	mics.alive[speakers[0].mic].Store(false)
 	speakers[0].kill(t)
 	rest := speakers[1:]
-	play(6, rest)
+	play(8, rest)
 	waitMembers(t, rest, names[1:])
-	play(7, rest)
+	play(9, rest)
 	checkMembers("at the end")
 
 	for _, s := range all {

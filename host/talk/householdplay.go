@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/agenthost/agenthost/audio/mixer"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/proto/voice"
 )
@@ -16,9 +17,10 @@ import (
 type PlayFunc func(ctx context.Context, caller services.Caller, url, class string) voice.Outcome
 
 // playLead is how long after an owner's play to a room every speaker
-// starts it: time for the message to reach them all, so that they start
-// together.
-const playLead = 250 * time.Millisecond
+// starts it: time for the message to reach them all and for each to start
+// its decoder, so that they start together. Each plays it at once, held
+// in its mixer until then (mixer.StartAt).
+const playLead = time.Second
 
 // playAll is the message of a play to rooms.
 const playAll = "play"
@@ -63,12 +65,13 @@ func (t *Talk) PlayInRooms(ctx context.Context, p RoomPlay) (RoomPlayed, error) 
 			out.Members++
 		}
 	}
+	at := time.Now().Add(playLead)
 	if err := h.Send(playAll, p); err != nil {
 		return out, err
 	}
 	if p.Room == "" || p.Room == m.o.Room {
 		out.Here = true
-		time.Sleep(playLead)
+		m.startAt(p.Class, at)
 		o := m.play(ctx, services.CallerOwner, p.URL, p.Class)
 		out.Outcome = &o
 	}
@@ -85,14 +88,26 @@ func (m *member) played(body json.RawMessage) {
 	if json.Unmarshal(body, &p) != nil || m.play == nil || (p.Room != "" && p.Room != m.o.Room) {
 		return
 	}
+	m.startAt(p.Class, time.Now().Add(playLead))
 	go func() {
-		time.Sleep(playLead)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if o := m.play(ctx, services.CallerPeer, p.URL, p.Class); !o.Success {
 			m.log.Warn("a play from another speaker of the household failed here", "class", p.Class, "err", o.Error)
 		}
 	}()
+}
+
+// startAt holds the next stream of class (play_media's: media, or
+// announcement) on this speaker's output until at.
+func (m *member) startAt(class string, at time.Time) {
+	if class == "" {
+		class = "media"
+	}
+	c, err := mixer.ParseClass(class)
+	if out := m.sp.Output(); out != nil && err == nil {
+		out.StartAt(c, at)
+	}
 }
 
 // getHousehold is the service that tells the model the household: its
