@@ -194,6 +194,7 @@ type Mixer struct {
 	mixed   []int16
 	keepFed time.Duration
 	startAt [Media + 1]time.Time // StartAt's instant, by class
+	sounded time.Time            // when a stream last gave frames to the mix
 	// The speaker's volume when the mixer carries it (SetLevels): the gain
 	// of ring streams, and of every other one.
 	ringLevel, otherLevel float64
@@ -380,6 +381,15 @@ func (m *Mixer) targetLocked(s *Stream, ringing, announcing bool) (gain float64,
 	return 1, false
 }
 
+// SoundedWithin reports whether any stream gave the speaker sound within
+// the last d: what the microphone hears now may hold the speaker's own
+// sound (its echo's tail, the output's latency).
+func (m *Mixer) SoundedWithin(d time.Duration) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return !m.sounded.IsZero() && time.Since(m.sounded) <= d
+}
+
 // StartAt holds every stream of class c opened from now until at: each
 // sounds from at, not before, its writer filling its buffer meanwhile. So
 // several speakers start one sound together, each having had the time to
@@ -511,6 +521,9 @@ func (m *Mixer) mix() (int, []*Stream) {
 	clear(m.streams[len(keep):])
 	m.streams = keep
 	m.clock += int64(n)
+	if n > 0 {
+		m.sounded = time.Now()
+	}
 	if ducked && !m.ducked {
 		m.ducks++
 	}

@@ -558,3 +558,27 @@ func TestStartAtHoldsAStreamUntilItsInstant(t *testing.T) {
 		}
 	})
 }
+
+// TestSoundedWithinSaysWhenTheSpeakerLastSounded: before any sound, and a
+// while after the last, the mixer says the speaker has not sounded within
+// the span asked; while a stream plays, and just after, it has.
+func TestSoundedWithinSaysWhenTheSpeakerLastSounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		m := mixer.New(&speaker{}, mixer.Options{Rate: rate, Buffer: time.Second})
+		run(t, m)
+		if m.SoundedWithin(time.Second) {
+			t.Fatal("sounded before any stream")
+		}
+		play(t, m, "reply", mixer.Voice, mono, constant(1000, 500*time.Millisecond))
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		if !m.SoundedWithin(time.Second) {
+			t.Fatal("not sounding while a reply plays")
+		}
+		time.Sleep(time.Second) // the reply ended 700 ms ago
+		synctest.Wait()
+		if !m.SoundedWithin(time.Second) || m.SoundedWithin(500*time.Millisecond) {
+			t.Fatalf("700 ms after the reply: within 1 s %v (want true), within 500 ms %v (want false)", m.SoundedWithin(time.Second), m.SoundedWithin(500*time.Millisecond))
+		}
+	})
+}

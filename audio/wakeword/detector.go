@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -36,6 +37,11 @@ type Detector struct {
 	verify    *verifying // nil: no verifier
 	thresh    []float32  // by model: a verifier's threshold, else its point's, else the trigger's
 	over      []int      // by model: its point's scores in a row, else the trigger's
+	// While the speaker sounds (SetSounding): by model, the point then,
+	// never laxer than thresh and over.
+	sounding bool
+	sthresh  []float32
+	sover    []int
 }
 
 // Point is one model's operating point: it fires when Over scores in a
@@ -58,6 +64,11 @@ type Options struct {
 	// Points are the models' own operating points by model (a missing or
 	// zero one: Threshold and Over).
 	Points []Point
+	// WhileSounding are the models' points while the speaker itself
+	// sounds (SetSounding), by model: a model that wakes on the speaker's
+	// own sound, cancelled, is held to a stricter point then. A zero field,
+	// or one laxer than the model's point, is the model's point.
+	WhileSounding []Point
 	// Verifiers are the owners' verifiers by model (nil: none for that
 	// model). A model with one fires on a score at or over the verifier's
 	// Candidate whose window the verifier takes (Threshold); Threshold and
@@ -114,6 +125,13 @@ func NewDetectorWith(rt Runtime, names []string, o Options) (*Detector, error) {
 		d.verify.v[i] = v
 		d.thresh[i] = float32(v.Threshold)
 	}
+	d.sthresh, d.sover = slices.Clone(d.thresh), slices.Clone(d.over)
+	for i := range d.sthresh {
+		if i < len(o.WhileSounding) && (d.verify == nil || d.verify.v[i] == nil) { // a verifier decides alone
+			d.sthresh[i] = max(d.sthresh[i], float32(o.WhileSounding[i].Threshold))
+			d.sover[i] = max(d.sover[i], o.WhileSounding[i].Over)
+		}
+	}
 	if d.verify != nil {
 		rt = d.verify
 	}
@@ -144,6 +162,10 @@ func (t Trigger) Fires(v float32, run int) (int, bool) {
 	run++
 	return run, run >= max(t.Over, 1)
 }
+
+// SetSounding says whether the speaker sounds as the audio fed next was
+// heard: the models' points while sounding apply to it.
+func (d *Detector) SetSounding(on bool) { d.sounding = on }
 
 // Pos is the position after the last sample fed.
 func (d *Detector) Pos() int64 { return d.s.Pos() }
@@ -177,8 +199,12 @@ func (d *Detector) Feed(pos int64, pcm []int16) ([]Detection, error) {
 			verified = max(0, d.verify.verdicts[k])
 			v = verified
 		}
+		trig := Trigger{Threshold: d.thresh[sc.Model], Over: d.over[sc.Model]}
+		if d.sounding {
+			trig = Trigger{Threshold: d.sthresh[sc.Model], Over: d.sover[sc.Model]}
+		}
 		var fire bool
-		d.runs[sc.Model], fire = Trigger{Threshold: d.thresh[sc.Model], Over: d.over[sc.Model]}.Fires(v, d.runs[sc.Model])
+		d.runs[sc.Model], fire = trig.Fires(v, d.runs[sc.Model])
 		if !fire || sc.End < d.quietTill {
 			continue
 		}

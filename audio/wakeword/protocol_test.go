@@ -12,21 +12,25 @@ import (
 
 // TestLongAudioIsWrittenAsChunksOfASecond: audio longer than MaxChunk (an
 // audio.frame of 1.5 s) goes out as chunks of at most MaxChunk at following
-// positions, which the reader takes back whole and in order.
+// positions, which the reader takes back whole and in order; a chunk heard
+// while the speaker sounded says so.
 func TestLongAudioIsWrittenAsChunksOfASecond(t *testing.T) {
 	pcm := make([]int16, 5*wakeword.MaxChunk/2)
 	for i := range pcm {
 		pcm[i] = int16(i)
 	}
 	var pipe bytes.Buffer
-	if _, err := wakeword.WriteChunk(&pipe, 1000, pcm, nil); err != nil {
+	if _, err := wakeword.WriteChunk(&pipe, 1000, pcm, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wakeword.WriteChunk(&pipe, 41000, pcm[:100], true, nil); err != nil {
 		t.Fatal(err)
 	}
 	var got []string
 	var all []int16
 	var buf []byte
 	for {
-		pos, chunk, b, err := wakeword.ReadChunk(&pipe, nil, buf)
+		pos, chunk, sounding, b, err := wakeword.ReadChunk(&pipe, nil, buf)
 		if errors.Is(err, io.EOF) {
 			break
 		}
@@ -35,9 +39,12 @@ func TestLongAudioIsWrittenAsChunksOfASecond(t *testing.T) {
 		}
 		buf = b
 		got = append(got, fmt.Sprintf("%d+%d", pos, len(chunk)))
+		if sounding {
+			got[len(got)-1] += " sounding"
+		}
 		all = append(all, chunk...)
 	}
-	if want := "[1000+16000 17000+16000 33000+8000]"; fmt.Sprint(got) != want {
+	if want := "[1000+16000 17000+16000 33000+8000 41000+100 sounding]"; fmt.Sprint(got) != want {
 		t.Fatalf("chunks %v, want %s", got, want)
 	}
 	for i := range pcm {

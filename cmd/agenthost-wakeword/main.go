@@ -119,6 +119,10 @@ func run(args []string, in io.Reader, out io.Writer) int {
 	if o.Points, err = parsePoints(points, fs.Args(), wakeword.Point{Threshold: o.Threshold, Over: o.Over}); err != nil {
 		return fail(err)
 	}
+	for _, m := range fs.Args() {
+		p, _ := heads.PointWhileSounding(m) // zero: the model's point
+		o.WhileSounding = append(o.WhileSounding, p)
+	}
 	who, err := asOwner(*dir, *lib, fs.Args(), *verifiers)
 	if err != nil {
 		return fail(err)
@@ -291,7 +295,7 @@ func serve(det *wakeword.Detector, in io.Reader, w *bufio.Writer) error {
 	var pcm []int16
 	var buf []byte
 	for {
-		pos, p, b, err := wakeword.ReadChunk(r, pcm, buf)
+		pos, p, sounding, b, err := wakeword.ReadChunk(r, pcm, buf)
 		pcm, buf = p, b
 		switch {
 		case errors.Is(err, io.EOF):
@@ -305,6 +309,7 @@ func serve(det *wakeword.Detector, in io.Reader, w *bufio.Writer) error {
 		case err != nil:
 			return err
 		}
+		det.SetSounding(sounding)
 		found, err := det.Feed(pos, pcm)
 		if err != nil {
 			return err

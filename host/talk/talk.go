@@ -131,7 +131,7 @@ func (t *Talk) wakeOptions() *conversation.WakeOptions {
 		return nil
 	}
 	t.home = newMember(t.cfg, t.log, t.sp)
-	t.wake = hostwake.New(hostwake.Options{Settings: settings(t.cfg), Log: t.log, Jail: t.cfg.Jail(), OnWake: func(d wakeword.Detection) {
+	t.wake = hostwake.New(hostwake.Options{Settings: settings(t.cfg), Log: t.log, Jail: t.cfg.Jail(), Sounding: t.sounding, OnWake: func(d wakeword.Detection) {
 		t.sp.StopRinging("whoever said the wake word")
 		switch {
 		case t.conv == nil:
@@ -149,6 +149,17 @@ func (t *Talk) wakeOptions() *conversation.WakeOptions {
 		}
 	}
 	return &conversation.WakeOptions{Feed: feed, PreRoll: w.PreRoll.D(), FollowUp: w.FollowUp.D(), MaxTurn: w.MaxTurn.D(), Earcon: cv.Earcons.Wake}
+}
+
+// echoTail is how long after the speaker's last sound the microphone may
+// still hear it: the room's reverberation and the output's latency.
+const echoTail = time.Second
+
+// sounding reports whether the microphone may hear the speaker's own sound
+// now: the detector then holds the models to their points while sounding.
+func (t *Talk) sounding() bool {
+	out := t.sp.Output()
+	return out != nil && out.SoundedWithin(echoTail)
 }
 
 // WakeStatus is the wake word's status: t's detector's, or why it is off

@@ -121,6 +121,10 @@ type Options struct {
 	// Jail confines the detector (config.Config.Jail): it may read its
 	// models, library and verifiers, and write nothing.
 	Jail sandbox.Jail
+	// Sounding reports whether the speaker itself sounds (or did within
+	// its echo's tail): the audio fed then is marked so, and the models'
+	// points while sounding apply to it. nil: never.
+	Sounding func() bool
 	// WatchSettle is how long the detector's binary must be left alone
 	// after a change before one that is off is tried again (500 ms when 0).
 	WatchSettle time.Duration
@@ -297,7 +301,8 @@ func (d *Detector) Feed(pos int64, pcm []int16) {
 }
 
 func (d *Detector) send(c *child, pos int64, pcm []int16) {
-	if c.feed(pos, append([]int16(nil), pcm...)) {
+	sounding := d.o.Sounding != nil && d.o.Sounding()
+	if c.feed(pos, append([]int16(nil), pcm...), sounding) {
 		d.fed.Add(int64(len(pcm)))
 	} else {
 		d.dropped.Add(int64(len(pcm)))

@@ -19,9 +19,10 @@
 // and prints its figures on the 28 people of the other synthesizers it
 // never heard, beside the pre-trained hey_jarvis. Its operating point is
 // threshold 0.9, two scores in a row (Point), where the host runs it
-// unless conversation.wake_word.per_model says otherwise.
-// It is not the model the example names: it wakes on the speaker's own
-// replies through the canceller now and then (see the README's wake set).
+// unless conversation.wake_word.per_model says otherwise, and 0.98 two in
+// a row while the speaker itself sounds (PointWhileSounding): at its point
+// it wakes on the speaker's own sound, cancelled, about 11 times an hour.
+// It is the model the example names.
 package heads
 
 import (
@@ -54,6 +55,18 @@ func Point(name string) (wakeword.Point, bool) {
 		return wakeword.Point{}, false
 	}
 	return wakeword.Point{Threshold: 0.9, Over: 2}, true
+}
+
+// PointWhileSounding is the point the model name runs at while the
+// speaker itself sounds (its replies, earcons, music; cancelled), and
+// whether it has one: 0.98 two in a row for the own head, which at its
+// point wakes on the speaker's own sound about 11 times an hour and at this
+// one never (docs/wake-word.md, "the own head over its own sound").
+func PointWhileSounding(name string) (wakeword.Point, bool) {
+	if name != HeyJarvis {
+		return wakeword.Point{}, false
+	}
+	return wakeword.Point{Threshold: 0.98, Over: 2}, true
 }
 
 // PointUnder is where the model name runs when nothing names a point of

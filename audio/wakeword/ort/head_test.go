@@ -96,3 +96,75 @@ func TestTheOwnModelDetectsSpokenHeyJarvisAndNotSentences(t *testing.T) {
 		t.Errorf("detected %d of %d clips, want ≥ %d", hit, len(ends), len(ends)-1)
 	}
 }
+
+// TestTheOwnHeadIsHeldToItsPointWhileTheSpeakerSounds: the own head on a
+// spoken "hey jarvis" fires at its point (0.9 two in a row); told that the
+// speaker sounds, the detector holds it to its point while sounding
+// instead: a point just over the phrase's best two scores in a row keeps
+// it silent, one just under lets it fire; told the speaker is quiet, it
+// fires at its own point.
+func TestTheOwnHeadIsHeldToItsPointWhileTheSpeakerSounds(t *testing.T) {
+	rt := openModels(t, fetched(t))
+	t.Cleanup(rt.Close)
+	h, err := heads.Load(heads.HeyJarvis)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := wakeword.WithHeads(rt, []*wakeword.Head{h})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Of three voices, the phrase the head is surest of: the test needs
+	// its best two scores in a row over the own point.
+	var stream []int16
+	var best float32
+	for _, voice := range []string{"en-gb", "en-us", "en-gb-x-rp"} {
+		words := audiotest.Say(t, audiotest.SpeechOptions{Voice: voice, WPM: 140, Pitch: 50}, "hey jarvis")
+		clip := append(append(make([]int16, samples(2*time.Second)), words...), make([]int16, samples(2*time.Second))...)
+		mix(clip, noise(rand.New(rand.NewPCG(3, 4)), len(clip), -60), 0, 1)
+		s, err := wakeword.NewStreamStep(all, wakeword.Shipped.Step)
+		if err != nil {
+			t.Fatal(err)
+		}
+		scores, err := s.Feed(clip, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b float32
+		for i := 1; i < len(scores); i++ {
+			b = max(b, min(scores[i-1].Value, scores[i].Value))
+		}
+		if b > best && b < 0.995 {
+			stream, best = clip, b
+		}
+	}
+	own, _ := heads.Point(heads.HeyJarvis)
+	if best < float32(own.Threshold) {
+		t.Fatalf("the own head's best two scores in a row on the phrases are %.3f at most: the test needs them over its point (%.2f) and under 0.995", best, own.Threshold)
+	}
+	fires := func(sounding bool, while float64) int {
+		t.Helper()
+		det, err := wakeword.NewDetectorWith(all, []string{heads.HeyJarvis}, wakeword.Options{Threshold: 0.5, Step: wakeword.Shipped.Step,
+			Points: []wakeword.Point{own}, WhileSounding: []wakeword.Point{{Threshold: while, Over: 2}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		det.SetSounding(sounding)
+		found, err := feedAll(det, stream)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(found)
+	}
+	over, under := float64(best)+0.004, float64(best)-0.004
+	if n := fires(false, over); n != 1 {
+		t.Errorf("quiet speaker: %d detections at the own point, want 1", n)
+	}
+	if n := fires(true, over); n != 0 {
+		t.Errorf("sounding, at %.3f (over the best two in a row, %.3f): %d detections, want none", over, best, n)
+	}
+	if n := fires(true, under); n != 1 {
+		t.Errorf("sounding, at %.3f (under the best two in a row, %.3f): %d detections, want 1", under, best, n)
+	}
+	t.Logf("the phrase's best two scores in a row: %.3f", best)
+}

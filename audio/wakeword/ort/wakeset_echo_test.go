@@ -14,6 +14,7 @@ import (
 	"github.com/agenthost/agenthost/audio/capture"
 	"github.com/agenthost/agenthost/audio/echoroom"
 	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/audio/wakeword/heads"
 	"github.com/agenthost/agenthost/audio/wakeword/wakewordtest"
 )
 
@@ -261,24 +262,29 @@ func echoPhrases(b *testing.B, set *wakewordtest.Set, n int) []*condition {
 	return []*condition{c}
 }
 
-// printWhileSounding prints, for the own head at its point (0.9 two in a
-// row) with a detection taken while the speaker sounds only where the
-// score it fired on reaches each of AGENTHOST_WAKESET_SOUNDING's ("0.95,0.97"),
-// what the conditions with the speaker sounding give (the phrase over
-// its own music and speech, cancelled; its own sound alone): the host's
-// rule (conversation.WakeOptions.WhileSounding) measured on them. The
-// other conditions, the speaker silent, keep the point's figures.
+// printWhileSounding prints, for the own head, what the conditions with
+// the speaker sounding give (the phrase over its own music and speech,
+// cancelled; its own sound alone): at its point (0.9 two in a row), at its
+// point while sounding (heads.PointWhileSounding, which the detector holds
+// it to when the host says the speaker sounds), and with a detection taken
+// only where the score it fired on reaches each of
+// AGENTHOST_WAKESET_SOUNDING's ("0.95,0.97"). The other conditions, the
+// speaker silent, keep the point's figures.
 func printWhileSounding(conds []*condition, own [][]wakeword.Score) {
-	var mins []float32
+	point := setting{front: "raw", step: headStep, threshold: 0.9, over: 2}
+	sp, _ := heads.PointWhileSounding(heads.HeyJarvis)
+	whileSounding := setting{front: "raw", step: headStep, threshold: float32(sp.Threshold), over: sp.Over}
+	type rule struct {
+		name string
+		at   setting
+		min  float32
+	}
+	rules := []rule{{"the own point, 0.9 two in a row", point, 0}, {fmt.Sprintf("the point while sounding, %g two in a row (shipped)", sp.Threshold), whileSounding, 0}}
 	for _, f := range strings.Split(os.Getenv("AGENTHOST_WAKESET_SOUNDING"), ",") {
 		if v, err := strconv.ParseFloat(f, 32); err == nil {
-			mins = append(mins, float32(v))
+			rules = append(rules, rule{fmt.Sprintf("the own point, fired score at least %g", v), point, float32(v)})
 		}
 	}
-	if len(mins) == 0 {
-		return
-	}
-	point := setting{front: "raw", step: headStep, threshold: 0.9, over: 2}
 	var fired []float64
 	for i, c := range conds {
 		if c.kind == "own sound" {
@@ -289,15 +295,15 @@ func printWhileSounding(conds []*condition, own [][]wakeword.Score) {
 	}
 	sort.Float64s(fired)
 	fmt.Printf("own head at 0.9 ×2: the scores it fired on in its own sound: %.3f\n", fired)
-	fmt.Println("| while the speaker sounds, fired score at least | over its own music, cancelled | over its own speech, cancelled | false wakes in its own sound |")
+	fmt.Println("| while the speaker sounds | over its own music, cancelled | over its own speech, cancelled | false wakes in its own sound |")
 	fmt.Println("|---|---|---|---|")
-	for _, m := range append([]float32{0}, mins...) {
-		row := fmt.Sprintf("| %g |", m)
+	for _, r := range rules {
+		row := fmt.Sprintf("| %s |", r.name)
 		wakes := 0
 		for i, c := range conds {
 			var ds []wakeword.Score
-			for _, d := range detections(point, own[i]) {
-				if d.Value >= m {
+			for _, d := range detections(r.at, own[i]) {
+				if d.Value >= r.min {
 					ds = append(ds, d)
 				}
 			}
