@@ -21,6 +21,9 @@ type Home struct {
 	// TransmissionLoss is how much quieter the diffuse sound of one room
 	// is in the next, in dB (default 15: a wall with an open door).
 	TransmissionLoss float64
+	// Quiet renders without the rooms' and microphones' noise: a second
+	// sound to add to a rendering that has it.
+	Quiet bool
 }
 
 // HomeRoom is a room: a rectangle in metres, its height, its reverberation
@@ -157,6 +160,9 @@ func (h Home) Hear(pcm []int16, t Talker, lead, tail time.Duration, seed uint64)
 		y := convolve(x, hresp)
 		g := math.Pow(10, s.Gain/20)
 		noise := math.Sqrt(power(rec.Noise) + power(s.Noise))
+		if h.Quiet {
+			noise = 0
+		}
 		mic := make([]int16, n)
 		for j := range y {
 			mic[j] = toS16(g * (y[j] + noise*rng.NormFloat64()))

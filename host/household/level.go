@@ -54,8 +54,11 @@ func (m *Meter) Feed(pos int64, pcm []int16) {
 }
 
 // Measure is the phrase that ended at stream position end: its level (dB
-// full scale: the mean power of its loudest half second) and that level
-// over the noise floor (the quietest fifth of the seconds before it).
+// full scale: the mean power of its loudest half second, less the median
+// power of the seconds before it, so that what the microphone heard before
+// the phrase — the speaker's own music through its canceller, a fan — does
+// not count as the phrase) and its SNR (its loudest half second over the
+// quietest fifth of the seconds before it).
 func (m *Meter) Measure(end int64) (level, snr float32) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -75,14 +78,13 @@ func (m *Meter) Measure(end int64) (level, snr float32) {
 		return -120, 0
 	}
 	slices.Sort(phrase)
-	loud := phrase[len(phrase)-min(len(phrase), max(int(loudSpan*50), 1)):]
-	lv := db(mean(loud))
-	floor := db(phrase[0])
+	loud := mean(phrase[len(phrase)-min(len(phrase), max(int(loudSpan*50), 1)):])
+	floor, background := phrase[0], 0.0
 	if len(before) > 0 {
 		slices.Sort(before)
-		floor = db(before[len(before)/5])
+		floor, background = before[len(before)/5], before[len(before)/2]
 	}
-	return float32(lv), float32(lv - floor)
+	return float32(db(max(loud-background, 0))), float32(db(loud) - db(floor))
 }
 
 func mean(v []float64) float64 {

@@ -91,6 +91,7 @@ func render(t testing.TB, n int) []utterance {
 		p := audiotest.Say(t, v, "hey jarvis")
 		phrases = append(phrases, normalize(p, -20))
 	}
+	music := normalize(audiotest.Music(t, 7, 12*time.Second), -20)
 	var out []utterance
 	for k := range n {
 		home := hs[k%len(hs)]
@@ -99,6 +100,11 @@ func render(t testing.TB, n int) []utterance {
 		tk := echoroom.Talker{Room: room.Name, X: room.X0 + 0.3 + rng.Float64()*(room.X1-room.X0-0.6), Y: room.Y0 + 0.3 + rng.Float64()*(room.Y1-room.Y0-0.6),
 			Facing: rng.Float64() * 2 * math.Pi, Level: -18 + 12*rng.Float64()}
 		mics := home.Hear(phrases[k%len(phrases)], tk, 3*time.Second, time.Second, uint64(k))
+		if rng.IntN(3) == 0 {
+			// A third of the time one speaker plays music, about as loud
+			// as the voices: -30…-24 dBFS at 1 m.
+			playMusic(home, mics, music, rng, -10, uint64(k))
+		}
 		u := utterance{home: fmt.Sprint(k % len(hs)), nearest: home.Speakers[home.Nearest(tk)].Name}
 		for i, mic := range mics {
 			det, err := wakeword.NewDetectorWith(rt, []string{"hey_jarvis"}, wakeword.Shipped)
@@ -129,6 +135,29 @@ func render(t testing.TB, n int) []utterance {
 		out = append(out, u)
 	}
 	return out
+}
+
+// playMusic adds music played by one speaker, picked at random, to what
+// every microphone heard: the others hear it through the rooms, at level
+// (dB over music's scale at 1 m) and up to 6 dB more; the speaker's own
+// microphone hears it as its canceller leaves it, 25 dB down.
+func playMusic(home echoroom.Home, mics [][]int16, music []int16, rng *rand.Rand, level float64, seed uint64) (playing int) {
+	playing = rng.IntN(len(home.Speakers))
+	sp := home.Speakers[playing]
+	quiet := home
+	quiet.Quiet = true // the rooms' noise is in mics already
+	from := echoroom.Talker{Room: sp.Room, X: sp.X, Y: sp.Y, Facing: rng.Float64() * 2 * math.Pi, Level: level + 6*rng.Float64()}
+	heard := quiet.Hear(music[:len(mics[0])], from, 0, 0, seed+1000)
+	for i := range mics {
+		g := 1.0
+		if i == playing {
+			g = math.Pow(10, -25.0/20)
+		}
+		for j := range mics[i] {
+			mics[i][j] = int16(max(-32768, min(32767, float64(mics[i][j])+g*float64(heard[i][j]))))
+		}
+	}
+	return playing
 }
 
 func normalize(p []int16, dbfs float64) []int16 {

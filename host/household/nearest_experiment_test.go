@@ -17,6 +17,9 @@ import (
 // features of one speaker's hearing of a phrase, over its known span.
 type feat struct {
 	level, onset, snr float64
+	excess            float64 // the phrase's power over the noise before it (its mean), in dB
+	excessP20         float64 //   over the quietest fifth of the 20 ms blocks before it
+	excessMedian      float64 //   over their median
 }
 
 func features(mic []int16, from, to int) feat {
@@ -35,12 +38,18 @@ func features(mic []int16, from, to int) feat {
 	for _, b := range loud {
 		lv += b / float64(len(loud))
 	}
-	// noise: the first 0.5 s (before the phrase).
+	// noise: the seconds before the phrase.
 	var ne float64
-	for _, v := range mic[:8000] {
-		ne += float64(v) * float64(v)
+	var before []float64
+	for i := 0; i+320 <= from; i += 320 {
+		var e float64
+		for _, v := range mic[i : i+320] {
+			e += float64(v) * float64(v)
+		}
+		before = append(before, e/320)
+		ne += e / float64(from)
 	}
-	ne /= 8000
+	slices.Sort(before)
 	// Onsets: 4 ms hops of a high-passed signal; what each hop's power
 	// has over the most of the 40 ms before it (the reverberation that
 	// came before).
@@ -74,7 +83,8 @@ func features(mic []int16, from, to int) feat {
 	for _, o := range top {
 		on += o / float64(len(top))
 	}
-	return feat{level: dbOf(lv), onset: dbOf(on), snr: dbOf(lv) - dbOf(ne)}
+	return feat{level: dbOf(lv), onset: dbOf(on), snr: dbOf(lv) - dbOf(ne), excess: dbOf(max(lv-ne, 1e-3)),
+		excessP20: dbOf(max(lv-before[len(before)/5], 1e-3)), excessMedian: dbOf(max(lv-before[len(before)/2], 1e-3))}
 }
 
 func dbOf(ms float64) float64 { return 10 * math.Log10(ms/(32768*32768)+1e-12) }
@@ -90,6 +100,14 @@ func TestNearestExperiment(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(44, 1))
 	hs := homes(rng)
+	// AGENTHOST_HOUSEHOLD_MUSIC=DB: in half the utterances one speaker
+	// plays music, DB…DB+6 dBFS at 1 m (over the phrases' -20 dBFS scale).
+	var music []int16
+	var musicLevel float64
+	if v := os.Getenv("AGENTHOST_HOUSEHOLD_MUSIC"); v != "" {
+		fmt.Sscan(v, &musicLevel)
+		music = normalize(audiotest.Music(t, 7, 12*time.Second), -20)
+	}
 	var phrases [][]int16
 	for _, v := range voices {
 		phrases = append(phrases, normalize(audiotest.Say(t, v, "hey jarvis"), -20))
@@ -111,10 +129,13 @@ func TestNearestExperiment(t *testing.T) {
 		tk := echoroom.Talker{Room: room.Name, X: room.X0 + 0.3 + rng.Float64()*(room.X1-room.X0-0.6), Y: room.Y0 + 0.3 + rng.Float64()*(room.Y1-room.Y0-0.6),
 			Facing: rng.Float64() * 2 * math.Pi, Level: -18 + 12*rng.Float64()}
 		pcm := phrases[k%len(phrases)]
-		mics := home.Hear(pcm, tk, 500*time.Millisecond, 500*time.Millisecond, uint64(k))
+		mics := home.Hear(pcm, tk, 3*time.Second, 500*time.Millisecond, uint64(k))
+		if music != nil && rng.IntN(2) == 0 {
+			playMusic(home, mics, music, rng, musicLevel, uint64(k))
+		}
 		tr := trial{home: hi, nearest: home.Nearest(tk), faced: home.Faced(tk)}
 		for i, mic := range mics {
-			tr.f = append(tr.f, features(mic, 8000, 8000+len(pcm)+4800))
+			tr.f = append(tr.f, features(mic, 3*rate, 3*rate+len(pcm)+4800))
 			sp := home.Speakers[i]
 			ang := math.Atan2(sp.Y-tk.Y, sp.X-tk.X) - tk.Facing
 			ang = math.Abs(math.Remainder(ang, 2*math.Pi)) * 180 / math.Pi
@@ -129,6 +150,9 @@ func TestNearestExperiment(t *testing.T) {
 		"snr":   func(f feat) float64 { return f.snr },
 		"onset": func(f feat) float64 { return f.onset },
 		"ratio": func(f feat) float64 { return f.onset - f.level },
+		"excess": func(f feat) float64 { return f.excess },
+		"excess over p20": func(f feat) float64 { return f.excessP20 },
+		"excess over median": func(f feat) float64 { return f.excessMedian },
 	}
 	for _, w := range []float64{0.25, 0.5, 1, 2} {
 		measures[fmt.Sprintf("level+%.2f·ratio", w)] = func(f feat) float64 { return f.level + w*(f.onset-f.level) }
