@@ -181,7 +181,7 @@ func TestDetectorHearsTheWakeWord(t *testing.T) {
 
 // TestWhileTheSpeakerSoundsTheOwnHeadIsHeldToItsStricterPoint: the own
 // head hears a phrase it scores between its point (0.9) and its point while
-// the speaker sounds (0.98): fed while the host says the speaker sounds,
+// the speaker sounds (0.995): fed while the host says the speaker sounds,
 // the real detector process stays silent; the same phrase fed next, the
 // speaker quiet, wakes it, and the first detection is that one.
 func TestWhileTheSpeakerSoundsTheOwnHeadIsHeldToItsStricterPoint(t *testing.T) {

@@ -285,6 +285,16 @@ func printWhileSounding(conds []*condition, own [][]wakeword.Score) {
 			rules = append(rules, rule{fmt.Sprintf("the own point, fired score at least %g", v), point, float32(v)})
 		}
 	}
+	// AGENTHOST_WAKESET_SOUNDING_POINTS="0.99x2,0.985x3": other points while
+	// sounding, to choose one (on the first half of the rooms: the wakes
+	// are printed per half).
+	for _, f := range strings.Split(os.Getenv("AGENTHOST_WAKESET_SOUNDING_POINTS"), ",") {
+		var th float32
+		var over int
+		if n, _ := fmt.Sscanf(f, "%gx%d", &th, &over); n == 2 {
+			rules = append(rules, rule{fmt.Sprintf("%g, %d in a row", th, over), setting{front: "raw", step: headStep, threshold: th, over: over}, 0})
+		}
+	}
 	var fired []float64
 	for i, c := range conds {
 		if c.kind == "own sound" {
@@ -295,11 +305,12 @@ func printWhileSounding(conds []*condition, own [][]wakeword.Score) {
 	}
 	sort.Float64s(fired)
 	fmt.Printf("own head at 0.9 ×2: the scores it fired on in its own sound: %.3f\n", fired)
-	fmt.Println("| while the speaker sounds | over its own music, cancelled | over its own speech, cancelled | false wakes in its own sound |")
+	fmt.Println("| while the speaker sounds | over its own music, cancelled | over its own speech, cancelled | false wakes in its own sound (the first half of the rooms + the second) |")
 	fmt.Println("|---|---|---|---|")
 	for _, r := range rules {
 		row := fmt.Sprintf("| %s |", r.name)
 		wakes := 0
+		var rooms []int // wakes by own-sound condition
 		for i, c := range conds {
 			var ds []wakeword.Score
 			for _, d := range detections(r.at, own[i]) {
@@ -319,8 +330,13 @@ func printWhileSounding(conds []*condition, own [][]wakeword.Score) {
 				row += fmt.Sprintf(" %d/%d (%.0f%%) |", n, len(c.clips), 100*float64(n)/float64(len(c.clips)))
 			case c.kind == "own sound":
 				wakes += len(ds)
+				rooms = append(rooms, len(ds))
 			}
 		}
-		fmt.Printf("%s %d |\n", row, wakes)
+		first := 0
+		for _, n := range rooms[:len(rooms)/2] {
+			first += n
+		}
+		fmt.Printf("%s %d (%d + %d) |\n", row, wakes, first, wakes-first)
 	}
 }
