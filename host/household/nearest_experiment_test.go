@@ -146,12 +146,12 @@ func TestNearestExperiment(t *testing.T) {
 		trials = append(trials, tr)
 	}
 	measures := map[string]func(feat) float64{
-		"level": func(f feat) float64 { return f.level },
-		"snr":   func(f feat) float64 { return f.snr },
-		"onset": func(f feat) float64 { return f.onset },
-		"ratio": func(f feat) float64 { return f.onset - f.level },
-		"excess": func(f feat) float64 { return f.excess },
-		"excess over p20": func(f feat) float64 { return f.excessP20 },
+		"level":              func(f feat) float64 { return f.level },
+		"snr":                func(f feat) float64 { return f.snr },
+		"onset":              func(f feat) float64 { return f.onset },
+		"ratio":              func(f feat) float64 { return f.onset - f.level },
+		"excess":             func(f feat) float64 { return f.excess },
+		"excess over p20":    func(f feat) float64 { return f.excessP20 },
 		"excess over median": func(f feat) float64 { return f.excessMedian },
 	}
 	for _, w := range []float64{0.25, 0.5, 1, 2} {
