@@ -133,6 +133,7 @@ func checkSetup(t *testing.T, c checkCase) (dir string, args, env []string) {
 // refuses or warns about, `check --offline` says it too, and a refusal is
 // exit 78 (EX_CONFIG) from both, which the unit does not restart.
 func TestCheckSaysWhatRunSays(t *testing.T) {
+	t.Parallel()
 	host := testbinHost(t)
 	for _, c := range checkCases(t) {
 		t.Run(c.name, func(t *testing.T) {
@@ -199,6 +200,7 @@ func TestCheckSaysWhatRunSays(t *testing.T) {
 // sandbox.mode landlock no child will be started, and how to turn it on;
 // with auto (where bubblewrap is) that they run in user namespaces.
 func TestCheckSaysTheSandboxCannotConfine(t *testing.T) {
+	t.Parallel()
 	wrap := testbin.Build(t, "./cmd/agenthost/testdata/nolandlock")
 	_, args, env := checkSetup(t, checkCase{})
 	check := func(mode string) string {

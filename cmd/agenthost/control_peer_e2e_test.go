@@ -26,6 +26,7 @@ const refusedLog = "the control socket refused a process started by agenthost"
 // `agenthost mic on` (from this test, not a descendant of the daemon)
 // still turns it on.
 func TestChildrenCannotActAsTheOwner(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{VADHang: time.Hour})
 	attacker := testPlugin(t, "attacker", "")
 	mic := toneFile(t, filepath.Join(t.TempDir(), "mic.wav"), 1)

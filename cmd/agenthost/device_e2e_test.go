@@ -80,6 +80,7 @@ func (d *hostProc) waitWithheld(t *testing.T, n int64) {
 // restart, push-to-talk); the server's model and an MCP client may mute
 // but not unmute, and are told why; `agenthost mic on` does.
 func TestMicrophonePrivacy(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{VADHang: time.Hour})
 	dir := t.TempDir()
 	mic := toneFile(t, filepath.Join(dir, "mic.wav"), 1)
@@ -159,6 +160,7 @@ func TestMicrophonePrivacy(t *testing.T) {
 // state file cannot be read starts with the microphone muted (nothing is
 // sent), says so in its log and status, and the owner turns it on.
 func TestADamagedDeviceStateStartsTheMicrophoneMuted(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{VADHang: time.Hour})
 	dir := t.TempDir()
 	mic := toneFile(t, filepath.Join(dir, "mic.wav"), 1)
@@ -331,6 +333,7 @@ func chimeIn(t *testing.T, path string) bool {
 // once it is back; `agenthost timers` shows it ringing and `agenthost
 // stop` stops it.
 func TestTimerRingsWithTheLinkDown(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	dir := t.TempDir()
 	hooks := newHookLog(t, dir)
@@ -395,6 +398,7 @@ func TestTimerRingsWithTheLinkDown(t *testing.T) {
 // state file), and the talk button stops it; a corrupt state file is set aside and reported, and the
 // daemon serves timers all the same.
 func TestTimersSurviveARestartAndACorruptFile(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	dir := t.TempDir()
 	hooks := newHookLog(t, dir)
@@ -460,6 +464,7 @@ func TestTimersSurviveARestartAndACorruptFile(t *testing.T) {
 // TestVolumeFromTheCLI: `agenthost volume` sets, steps, mutes and shows the
 // volume, which the server's model sees too, and it survives a restart.
 func TestVolumeFromTheCLI(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	dir := t.TempDir()
 	sets := []string{"plugins.state_dir=" + filepath.Join(dir, "state")}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,7 +20,23 @@ import (
 	"github.com/agenthost/agenthost/proto/voice/voicetest"
 )
 
+// endToEndParallel is how many end-to-end tests run at once unless
+// -test.parallel says otherwise. Those marked t.Parallel mostly wait on
+// real daemons (a reply, a timeout, a decoder in real time), so four at a
+// time on two cores keeps `go test ./...` short (docs/testing.md). Tests
+// that score audio as it arrives (the wake word, the echo room, PortAudio),
+// measure the daemon or look at every process of the machine stay serial:
+// Go runs them before the parallel ones, so nothing else of this package
+// runs beside them.
+const endToEndParallel = "4"
+
 func TestMain(m *testing.M) {
+	flag.Parse()
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		flag.Set("test.parallel", endToEndParallel)
+	}
 	code := m.Run()
 	testbin.Cleanup()
 	os.Exit(code)
@@ -182,6 +199,7 @@ func ready(t *testing.T, sim *voicetest.Server, conns int) {
 }
 
 func TestTextTurnAndCallEndToEnd(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{DisconnectDelay: 50 * time.Millisecond})
 	d := startHost(t, sim)
 	ready(t, sim, 1)
@@ -216,6 +234,7 @@ func TestTextTurnAndCallEndToEnd(t *testing.T) {
 }
 
 func TestServerDropsTheLinkMidCall(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim)
 	ready(t, sim, 1)
@@ -246,6 +265,7 @@ func TestServerDropsTheLinkMidCall(t *testing.T) {
 }
 
 func TestServerNeverAnswersAuth(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{Faults: voicetest.Faults{WithholdAuthAck: true}})
 	d := startHost(t, sim)
 	ready(t, sim, 1)
@@ -258,6 +278,7 @@ func TestServerNeverAnswersAuth(t *testing.T) {
 }
 
 func TestWrongTokenIsReported(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{Token: "another"})
 	d := startHost(t, sim)
 	waitFor(t, sim, "two attempts", func() bool { return sim.Connections() >= 2 })
@@ -268,6 +289,7 @@ func TestWrongTokenIsReported(t *testing.T) {
 }
 
 func TestGarbageAndOversizedFrames(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim, "server.max_frame=4KiB")
 	ready(t, sim, 1)
@@ -306,6 +328,7 @@ func TestGarbageAndOversizedFrames(t *testing.T) {
 }
 
 func TestSimulatorFaultOptions(t *testing.T) {
+	t.Parallel()
 	for name, f := range map[string]voicetest.Faults{
 		"split writes":     {SplitWrites: 3},
 		"coalesce":         {Coalesce: true},
@@ -341,6 +364,7 @@ func TestSimulatorFaultOptions(t *testing.T) {
 }
 
 func TestCallErrors(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	startHost(t, sim, "services.max_result=64KiB")
 	ready(t, sim, 1)
@@ -369,6 +393,7 @@ func TestCallErrors(t *testing.T) {
 }
 
 func Test200ConcurrentCalls(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	startHost(t, sim, "services.max_in_flight=256", "services.max_in_flight_per_provider=256")
 	ready(t, sim, 1)

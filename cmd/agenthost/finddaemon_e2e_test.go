@@ -29,6 +29,7 @@ func cliEnv(run string, more ...string) []string {
 // When nothing answers, the CLI names the file and the socket it tried and
 // says how to point it elsewhere.
 func TestTheCLIFindsItsDaemon(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	f := startFileHost(t, sim, nil)
 	ready(t, sim, 1)
@@ -84,6 +85,7 @@ func TestTheCLIFindsItsDaemon(t *testing.T) {
 // with no daemon runs the service in its own process, and says so, with
 // the file it took its plugins and MCP servers from.
 func TestCallWithoutADaemonSaysItRunsStandalone(t *testing.T) {
+	t.Parallel()
 	bin := testbinHost(t)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "my.yaml")

@@ -17,6 +17,7 @@ import (
 // push-to-talk turn still runs listen_start and listen_stop (an LED that
 // shows the microphone's state is never left wrong by the server).
 func TestServerFramesDoNotStarveTheOwnersCues(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	release := filepath.Join(dir, "release")
 	t.Cleanup(func() { os.WriteFile(release, nil, 0o600) })

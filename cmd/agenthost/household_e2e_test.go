@@ -629,6 +629,7 @@ func TestHouseholdAnswersOnce(t *testing.T) {
 // LAN (hashicorp/mdns, multicast across the bridge); a speaker of another
 // household on the same LAN finds none of them, nor they it.
 func TestHouseholdFindsItsSpeakersByMDNS(t *testing.T) {
+	t.Parallel()
 	n := newHHNet(t)
 	key, other := twoKeys(t)
 	dir := t.TempDir()

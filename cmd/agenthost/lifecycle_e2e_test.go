@@ -37,6 +37,7 @@ func TestSIGTERMDuringAPluginStart(t *testing.T) {
 // run code as the host. It is refused at start-up and on reload with the
 // command that fixes it, and the host serves the plugins of other folders.
 func TestPluginFoldersWritableByOthersAreRefused(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	base := t.TempDir()
 	open, safe := filepath.Join(base, "open"), filepath.Join(base, "safe")
@@ -77,6 +78,7 @@ func TestPluginFoldersWritableByOthersAreRefused(t *testing.T) {
 // chip that is not there is a clear error in the log; the host keeps
 // serving (it must not exit, or systemd would restart it over and over).
 func TestMissingGPIOChipIsAnErrorNotARestartLoop(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim, "conversation.gpio.chip=gpiochip99", "conversation.gpio.line=17")
 	ready(t, sim, 1)
@@ -95,6 +97,7 @@ func TestMissingGPIOChipIsAnErrorNotARestartLoop(t *testing.T) {
 // TestPlaintextLinkToAnotherHostIsWarned: the token crosses the network in
 // the clear when the server is not on this machine and server.tls is off.
 func TestPlaintextLinkToAnotherHostIsWarned(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim, "server.address=192.0.2.1:8009", "server.dial_timeout=100ms")
 	d.logLine("level=WARN", "server.tls", "192.0.2.1:8009")

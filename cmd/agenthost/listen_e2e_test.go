@@ -495,6 +495,7 @@ func scrape(t *testing.T, c *http.Client, url, name string) int {
 // mcp.serve.max_calls_per_session at once and all sessions
 // mcp.serve.max_calls, the rest answered "busy" naming the setting.
 func TestMCPCallsHaveTheirOwnBudget(t *testing.T) {
+	t.Parallel()
 	const maxCalls, perSession = 16, 4 // the defaults
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim, "mcp.serve.listen=127.0.0.1:0", "metrics.listen=127.0.0.1:0", "log.level=info")

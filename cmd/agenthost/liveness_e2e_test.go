@@ -153,6 +153,7 @@ func (h *livenessHost) turn(t *testing.T, trigger string) (task string, failed s
 // the server" earcon, the link_down and link_up hooks run, status and
 // metrics show the outage, and the next turn is answered.
 func TestABlackHoleIsFoundWhenATurnStarts(t *testing.T) {
+	t.Parallel()
 	for _, trigger := range []string{"say", "talk"} {
 		t.Run(trigger, func(t *testing.T) {
 			sim := newSim(t, voicetest.Options{})
@@ -214,6 +215,7 @@ func TestABlackHoleIsFoundWhenATurnStarts(t *testing.T) {
 // conversation.reply_timeout, the owner hears the earcon and the
 // turn_failed hook runs, and the link stays up: no reconnect, no loop.
 func TestATurnTheServerNeverAcknowledgesFailsWithoutReconnecting(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{Faults: voicetest.Faults{IgnoreTurns: true}})
 	h := startLivenessHost(t, sim, map[string]any{"conversation": map[string]any{"reply_timeout": "1s"}})
 	ready(t, sim, 1)

@@ -16,6 +16,7 @@ const maxLogLine = 32 << 10
 // reaches no log line whole (found by attack: a 1 MB name made an INFO line
 // of 1,000,288 characters).
 func TestHugeNamesAndArgumentsAreClippedInTheLog(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim)
 	ready(t, sim, 1)

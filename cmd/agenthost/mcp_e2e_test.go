@@ -119,6 +119,7 @@ func has(list []string, name string) bool {
 // call shows in the daemon's log) and without one (the providers run in
 // the mcp process).
 func TestMCPInspectorStdio(t *testing.T) {
+	t.Parallel()
 	t.Run("daemon", func(t *testing.T) {
 		sim := newSim(t, voicetest.Options{})
 		d, _ := startPluginHost(t, sim, func(dir string) { copyExec(t, testPlugin(t, "bare", ""), filepath.Join(dir, "bare")) })
@@ -205,6 +206,7 @@ func startMCPHTTP(t *testing.T, d *hostProc, token string) string {
 // TestMCPInspectorHTTP: the Inspector lists and calls over Streamable HTTP,
 // with the bearer token; without it the endpoint refuses.
 func TestMCPInspectorHTTP(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d, _ := startPluginHost(t, sim, func(dir string) { copyExec(t, testPlugin(t, "bare", ""), filepath.Join(dir, "bare")) })
 	pluginsReady(t, sim)
@@ -231,6 +233,7 @@ func TestMCPInspectorHTTP(t *testing.T) {
 // `agenthost mcp` (proxying to the daemon) gets tools/list_changed when a
 // plugin is added to the daemon's folder, and the new tool is listed.
 func TestMCPListChangedOnPluginReload(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d, dir := startPluginHost(t, sim, func(dir string) { copyExec(t, testPlugin(t, "bare", ""), filepath.Join(dir, "bare")) })
 	pluginsReady(t, sim)
@@ -280,6 +283,7 @@ func TestMCPListChangedOnPluginReload(t *testing.T) {
 // TestMCPInspectorDaemonEndpoint: the daemon's own Streamable HTTP endpoint
 // (mcp.serve.listen, with mcp.serve.token) serves the Inspector the same.
 func TestMCPInspectorDaemonEndpoint(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	const token = "mcp-e2e-daemon-token-51f7"
 	d, _ := startPluginHost(t, sim, func(dir string) { copyExec(t, testPlugin(t, "bare", ""), filepath.Join(dir, "bare")) },

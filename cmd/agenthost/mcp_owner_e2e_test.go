@@ -38,6 +38,7 @@ func toolText(t *testing.T, ctx context.Context, cs *mcp.ClientSession, name str
 // it: its microphone is muted and its timer set. `agenthost call` without
 // a daemon answers the same.
 func TestMCPBeforeTheDaemonLeavesTheDeviceToIt(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	state := filepath.Join(dir, "state")
 	sets := []string{"plugins.runtime_dir=" + filepath.Join(dir, "run"), "plugins.dirs=" + filepath.Join(dir, "plugins"),

@@ -22,6 +22,7 @@ import (
 // the server's, structured content) come back right. A server that dies
 // leaves the register and comes back with its restart.
 func TestMCPServerEverythingThroughTheHost(t *testing.T) {
+	t.Parallel()
 	for _, transport := range []string{"stdio", "sse", "streamable-http"} {
 		t.Run(transport, func(t *testing.T) {
 			var server map[string]any
@@ -84,6 +85,7 @@ func TestMCPServerEverythingThroughTheHost(t *testing.T) {
 // changes its tools gives exactly one new register; one that changes
 // nothing gives none.
 func TestMCPListChangedIsOneRegister(t *testing.T) {
+	t.Parallel()
 	toy := testbin.Build(t, "./host/mcpclient/testdata/mcptoy")
 	sim := newSim(t, voicetest.Options{})
 	startFileHost(t, sim, map[string]any{"mcp": map[string]any{"servers": map[string]any{"toy": map[string]any{"command": toy}}}})
@@ -108,6 +110,7 @@ func TestMCPListChangedIsOneRegister(t *testing.T) {
 // TestMCPDesktopConfigFileWorksUnchanged: a desktop client's mcpServers
 // JSON, named by mcp.servers_file, starts its servers as is.
 func TestMCPDesktopConfigFileWorksUnchanged(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "claude_desktop_config.json")
 	desktop := `{"globalShortcut": "", "mcpServers": {"everything": {"command": "` + mcptest.Bin(t, "mcp-server-everything") +
 		`", "args": ["stdio"], "env": {"DEBUG": "${NOT_SET:-0}"}, "autoApprove": ["echo"]}}}`
@@ -160,6 +163,7 @@ type mcpServerStatus struct {
 // over services.max_result: each is said in the log, and the host serves
 // everything else.
 func TestBadMCPServersLeaveTheHostServing(t *testing.T) {
+	t.Parallel()
 	toy := testbin.Build(t, "./host/mcpclient/testdata/mcptoy")
 	sim := newSim(t, voicetest.Options{})
 	f := startFileHost(t, sim, map[string]any{
@@ -197,6 +201,7 @@ func TestBadMCPServersLeaveTheHostServing(t *testing.T) {
 // TestReloadAddsAndRemovesAnMCPServer: an MCP server added to the file
 // starts, and one removed stops, without a restart.
 func TestReloadAddsAndRemovesAnMCPServer(t *testing.T) {
+	t.Parallel()
 	toy := testbin.Build(t, "./host/mcpclient/testdata/mcptoy")
 	sim := newSim(t, voicetest.Options{})
 	f := startFileHost(t, sim, nil)

@@ -235,6 +235,7 @@ func TestAHungDecoderEndsItsSound(t *testing.T) {
 // into a 120 s sound, and a stream that stops sending after 3 s, are not
 // "played to the end": last_ended names the crash and the stall.
 func TestADecoderCrashOrAStalledStreamIsNamed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mediaMaterial(t, dir, "long", 120)
 	mediaMaterial(t, dir, "radio", 10)

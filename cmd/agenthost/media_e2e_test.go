@@ -13,6 +13,7 @@ import (
 // TestPlayWithoutAMediaPluginSaysSo: `agenthost play` and `announce` on a
 // daemon without the media plugin say that it is missing.
 func TestPlayWithoutAMediaPluginSaysSo(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d, _ := startPluginHost(t, sim, nil)
 	pluginsReady(t, sim)
@@ -28,6 +29,7 @@ func TestPlayWithoutAMediaPluginSaysSo(t *testing.T) {
 // call the media plugin's play_media through the control socket, and its
 // answer (here a 404 of the URL) comes back to the owner.
 func TestPlayReachesTheMediaPlugin(t *testing.T) {
+	t.Parallel()
 	srv := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(srv.Close)
 	sim := newSim(t, voicetest.Options{})

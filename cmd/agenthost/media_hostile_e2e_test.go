@@ -30,6 +30,7 @@ const decoderBound = 128 << 20
 // a normal sound's decoder takes; the daemon's memory stays flat; the
 // speaker answers (status, and a spoken turn at the end).
 func TestHostileMediaCannotHurtTheSpeaker(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	mediaMaterial(t, dir, "normal", 3)
 	mediaMaterial(t, dir, "radio", 10)

@@ -27,6 +27,7 @@ import (
 // plays over the ducked music; a timer's ring (1175 Hz) is heard over it
 // all; between them the music is loud again.
 func TestMusicIsDuckedForATurnAnAnnouncementAndARing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	sox := func(name, rate, channels string, effects ...string) {
 		if out, err := exec.Command("sox", append([]string{"-n", "-r", rate, "-c", channels, filepath.Join(dir, name)}, effects...)...).CombinedOutput(); err != nil {

@@ -106,6 +106,7 @@ func (d *hostProc) mustCLI(args ...string) string {
 // file: never two songs or two announcements at once, and each new one is
 // heard.
 func TestAPlayOfAClassReplacesTheOneThatPlays(t *testing.T) {
+	t.Parallel()
 	_, url := toneServer(t, 60, map[string]float64{"a.wav": toneA, "b.wav": toneB, "n.wav": toneN, "n2.wav": toneN2})
 	out := filepath.Join(t.TempDir(), "speaker.wav")
 	sim := newSim(t, voicetest.Options{})
@@ -174,6 +175,7 @@ func TestAPlayOfAClassReplacesTheOneThatPlays(t *testing.T) {
 // asked for while an announcement plays over the music takes the old
 // song's place, under the announcement, which plays on.
 func TestTheSongChangesDuringAnAnnouncement(t *testing.T) {
+	t.Parallel()
 	_, url := toneServer(t, 60, map[string]float64{"a.wav": toneA, "b.wav": toneB, "n.wav": toneN})
 	out := filepath.Join(t.TempDir(), "speaker.wav")
 	sim := newSim(t, voicetest.Options{})

@@ -18,6 +18,7 @@ import (
 // the announcement, then the music, then says nothing sounds. The
 // speaker's file ends with the music alone at its level.
 func TestTheOwnersStopEndsARingThenTheAnnouncementThenTheMusic(t *testing.T) {
+	t.Parallel()
 	_, url := toneServer(t, 60, map[string]float64{"a.wav": toneA, "n.wav": toneN})
 	out := filepath.Join(t.TempDir(), "speaker.wav")
 	sim := newSim(t, voicetest.Options{})
@@ -106,6 +107,7 @@ func TestTheOwnersStopEndsARingThenTheAnnouncementThenTheMusic(t *testing.T) {
 // turn, and the reply, duck an announcement as they duck music; the plugin
 // is told.
 func TestATurnDucksAnAnnouncement(t *testing.T) {
+	t.Parallel()
 	_, url := toneServer(t, 60, map[string]float64{"n.wav": toneN})
 	out := filepath.Join(t.TempDir(), "speaker.wav")
 	sim := newSim(t, voicetest.Options{ReplyDuration: time.Second}) // replies: 1 s of 880 Hz
@@ -146,6 +148,7 @@ func TestATurnDucksAnAnnouncement(t *testing.T) {
 // not end (here 60 s) is ended by the host after
 // plugins.audio.max_announcement of sound, and the media plugin says so.
 func TestAnAnnouncementIsBounded(t *testing.T) {
+	t.Parallel()
 	_, url := toneServer(t, 60, map[string]float64{"n.wav": toneN})
 	out := filepath.Join(t.TempDir(), "speaker.wav")
 	sim := newSim(t, voicetest.Options{})

@@ -21,6 +21,7 @@ import (
 // With audio.mix.media_while_active: pause the music plays on (its
 // position advances) while the speaker listens to a silent room.
 func TestListeningToASilentRoomDoesNotDuckTheMusic(t *testing.T) {
+	t.Parallel()
 	dir, srv := musicServer(t)
 	// The room: 8 s of silence, then 1 s of "speech" (a loud tone), then
 	// silence, over and over.

@@ -18,6 +18,7 @@ import (
 // loopback's; promtool (Debian's
 // prometheus package, unpacked by scripts/install-promtool.sh) accepts it.
 func TestMetrics(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d, _ := startPluginHost(t, sim, func(dir string) { copyExec(t, bundled(t, "clock"), filepath.Join(dir, "clock")) },
 		"metrics.listen=127.0.0.1:0")
@@ -80,6 +81,7 @@ func TestMetrics(t *testing.T) {
 // (":PORT") is served but warned about, as the MCP endpoint is; on
 // loopback it is not.
 func TestMetricsWarnsBeyondLoopback(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim, "metrics.listen=:0")
 	ready(t, sim, 1)
@@ -97,6 +99,7 @@ func TestMetricsWarnsBeyondLoopback(t *testing.T) {
 // DNS-rebinding page of the network would send, and answer a name the
 // owner gave them (metrics.hosts, mcp.serve.hosts).
 func TestListenersBeyondLoopbackAnswerOnlyTheirOwnNames(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim, "metrics.listen=0.0.0.0:0", "metrics.hosts=speaker.lan", "mcp.serve.listen=0.0.0.0:0",
 		"mcp.serve.hosts=speaker.lan", "mcp.serve.token=e2e-mcp-token")

@@ -76,6 +76,7 @@ func mcpServer(t *testing.T, d *hostProc, name string) mcpServerStatus {
 // and keeps it through a restart: while it restarts the name is not handed
 // to the other, and calls go to it once it is back.
 func TestClashingMCPServersFollowTheConfiguredOrder(t *testing.T) {
+	t.Parallel()
 	bin := testbin.Build(t, "./cmd/agenthost/testdata/mcpnames")
 	for _, late := range []string{"zulu", "alpha"} {
 		t.Run(late+" answers last", func(t *testing.T) {
@@ -137,6 +138,7 @@ func wantOwner(t *testing.T, sim *voicetest.Server, name string) {
 // the services that do not fit services.max_register left out (named in
 // `agenthost status` and the log), every other service there.
 func TestHugeToolsDoNotEmptyTheRegister(t *testing.T) {
+	t.Parallel()
 	bin := testbin.Build(t, "./cmd/agenthost/testdata/mcpnames")
 	sim := newSim(t, voicetest.Options{})
 	d := startYAMLHost(t, sim, t.TempDir(), fmt.Sprintf("mcp:\n  servers:\n    big: %s\n    many: %s\n",
@@ -186,6 +188,7 @@ func TestHugeToolsDoNotEmptyTheRegister(t *testing.T) {
 // test has seen the others served, or after 8 s: less than the 10 s the
 // host used to wait for every server before it connected.)
 func TestALateMCPServerDoesNotHoldUpTheOthers(t *testing.T) {
+	t.Parallel()
 	bin := testbin.Build(t, "./cmd/agenthost/testdata/mcpnames")
 	dir := t.TempDir()
 	release := filepath.Join(dir, "release")
@@ -232,6 +235,7 @@ func TestALateMCPServerDoesNotHoldUpTheOthers(t *testing.T) {
 // status`, naming the fix. The same server under a prefix registers its
 // tools under the prefixed names.
 func TestAnMCPServerCannotTakeTheDevicesNames(t *testing.T) {
+	t.Parallel()
 	bin := testbin.Build(t, "./cmd/agenthost/testdata/mcpnames")
 	tools := "mute_microphone,get_device_status,only_evil"
 	sim := newSim(t, voicetest.Options{})

@@ -503,6 +503,7 @@ func TestPluginCrashMidCall(t *testing.T) {
 // TestPluginHangsPastDeadline: a call that never returns ends with a timeout
 // result and a log line; the plugin and everything else keep serving.
 func TestPluginHangsPastDeadline(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d, _ := startPluginHost(t, sim, func(dir string) {
 		copyExec(t, bundled(t, "clock"), filepath.Join(dir, "clock"))
@@ -534,6 +535,7 @@ func TestPluginHangsPastDeadline(t *testing.T) {
 // registers nothing, and leaves the host serving; a broken binary that
 // replaces a working plugin leaves the old instance serving.
 func TestPluginBadBinaries(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d, dir := startPluginHost(t, sim, func(dir string) {
 		copyExec(t, bundled(t, "clock"), filepath.Join(dir, "clock"))
@@ -723,6 +725,7 @@ func TestPluginsCommandAndCall(t *testing.T) {
 // TestPluginSHA256Pin: a binary whose digest does not match its pin is
 // refused with a message naming the pin; a matching pin runs.
 func TestPluginSHA256Pin(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	sysinfo := bundled(t, "sysinfo")
 	b, err := os.ReadFile(sysinfo)

@@ -114,6 +114,7 @@ func merge(a, b map[string]any) map[string]any {
 }
 
 func TestReloadLogLevel(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	f := startFileHost(t, sim, nil)
 	ready(t, sim, 1)
@@ -128,6 +129,7 @@ func TestReloadLogLevel(t *testing.T) {
 }
 
 func TestReloadPluginConfig(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	f := startFileHost(t, sim, map[string]any{"services": map[string]any{"builtins": false},
 		"plugins": map[string]any{"config": map[string]any{"clock": map[string]any{"timezone": "UTC"}}}})
@@ -144,6 +146,7 @@ func TestReloadPluginConfig(t *testing.T) {
 }
 
 func TestReloadDeadlines(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	f := startFileHost(t, sim, map[string]any{"services": map[string]any{"timeouts": map[string]any{"testkit_slow": "5s"}}})
 	ready(t, sim, 1)
@@ -158,6 +161,7 @@ func TestReloadDeadlines(t *testing.T) {
 }
 
 func TestReloadHooks(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	f := startFileHost(t, sim, nil)
 	ready(t, sim, 1)
@@ -180,6 +184,7 @@ func TestReloadHooks(t *testing.T) {
 }
 
 func TestReloadAudioDevices(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	constant := func(name string, v int16) string {
 		p := filepath.Join(dir, name)
@@ -224,6 +229,7 @@ func anyAudio(sim *voicetest.Server, b []byte) bool {
 }
 
 func TestReloadServerReconnectsOnceOnSIGHUP(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{DisconnectDelay: 10 * time.Millisecond})
 	f := startFileHost(t, sim, map[string]any{"server": map[string]any{"params": map[string]any{"voiceid": "first"}}})
 	ready(t, sim, 1)
@@ -251,6 +257,7 @@ func TestReloadServerReconnectsOnceOnSIGHUP(t *testing.T) {
 }
 
 func TestReloadSaysWhatNeedsARestart(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	f := startFileHost(t, sim, nil)
 	ready(t, sim, 1)
@@ -259,6 +266,7 @@ func TestReloadSaysWhatNeedsARestart(t *testing.T) {
 }
 
 func TestReloadRefusesAnInvalidEdit(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	f := startFileHost(t, sim, map[string]any{"services": map[string]any{"timeouts": map[string]any{"testkit_slow": "5s"}}})
 	ready(t, sim, 1)
@@ -277,6 +285,7 @@ func TestReloadRefusesAnInvalidEdit(t *testing.T) {
 // TestReloadMixPolicyOnSIGHUP: systemctl reload (SIGHUP) applies audio.mix
 // at once: the reload names it applied, and the mixer takes the new policy.
 func TestReloadMixPolicyOnSIGHUP(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	f := startFileHostWith(t, sim, nil, fileHostOptions{hidden: true}) // only SIGHUP applies an edit
 	ready(t, sim, 1)

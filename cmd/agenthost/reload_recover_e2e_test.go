@@ -63,6 +63,7 @@ func (f *fileHost) waitPlugins(t *testing.T, what string, ok func(map[string]plu
 // host and no touch of the binaries. (files is dropped in after the start:
 // at the start its rejected config is a configuration error, exit 78.)
 func TestReloadRetriesPluginsBrokenBySettings(t *testing.T) {
+	t.Parallel()
 	clock := bundled(t, "clock")
 	b, err := os.ReadFile(clock)
 	if err != nil {
@@ -170,6 +171,7 @@ func (s *serversFile) servers(t *testing.T, servers map[string]any) {
 // edit adds, changes and removes servers; an edit that breaks the file is
 // refused and the running servers stay.
 func TestReloadAppliesAnEditedServersFile(t *testing.T) {
+	t.Parallel()
 	toy := testbin.Build(t, "./host/mcpclient/testdata/mcptoy")
 	for _, how := range reloadWays {
 		t.Run(how, func(t *testing.T) {
@@ -219,6 +221,7 @@ func TestReloadAppliesAnEditedServersFile(t *testing.T) {
 // `agenthost plugins` says so) when a reload sets it, and leaves the plugin
 // broken when it is there at start; removing the prefix brings them back.
 func TestReloadPrefixTooLongThenRemoved(t *testing.T) {
+	t.Parallel()
 	long := map[string]any{"builtins": false, "prefixes": map[string]any{"clock": strings.Repeat("p", 60)}}
 	install := func(dir string) { copyExec(t, bundled(t, "clock"), filepath.Join(dir, "clock")) }
 	clockIn := func(sim *voicetest.Server) func() bool {
@@ -262,6 +265,7 @@ func TestReloadPrefixTooLongThenRemoved(t *testing.T) {
 // services.prefixes entry makes too long is refused at each start until it
 // is given up (broken or parked); removing the prefix tries it again.
 func TestReloadRetriesAnMCPServerParkedByAPrefix(t *testing.T) {
+	t.Parallel()
 	toy := testbin.Build(t, "./host/mcpclient/testdata/mcptoy")
 	sim := newSim(t, voicetest.Options{})
 	f := startFileHostWith(t, sim, map[string]any{

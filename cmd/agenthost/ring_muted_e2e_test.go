@@ -19,6 +19,7 @@ import (
 // ring is heard and the muted music is not, not even ducked, for as long
 // as it rings; measured on the speaker's file.
 func TestARingOnAMutedSpeakerIsHeardAlone(t *testing.T) {
+	t.Parallel()
 	dir, srv := musicServer(t)
 	out := filepath.Join(dir, "speaker.wav")
 	sim := newSim(t, voicetest.Options{})

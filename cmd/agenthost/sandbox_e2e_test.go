@@ -22,6 +22,7 @@ import (
 // (directly and through a grandchild that left its session). Each fails; a
 // file of the system it may read.
 func TestAPluginCannotReadOrWriteTheDaemonsFiles(t *testing.T) {
+	t.Parallel()
 	eachMechanism(t, aPluginCannotReadOrWriteTheDaemonsFiles)
 }
 
@@ -105,6 +106,7 @@ func findFile(t *testing.T, dir, name string) string {
 // the state, nor rewrite the mute state; its own folder (its HOME) it may
 // write.
 func TestAnMCPServerCannotReadOrWriteTheDaemonsFiles(t *testing.T) {
+	t.Parallel()
 	eachMechanism(t, anMCPServerCannotReadOrWriteTheDaemonsFiles)
 }
 
@@ -154,6 +156,7 @@ func anMCPServerCannotReadOrWriteTheDaemonsFiles(t *testing.T, mode string) {
 // and say at the start what to do; none, the owner's choice, starts the
 // plugin and warns.
 func TestWithoutLandlockNoChildStartsAndTheLogSaysWhy(t *testing.T) {
+	t.Parallel()
 	wrap := testbin.Build(t, "./cmd/agenthost/testdata/nolandlock")
 	_, bwrapErr := exec.LookPath("bwrap")
 	for _, c := range []struct{ name, mode string }{{"landlock", "landlock"}, {"none", "none"}, {"auto", "auto"}, {"auto_without_bubblewrap", "auto"}} {

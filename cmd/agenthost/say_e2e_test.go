@@ -16,6 +16,7 @@ import (
 // its text and what the server called for it (issue 43: it printed only
 // the task, the text was reachable through a hook alone).
 func TestSayPrintsTheReply(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim)
 	ready(t, sim, 1)
@@ -43,6 +44,7 @@ func TestSayPrintsTheReply(t *testing.T) {
 // --timeout with a message that says what to do, status 1; a reply the
 // server fails says the server's error.
 func TestSayWhenNoReplyComes(t *testing.T) {
+	t.Parallel()
 	for name, c := range map[string]struct {
 		faults voicetest.Faults
 		want   string
@@ -71,6 +73,7 @@ func TestSayWhenNoReplyComes(t *testing.T) {
 // prints what came and says the reply was cut, rather than waiting out
 // its timeout.
 func TestSayWhenTheReplyIsCut(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{ReplyText: "The first words.", Pace: true, ReplyDuration: 5 * time.Minute})
 	d := startHost(t, sim)
 	ready(t, sim, 1)

@@ -36,6 +36,7 @@ func TestStatusSaysTheWakeWordWaitsForARestart(t *testing.T) {
 // the config a reload gives it keeps its old one; `agenthost plugins` says
 // so, naming the setting and the plugin's reason, not just "running".
 func TestPluginsShowsAConfigThePluginRejected(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	f := startFileHostWith(t, sim, map[string]any{"services": map[string]any{"builtins": false}},
 		fileHostOptions{install: func(dir string) { copyExec(t, bundled(t, "clock"), filepath.Join(dir, "clock")) }})
@@ -56,6 +57,7 @@ func TestPluginsShowsAConfigThePluginRejected(t *testing.T) {
 // server's model's) unmute_microphone while the microphone is on changes
 // nothing and says so; it does not claim the microphone was turned off.
 func TestUnmuteOfAMicrophoneThatIsOnSaysItIsOn(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	dir := t.TempDir()
 	mic := toneFile(t, filepath.Join(dir, "mic.wav"), 1)
@@ -83,6 +85,7 @@ func TestUnmuteOfAMicrophoneThatIsOnSaysItIsOn(t *testing.T) {
 // of the owner's CLI and of MCP clients too, each under its caller label
 // beside the voice server's.
 func TestCallsTotalCountsEveryCaller(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim, "metrics.listen=127.0.0.1:0")
 	ready(t, sim, 1)
@@ -114,6 +117,7 @@ func TestCallsTotalCountsEveryCaller(t *testing.T) {
 // named as one by `check` and `run`, not only as a character that cannot
 // start a token.
 func TestATabInTheFileIsNamed(t *testing.T) {
+	t.Parallel()
 	file := filepath.Join(t.TempDir(), "agenthost.yaml")
 	if err := os.WriteFile(file, []byte("log:\n  level: info\nserver:\n\taddress: 127.0.0.1:1\n"), 0o600); err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 // channel, and a reply (16 kHz mono, 880 Hz) comes out on both channels at
 // the same level. Status names the output's format and the device's.
 func TestStereoMusicKeepsItsChannelsAndAReplyIsCentred(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if out, err := exec.Command("sox", "-n", "-r", "44100", "-c", "2", filepath.Join(dir, "music.wav"),
 		"synth", "15", "sine", "300", "sine", "660", "vol", "0.25").CombinedOutput(); err != nil {

@@ -17,6 +17,7 @@ import (
 // in its TMPDIR — is gone once the next daemon has started; a temporary
 // that a writer holds now (an enroll saving its verifier) is left to it.
 func TestNoTemporaryOfACrashOutlivesTheNextStart(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	dir := t.TempDir()
 	state, run := filepath.Join(dir, "state"), filepath.Join(dir, "run")

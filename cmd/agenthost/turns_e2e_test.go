@@ -19,6 +19,7 @@ import (
 // END_FRAME is lost), the host must start listening again on a new task and
 // stream the microphone on it.
 func TestEveryTurnEndBringsTheMicrophoneBack(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name  string
 		o     voicetest.Options
@@ -96,6 +97,7 @@ func listens(sim *voicetest.Server, state string, conn int) []string {
 // TestConversationContentStaysOutOfTheInfoLog: at log level info the
 // journal shows that turns happen, never what was said by either side.
 func TestConversationContentStaysOutOfTheInfoLog(t *testing.T) {
+	t.Parallel()
 	sim := newSim(t, voicetest.Options{})
 	d := startHost(t, sim, "log.level=info")
 	ready(t, sim, 1)

@@ -23,6 +23,7 @@ import (
 // attack: a URL's #fragment was in 10 lines of the log, though `check`
 // masked it).
 func TestServerURLSecretsStayOutOfTheLog(t *testing.T) {
+	t.Parallel()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "urls", Version: "1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "ping", InputSchema: json.RawMessage(`{"type":"object"}`)},
 		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -279,6 +279,7 @@ func silentWakeHost(t *testing.T) (*voicetest.Server, *hostProc) {
 // TestWakeWordDetectorKilled: killing the detector under a running daemon
 // restarts it; the link stays up.
 func TestWakeWordDetectorKilled(t *testing.T) {
+	t.Parallel()
 	sim, d := silentWakeHost(t)
 	waitFor(t, sim, "the link", func() bool { return sim.Open() == 1 })
 	var st hostStatusWake
@@ -302,6 +303,7 @@ func TestWakeWordDetectorKilled(t *testing.T) {
 // server's model reads to tell the user how the speaker is, says the wake
 // word is on while the detector runs.
 func TestTheDeviceStatusKnowsTheWakeWord(t *testing.T) {
+	t.Parallel()
 	sim, _ := silentWakeHost(t)
 	ready(t, sim, 1)
 	res := call(t, sim, "get_device_status", `{}`)
@@ -336,6 +338,7 @@ func (s *hostStatusWake) get(t *testing.T, d *hostProc) {
 // binding: the library and the models load in the detector's process only,
 // so with the wake word off the host is what it was without it.
 func TestHostLinksNoONNXRuntime(t *testing.T) {
+	t.Parallel()
 	cmd := exec.Command("go", "list", "-deps", "./cmd/agenthost")
 	cmd.Dir = testbin.ModuleRoot(t)
 	out, err := cmd.Output()
