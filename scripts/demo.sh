@@ -83,7 +83,7 @@ if [ "$wake" = 1 ]; then
   sox run/wake-raw.wav -r 16000 -c 1 -b 16 -e signed-integer run/wake-16k.wav
   sox run/command-raw.wav -r 16000 -c 1 -b 16 -e signed-integer run/command-16k.wav
   sox run/wake-16k.wav run/command-16k.wav run/wake.wav pad 1 6   # the phrase, the command in the same breath
-  audio_flags+=(--set conversation.wake_word.models=hey_jarvis --set "conversation.wake_word.dir=$wakedir"
+  audio_flags+=(--set conversation.wake_word.models=hey_jarvis_agenthost --set "conversation.wake_word.dir=$wakedir"
     --set audio.input_file=run/wake.wav --set audio.echo_room.speech=run/wake.wav)
   echo "== wake word on: say (or the demo's microphone says) \"hey jarvis\", then the question" >&2
 fi

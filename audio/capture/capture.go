@@ -48,6 +48,11 @@ type Frame struct {
 	// were lost, or the reader fell behind for a while), so At is not
 	// continuous with the frame before.
 	Resync bool
+	// OwnSound: a stage took the frame for the speaker's own sound alone,
+	// no voice in the room (the echo canceller's suppressor; see
+	// Echo.NearSpeech). The wake word, while the speaker sounds, wants a
+	// voice near a detection (Chain.TakeVoiced).
+	OwnSound bool
 }
 
 // Stage processes the microphone frame by frame.
@@ -88,6 +93,8 @@ type Chain struct {
 	frame   Frame
 	block   []int16 // the last read of the source, processed in frames
 	pending []int16 // processed samples not yet read
+	voiced  bool    // a frame of block may hold a voice (not OwnSound)
+	heard   bool    // samples read since TakeVoiced came from such a block
 	closed  bool
 }
 
@@ -122,21 +129,36 @@ func (c *Chain) Read(p []int16) (int, error) {
 			return 0, err
 		}
 		now, lat := time.Now(), c.latency()
+		c.voiced = false
 		for j := 0; j < k; j++ {
 			// Frame j's newest sample was (k-1-j) frames before the block's.
 			c.frame.PCM = block[j*size : (j+1)*size]
 			jumps := c.clock.jumps
 			c.frame.At = c.clock.stamp(now, lat+time.Duration(k-1-j)*FrameDuration, size)
 			c.frame.Resync = c.clock.jumps != jumps
+			c.frame.OwnSound = false
 			for _, s := range c.stages {
 				s.Process(&c.frame)
 			}
+			c.voiced = c.voiced || !c.frame.OwnSound
 		}
 		c.pending = block
 	}
 	n := copy(p, c.pending)
 	c.pending = c.pending[n:]
+	c.heard = c.heard || c.voiced
 	return n, nil
+}
+
+// TakeVoiced reports whether the samples read since the last call may hold
+// a voice in the room: false only when a stage took every frame they came
+// from for the speaker's own sound alone (Frame.OwnSound).
+func (c *Chain) TakeVoiced() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := c.heard
+	c.heard = false
+	return v
 }
 
 // Close closes the source and the stages. A Read blocked in the source

@@ -184,6 +184,15 @@ func NewEcho(ref *Reference, o EchoOptions) (*Echo, error) {
 // Name implements Stage.
 func (e *Echo) Name() string { return "echo" }
 
+// NearSpeech reports whether the last frame cancelled may hold someone in
+// the room speaking: the residual suppressor took it for near speech (it
+// tells a voice from the echo it expects), or nothing played long enough
+// for the canceller to rest (all the microphone hears is the room). False
+// only where the frame is taken for the speaker's own sound.
+func (e *Echo) NearSpeech() bool {
+	return e.resting || e.post == nil || e.post.talking
+}
+
 // Process implements Stage: it cancels from f what the speaker played
 // when f was captured.
 func (e *Echo) Process(f *Frame) {
@@ -204,6 +213,7 @@ func (e *Echo) Process(f *Frame) {
 		}
 	}
 	e.Cancel(f.PCM, e.far)
+	f.OwnSound = !e.NearSpeech()
 }
 
 // Cancel removes from mic (one frame, in place) the echo of far, what

@@ -2,6 +2,7 @@ package wakeword
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -37,11 +38,14 @@ type Detector struct {
 	verify    *verifying // nil: no verifier
 	thresh    []float32  // by model: a verifier's threshold, else its point's, else the trigger's
 	over      []int      // by model: its point's scores in a row, else the trigger's
-	// While the speaker sounds (SetSounding): by model, the point then,
-	// never laxer than thresh and over.
-	sounding bool
+	// While the speaker sounds (SetHeard): by model, the point then,
+	// never laxer than thresh and over, and the samples within which a
+	// voice must have been heard before a detection (0: none asked).
+	heard    Heard
 	sthresh  []float32
 	sover    []int
+	svoice   []int64
+	voiceEnd int64 // the position after the last chunk not taken for own sound
 }
 
 // Point is one model's operating point: it fires when Over scores in a
@@ -49,6 +53,10 @@ type Detector struct {
 type Point struct {
 	Threshold float64
 	Over      int
+	// Voice, in a point while sounding: a detection also needs audio the
+	// echo canceller did not take for the speaker's own sound alone
+	// (Heard.OwnSound) within Voice before it. Zero: none asked.
+	Voice time.Duration
 }
 
 // Options are a detector's settings.
@@ -125,11 +133,13 @@ func NewDetectorWith(rt Runtime, names []string, o Options) (*Detector, error) {
 		d.verify.v[i] = v
 		d.thresh[i] = float32(v.Threshold)
 	}
-	d.sthresh, d.sover = slices.Clone(d.thresh), slices.Clone(d.over)
+	d.sthresh, d.sover, d.svoice = slices.Clone(d.thresh), slices.Clone(d.over), make([]int64, len(d.thresh))
+	d.voiceEnd = math.MinInt64 / 2
 	for i := range d.sthresh {
 		if i < len(o.WhileSounding) && (d.verify == nil || d.verify.v[i] == nil) { // a verifier decides alone
 			d.sthresh[i] = max(d.sthresh[i], float32(o.WhileSounding[i].Threshold))
 			d.sover[i] = max(d.sover[i], o.WhileSounding[i].Over)
+			d.svoice[i] = int64(o.WhileSounding[i].Voice.Seconds() * Rate)
 		}
 	}
 	if d.verify != nil {
@@ -163,9 +173,9 @@ func (t Trigger) Fires(v float32, run int) (int, bool) {
 	return run, run >= max(t.Over, 1)
 }
 
-// SetSounding says whether the speaker sounds as the audio fed next was
-// heard: the models' points while sounding apply to it.
-func (d *Detector) SetSounding(on bool) { d.sounding = on }
+// SetHeard says how the audio fed next was heard: while the speaker
+// sounds, the models' points while sounding apply to it.
+func (d *Detector) SetHeard(h Heard) { d.heard = h }
 
 // Pos is the position after the last sample fed.
 func (d *Detector) Pos() int64 { return d.s.Pos() }
@@ -188,6 +198,9 @@ func (d *Detector) Feed(pos int64, pcm []int16) ([]Detection, error) {
 	if d.verify != nil {
 		d.verify.verdicts = d.verify.verdicts[:0]
 	}
+	if !d.heard.OwnSound {
+		d.voiceEnd = pos + int64(len(pcm))
+	}
 	var err error
 	d.scores, err = d.s.Feed(pcm, d.scores[:0])
 	var out []Detection
@@ -200,13 +213,16 @@ func (d *Detector) Feed(pos int64, pcm []int16) ([]Detection, error) {
 			v = verified
 		}
 		trig := Trigger{Threshold: d.thresh[sc.Model], Over: d.over[sc.Model]}
-		if d.sounding {
+		if d.heard.Sounding {
 			trig = Trigger{Threshold: d.sthresh[sc.Model], Over: d.sover[sc.Model]}
 		}
 		var fire bool
 		d.runs[sc.Model], fire = trig.Fires(v, d.runs[sc.Model])
 		if !fire || sc.End < d.quietTill {
 			continue
+		}
+		if w := d.svoice[sc.Model]; d.heard.Sounding && w > 0 && sc.End-d.voiceEnd > w {
+			continue // the speaker's own sound alone: no voice in the room near it
 		}
 		out = append(out, Detection{Model: d.names[sc.Model], Score: sc.Value, End: sc.End, Verified: verified})
 		d.quietTill = sc.End + int64(Refractory.Seconds()*Rate)

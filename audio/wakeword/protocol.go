@@ -13,9 +13,11 @@ import (
 //
 // Host → detector (its stdin): chunks of audio, each a 12-byte header — the
 // stream position of the chunk's first sample (int64, little-endian) and the
-// number of samples (uint32, little-endian, at most MaxChunk; its top bit
-// set when the speaker was sounding as the chunk was heard: the detector's
-// points while sounding apply) — then the samples, 16 kHz mono s16le. Longer audio is sent as several chunks. A position that does not follow on from the
+// number of samples (uint32, little-endian, at most MaxChunk; its top two
+// bits are the Heard flags: bit 31 set when the speaker was sounding as the
+// chunk was heard, bit 30 when the echo canceller took all of it for the
+// speaker's own sound alone) — then the samples, 16 kHz mono s16le. Longer
+// audio is sent as several chunks. A position that does not follow on from the
 // last chunk is a gap: the detector starts the stream again there. A header
 // with position -1 and no samples is a ping, answered with a pong once all
 // audio sent before it is processed. End of input ends the detector.
@@ -33,8 +35,23 @@ const MaxLine = 4096
 
 const headerSize = 12
 
-// soundingBit marks a chunk heard while the speaker sounded.
-const soundingBit = 1 << 31
+// The Heard flags in a chunk header's count.
+const (
+	soundingBit = 1 << 31
+	ownSoundBit = 1 << 30
+	heardBits   = soundingBit | ownSoundBit
+)
+
+// Heard is how a chunk was heard.
+type Heard struct {
+	// Sounding: the speaker itself sounded (its replies, earcons, rings,
+	// music): the models' points while sounding apply.
+	Sounding bool
+	// OwnSound: the echo canceller took every frame of the chunk for the
+	// speaker's own sound alone, no voice in the room (capture.Frame's
+	// OwnSound). False when there is no canceller to tell.
+	OwnSound bool
+}
 
 // Message kinds.
 const (
@@ -75,14 +92,17 @@ type Message struct {
 
 // WriteChunk writes audio at pos: as one chunk, or as several of at most
 // MaxChunk samples each when pcm is longer (an audio.frame over 1 s).
-func WriteChunk(w io.Writer, pos int64, pcm []int16, sounding bool, buf []byte) ([]byte, error) {
+func WriteChunk(w io.Writer, pos int64, pcm []int16, heard Heard, buf []byte) ([]byte, error) {
 	for {
 		n := min(len(pcm), MaxChunk)
 		buf = append(buf[:0], make([]byte, headerSize+2*n)...)
 		binary.LittleEndian.PutUint64(buf, uint64(pos))
 		count := uint32(n)
-		if sounding {
+		if heard.Sounding {
 			count |= soundingBit
+		}
+		if heard.OwnSound {
+			count |= ownSoundBit
 		}
 		binary.LittleEndian.PutUint32(buf[8:], count)
 		for i, s := range pcm[:n] {
@@ -111,35 +131,36 @@ var ErrPing = errors.New("ping")
 
 // ReadChunk reads one chunk into pcm (grown as needed). It returns ErrPing
 // for a ping, io.EOF at the end of input.
-func ReadChunk(r io.Reader, pcm []int16, buf []byte) (pos int64, _ []int16, sounding bool, _ []byte, _ error) {
+func ReadChunk(r io.Reader, pcm []int16, buf []byte) (pos int64, _ []int16, _ Heard, _ []byte, _ error) {
 	var h [headerSize]byte
 	if _, err := io.ReadFull(r, h[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			err = errors.New("wakeword: input ended inside a chunk header")
 		}
-		return 0, pcm, false, buf, err
+		return 0, pcm, Heard{}, buf, err
 	}
 	pos = int64(binary.LittleEndian.Uint64(h[:]))
 	n := binary.LittleEndian.Uint32(h[8:])
 	if pos == -1 && n == 0 {
-		return pos, pcm[:0], false, buf, ErrPing
+		return pos, pcm[:0], Heard{}, buf, ErrPing
 	}
-	sounding, n = n&soundingBit != 0, n&^soundingBit
+	heard := Heard{Sounding: n&soundingBit != 0, OwnSound: n&ownSoundBit != 0}
+	n &^= heardBits
 	if pos < 0 || n > MaxChunk {
-		return 0, pcm, false, buf, fmt.Errorf("wakeword: bad chunk header (position %d, %d samples; at most %d)", pos, n, MaxChunk)
+		return 0, pcm, Heard{}, buf, fmt.Errorf("wakeword: bad chunk header (position %d, %d samples; at most %d)", pos, n, MaxChunk)
 	}
 	if cap(buf) < int(2*n) {
 		buf = make([]byte, 2*n)
 	}
 	buf = buf[:2*n]
 	if _, err := io.ReadFull(r, buf); err != nil {
-		return 0, pcm, false, buf, fmt.Errorf("wakeword: input ended inside a chunk: %w", err)
+		return 0, pcm, Heard{}, buf, fmt.Errorf("wakeword: input ended inside a chunk: %w", err)
 	}
 	pcm = pcm[:0]
 	for i := 0; i < int(n); i++ {
 		pcm = append(pcm, int16(binary.LittleEndian.Uint16(buf[2*i:])))
 	}
-	return pos, pcm, sounding, buf, nil
+	return pos, pcm, heard, buf, nil
 }
 
 // Encode is m as one line.

@@ -295,7 +295,7 @@ func serve(det *wakeword.Detector, in io.Reader, w *bufio.Writer) error {
 	var pcm []int16
 	var buf []byte
 	for {
-		pos, p, sounding, b, err := wakeword.ReadChunk(r, pcm, buf)
+		pos, p, heard, b, err := wakeword.ReadChunk(r, pcm, buf)
 		pcm, buf = p, b
 		switch {
 		case errors.Is(err, io.EOF):
@@ -309,7 +309,7 @@ func serve(det *wakeword.Detector, in io.Reader, w *bufio.Writer) error {
 		case err != nil:
 			return err
 		}
-		det.SetSounding(sounding)
+		det.SetHeard(heard)
 		found, err := det.Feed(pos, pcm)
 		if err != nil {
 			return err

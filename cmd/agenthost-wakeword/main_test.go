@@ -69,7 +69,7 @@ func detectPCM(t *testing.T, cmd *exec.Cmd, pcm []int16) (wakeword.Message, []st
 	go func() {
 		var buf []byte
 		for i := 0; i < len(pcm); i += 960 {
-			buf, _ = wakeword.WriteChunk(in, int64(i), pcm[i:min(i+960, len(pcm))], false, buf)
+			buf, _ = wakeword.WriteChunk(in, int64(i), pcm[i:min(i+960, len(pcm))], wakeword.Heard{}, buf)
 		}
 		wakeword.WritePing(in)
 	}()

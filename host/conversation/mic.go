@@ -30,6 +30,7 @@ func (c *Conversation) capture(ctx context.Context) {
 		defer c.dropWake(true)
 	}
 	muted := false
+	voiced, _ := src.(interface{ TakeVoiced() bool }) // the capture chain, when there is one
 	for ctx.Err() == nil {
 		if _, err := audio.ReadFull(src, buf); err != nil {
 			if ctx.Err() == nil {
@@ -37,6 +38,7 @@ func (c *Conversation) capture(ctx context.Context) {
 			}
 			return
 		}
+		ownSound := voiced != nil && !voiced.TakeVoiced()
 		if c.o.MicMuted != nil && c.o.MicMuted() {
 			if c.o.Withheld != nil {
 				c.o.Withheld()
@@ -58,7 +60,7 @@ func (c *Conversation) capture(ctx context.Context) {
 			c.wakeReset() // nothing from before the mute is pre-roll
 		}
 		muted = false
-		for _, f := range c.wakeFrame(buf) {
+		for _, f := range c.wakeFrame(buf, ownSound) {
 			c.sendMic(f)
 		}
 	}

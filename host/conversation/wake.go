@@ -17,8 +17,10 @@ import (
 // reply to the owner's turn) starts, never before.
 type WakeOptions struct {
 	// Feed hands every microphone frame, with its stream position, to the
-	// detector; it must not block.
-	Feed func(pos int64, pcm []int16)
+	// detector, and whether the capture chain took all of it for the
+	// speaker's own sound alone (no voice in the room; see
+	// capture.Chain.TakeVoiced); it must not block.
+	Feed func(pos int64, pcm []int16, ownSound bool)
 	// PreRoll is how much audio from before the point of detection is sent
 	// with the turn, so that a command said in the same breath arrives
 	// whole (0: none; the configuration's default is 300 ms: the models
@@ -184,12 +186,12 @@ func (c *Conversation) wakeReset() {
 // wakeFrame takes one microphone frame: it feeds the detector, keeps the
 // pre-roll, starts and ends turns, and returns the frames to send now if
 // a turn streams (the pre-roll and buf when one starts).
-func (c *Conversation) wakeFrame(buf []int16) [][]int16 {
+func (c *Conversation) wakeFrame(buf []int16, ownSound bool) [][]int16 {
 	w := c.wk
 	from := w.pos
 	w.pos += int64(len(buf))
 	if w.o.Feed != nil {
-		w.o.Feed(from, buf)
+		w.o.Feed(from, buf, ownSound)
 	}
 	w.ring = append(w.ring, buf...)
 	if keep := int(w.samples(w.o.PreRoll + ringSpan)); len(w.ring) > keep {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agenthost/agenthost/audio"
 	"github.com/agenthost/agenthost/audio/audiotest"
+	"github.com/agenthost/agenthost/audio/capture"
 	"github.com/agenthost/agenthost/proto/voice"
 )
 
@@ -63,7 +64,7 @@ type wakeRig struct {
 func newWakeRig(t *testing.T, o Options, loud func(int64) bool, fed *atomic.Int64) *wakeRig {
 	t.Helper()
 	mic := &counter{loud: loud}
-	o.Wake.Feed = func(pos int64, pcm []int16) { fed.Store(pos + int64(len(pcm))) }
+	o.Wake.Feed = func(pos int64, pcm []int16, _ bool) { fed.Store(pos + int64(len(pcm))) }
 	o.OpenSource = func(context.Context) (audio.Source, error) { return audio.Paced(mic, 16000), nil }
 	r := newRig(t, o)
 	eventually(t, "the microphone to be read", func() bool { return mic.read() > 0 })
@@ -328,4 +329,36 @@ func TestWakePreRollZeroSendsNothingFromBeforeTheDetection(t *testing.T) {
 			t.Fatalf("with pre_roll 0 the turn's audio starts at %d, %d ms before the detection at %d", got, (end-got)/16, end)
 		}
 	})
+}
+
+// ownSoundStage takes the frames of a counter microphone's silence for the
+// speaker's own sound alone (a test's stand-in for the echo canceller's
+// verdict, which audio/capture tests).
+type ownSoundStage struct{}
+
+func (ownSoundStage) Name() string             { return "own" }
+func (ownSoundStage) Process(f *capture.Frame) { f.OwnSound = f.PCM[0] == 0 }
+func (ownSoundStage) Close() error             { return nil }
+
+// TestTheDetectorIsToldWhatTheChainTookForTheSpeakersOwnSound: frames the
+// capture chain took for the speaker's own sound alone reach the detector
+// marked so, and the others unmarked.
+func TestTheDetectorIsToldWhatTheChainTookForTheSpeakersOwnSound(t *testing.T) {
+	mic := &counter{loud: func(i int64) bool { return i/9600%2 == 0 }} // ten frames loud, ten silent
+	var own, voiced atomic.Int64
+	o := Options{Mode: "manual", Wake: &WakeOptions{Feed: func(pos int64, pcm []int16, ownSound bool) {
+		if ownSound != (pcm[0] == 0) {
+			t.Errorf("a frame starting with %d was fed with ownSound %v", pcm[0], ownSound)
+		}
+		if ownSound {
+			own.Add(1)
+		} else {
+			voiced.Add(1)
+		}
+	}}}
+	o.OpenSource = func(context.Context) (audio.Source, error) {
+		return capture.NewChain(audio.Paced(mic, 16000), 16000, ownSoundStage{})
+	}
+	newRig(t, o)
+	eventually(t, "frames of both kinds", func() bool { return own.Load() > 2 && voiced.Load() > 2 })
 }

@@ -143,9 +143,9 @@ func (t *Talk) wakeOptions() *conversation.WakeOptions {
 	}})
 	feed := t.wake.Feed
 	if t.home != nil {
-		feed = func(pos int64, pcm []int16) {
+		feed = func(pos int64, pcm []int16, ownSound bool) {
 			t.home.meter.Feed(pos, pcm)
-			t.wake.Feed(pos, pcm)
+			t.wake.Feed(pos, pcm, ownSound)
 		}
 	}
 	return &conversation.WakeOptions{Feed: feed, PreRoll: w.PreRoll.D(), FollowUp: w.FollowUp.D(), MaxTurn: w.MaxTurn.D(), Earcon: cv.Earcons.Wake}

@@ -90,7 +90,7 @@ func frontEnd(b *testing.B, quiet, gate bool) {
 				echo.Cancel(f.PCM, far[i+k:i+k+160])
 				den.Process(&f)
 			}
-			d.Feed(int64(i), frame)
+			d.Feed(int64(i), frame, false)
 			for next < len(ends) && ends[next] <= i+960 {
 				fed = append(fed, due.Add(-time.Duration(i+960-ends[next])*time.Second/rate))
 				next++

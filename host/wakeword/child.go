@@ -37,10 +37,10 @@ const queueChunks = 50
 
 // item is audio at a position, or a ping (pong != nil).
 type item struct {
-	pos      int64
-	pcm      []int16
-	sounding bool // the speaker sounded as it was heard
-	pong     chan int64
+	pos   int64
+	pcm   []int16
+	heard wakeword.Heard
+	pong  chan int64
 }
 
 // child is one life of the detector process.
@@ -233,7 +233,7 @@ func (c *child) write() {
 				c.mu.Unlock()
 				err = wakeword.WritePing(c.stdin)
 			} else {
-				buf, err = wakeword.WriteChunk(c.stdin, it.pos, it.pcm, it.sounding, buf)
+				buf, err = wakeword.WriteChunk(c.stdin, it.pos, it.pcm, it.heard, buf)
 			}
 			if err != nil {
 				c.Kill() // the process is gone or stuck: Done follows
@@ -244,9 +244,9 @@ func (c *child) write() {
 }
 
 // feed queues audio without waiting; a full queue drops it.
-func (c *child) feed(pos int64, pcm []int16, sounding bool) bool {
+func (c *child) feed(pos int64, pcm []int16, heard wakeword.Heard) bool {
 	select {
-	case c.queue <- item{pos: pos, pcm: pcm, sounding: sounding}:
+	case c.queue <- item{pos: pos, pcm: pcm, heard: heard}:
 		return true
 	default:
 		c.mu.Lock()

@@ -142,10 +142,12 @@ type Detector struct {
 	gated      atomic.Int64 // samples the gate held back (a quiet room)
 	gateOn     atomic.Bool
 
-	// The feeding goroutine's: the gate, and the detector it last fed.
-	gate   *gate.Gate
-	fedTo  *child
-	sendTo func(pos int64, pcm []int16)
+	// The feeding goroutine's: the gate, the detector it last fed, and
+	// what of the stream was the speaker's own sound alone.
+	gate     *gate.Gate
+	fedTo    *child
+	sendTo   func(pos int64, pcm []int16)
+	ownSound ownSoundRuns
 
 	mu        sync.Mutex
 	settings  Settings
@@ -274,10 +276,15 @@ func (d *Detector) wake(det wakeword.Detection) {
 }
 
 // Feed hands the detector audio at stream position pos, through the gate
-// when it is on. It never blocks: without a running detector, or when it
-// falls behind, the audio is dropped. pcm is copied. Feed is called from
-// one goroutine (the capture's).
-func (d *Detector) Feed(pos int64, pcm []int16) {
+// when it is on; ownSound says the capture chain took all of it for the
+// speaker's own sound alone (capture.Chain.TakeVoiced false). It never
+// blocks: without a running detector, or when it falls behind, the audio
+// is dropped. pcm is copied. Feed is called from one goroutine (the
+// capture's).
+func (d *Detector) Feed(pos int64, pcm []int16, ownSound bool) {
+	if ownSound {
+		d.ownSound.add(pos, pos+int64(len(pcm)))
+	}
 	c, _ := d.sup.Running().(*child)
 	if c == nil {
 		d.dropped.Add(int64(len(pcm)))
@@ -301,8 +308,11 @@ func (d *Detector) Feed(pos int64, pcm []int16) {
 }
 
 func (d *Detector) send(c *child, pos int64, pcm []int16) {
-	sounding := d.o.Sounding != nil && d.o.Sounding()
-	if c.feed(pos, append([]int16(nil), pcm...), sounding) {
+	heard := wakeword.Heard{
+		Sounding: d.o.Sounding != nil && d.o.Sounding(),
+		OwnSound: d.ownSound.covers(pos, pos+int64(len(pcm))),
+	}
+	if c.feed(pos, append([]int16(nil), pcm...), heard) {
 		d.fed.Add(int64(len(pcm)))
 	} else {
 		d.dropped.Add(int64(len(pcm)))

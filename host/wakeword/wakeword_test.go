@@ -134,6 +134,12 @@ func phrase(t *testing.T) ([]int16, int) {
 // real time, and slower when the detector falls behind, so that its
 // queue never fills.
 func feed(d *Detector, pos int64, pcm []int16) int64 {
+	return feedHeard(d, pos, pcm, false)
+}
+
+// feedHeard is feed with each frame taken for the speaker's own sound
+// alone, or not.
+func feedHeard(d *Detector, pos int64, pcm []int16, ownSound bool) int64 {
 	for i := 0; i < len(pcm); i += 960 {
 		f := pcm[i:min(i+960, len(pcm))]
 		// On a busy machine the detector falls behind twice real time:
@@ -141,7 +147,7 @@ func feed(d *Detector, pos int64, pcm []int16) int64 {
 		for c, _ := d.sup.Running().(*child); c != nil && len(c.queue) > queueChunks/2; c, _ = d.sup.Running().(*child) {
 			time.Sleep(10 * time.Millisecond)
 		}
-		d.Feed(pos, f)
+		d.Feed(pos, f, ownSound)
 		pos += int64(len(f))
 		time.Sleep(30 * time.Millisecond)
 	}
@@ -181,7 +187,7 @@ func TestDetectorHearsTheWakeWord(t *testing.T) {
 
 // TestWhileTheSpeakerSoundsTheOwnHeadIsHeldToItsStricterPoint: the own
 // head hears a phrase it scores between its point (0.9) and its point while
-// the speaker sounds (0.995): fed while the host says the speaker sounds,
+// the speaker sounds (0.98): fed while the host says the speaker sounds,
 // the real detector process stays silent; the same phrase fed next, the
 // speaker quiet, wakes it, and the first detection is that one.
 func TestWhileTheSpeakerSoundsTheOwnHeadIsHeldToItsStricterPoint(t *testing.T) {
@@ -210,6 +216,32 @@ func TestWhileTheSpeakerSoundsTheOwnHeadIsHeldToItsStricterPoint(t *testing.T) {
 		t.Logf("the phrase said while the speaker was quiet woke it (score %.3f); the same while it sounded did not", d.Score)
 	case <-time.After(60 * time.Second):
 		t.Fatalf("the phrase said while the speaker was quiet woke nothing; log:\n%s", r.log)
+	}
+}
+
+// TestWhileTheSpeakerSoundsAWakeNeedsAVoiceTheCancellerHeard: a phrase the
+// own head is sure of (en-us, clean: 0.999), fed while the speaker sounds
+// and marked as its own sound alone (the capture chain's canceller heard
+// no voice in it), wakes nothing through the real detector process; the
+// same phrase next, not so marked, wakes it, and the first detection is
+// that one.
+func TestWhileTheSpeakerSoundsAWakeNeedsAVoiceTheCancellerHeard(t *testing.T) {
+	s := settings(t)
+	s.Models, s.Gate = []string{heads.HeyJarvis}, false
+	r := newRig(t, s)
+	words := audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-us", WPM: 140}, "hey jarvis")
+	pcm := append(append(make([]int16, 2*wakeword.Rate), words...), make([]int16, 2*wakeword.Rate)...)
+	r.sounding.Store(true)
+	second := feedHeard(r.d, 0, pcm, true)
+	feedHeard(r.d, second, pcm, false)
+	select {
+	case d := <-r.wakes:
+		if d.End < second {
+			t.Fatalf("a detection at %d (score %.3f), in the phrase taken for the speaker's own sound (before %d)", d.End, d.Score, second)
+		}
+		t.Logf("the phrase with a voice heard woke it (score %.3f); the same taken for the speaker's own sound did not", d.Score)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the phrase with a voice heard, the speaker sounding, woke nothing; log:\n%s", r.log)
 	}
 }
 
@@ -305,7 +337,7 @@ func TestMissingLibraryTurnsTheWakeWordOff(t *testing.T) {
 	go func() {
 		defer close(done)
 		for i := 0; i < 1000; i++ {
-			r.d.Feed(int64(i*960), make([]int16, 960))
+			r.d.Feed(int64(i*960), make([]int16, 960), false)
 		}
 	}()
 	select {
@@ -395,7 +427,7 @@ func TestFramesLongerThanASecondReachTheDetector(t *testing.T) {
 	pcm, _ := phrase(t)
 	const frame = 3 * wakeword.Rate / 2 // audio.frame: 1500ms
 	for pos := 0; pos < len(pcm); pos += frame {
-		r.d.Feed(int64(pos), pcm[pos:min(pos+frame, len(pcm))])
+		r.d.Feed(int64(pos), pcm[pos:min(pos+frame, len(pcm))], false)
 	}
 	select {
 	case <-r.wakes:

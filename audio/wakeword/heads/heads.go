@@ -19,17 +19,18 @@
 // and prints its figures on the 28 people of the other synthesizers it
 // never heard, beside the pre-trained hey_jarvis. Its operating point is
 // threshold 0.9, two scores in a row (Point), where the host runs it
-// unless conversation.wake_word.per_model says otherwise, and 0.995 two
-// in a row while the speaker itself sounds (PointWhileSounding). It is not
-// the model the example names: it wakes on the speaker's own sound,
-// cancelled, 60 times an hour at its point and about 4 at that one
-// (docs/wake-word.md, "the own head over its own sound").
+// unless conversation.wake_word.per_model says otherwise, and 0.98 two in
+// a row with a voice heard in the room while the speaker itself sounds
+// (PointWhileSounding): at its own point it would wake on the speaker's
+// own sound, cancelled, 60 times an hour; at that one it never did in an
+// hour of it (docs/wake-word.md, "the own head over its own sound").
 package heads
 
 import (
 	_ "embed"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/agenthost/agenthost/audio/wakeword"
 )
@@ -60,14 +61,15 @@ func Point(name string) (wakeword.Point, bool) {
 
 // PointWhileSounding is the point the model name runs at while the
 // speaker itself sounds (its replies, earcons, music; cancelled), and
-// whether it has one: 0.995 two in a row for the own head, the laxest
-// point that never woke on the first half hour of its own sound
-// (docs/wake-word.md, "the own head over its own sound").
+// whether it has one: for the own head 0.98 two in a row, with a voice the
+// echo canceller heard in the room within half a second before (Point's
+// Voice), the laxest point that never woke on the first half hour of its
+// own sound (docs/wake-word.md, "the own head over its own sound").
 func PointWhileSounding(name string) (wakeword.Point, bool) {
 	if name != HeyJarvis {
 		return wakeword.Point{}, false
 	}
-	return wakeword.Point{Threshold: 0.995, Over: 2}, true
+	return wakeword.Point{Threshold: 0.98, Over: 2, Voice: 500 * time.Millisecond}, true
 }
 
 // PointUnder is where the model name runs when nothing names a point of

@@ -101,8 +101,9 @@ func TestTheOwnModelDetectsSpokenHeyJarvisAndNotSentences(t *testing.T) {
 // spoken "hey jarvis" fires at its point (0.9 two in a row); told that the
 // speaker sounds, the detector holds it to its point while sounding
 // instead: a point just over the phrase's best two scores in a row keeps
-// it silent, one just under lets it fire; told the speaker is quiet, it
-// fires at its own point.
+// it silent, one just under lets it fire, unless that point asks for a
+// voice in the room the canceller did not hear near the phrase; told the
+// speaker is quiet, it fires at its own point.
 func TestTheOwnHeadIsHeldToItsPointWhileTheSpeakerSounds(t *testing.T) {
 	rt := openModels(t, fetched(t))
 	t.Cleanup(rt.Close)
@@ -142,29 +143,57 @@ func TestTheOwnHeadIsHeldToItsPointWhileTheSpeakerSounds(t *testing.T) {
 	if best < float32(own.Threshold) {
 		t.Fatalf("the own head's best two scores in a row on the phrases are %.3f at most: the test needs them over its point (%.2f) and under 0.995", best, own.Threshold)
 	}
-	fires := func(sounding bool, while float64) int {
+	// fires feeds the stream in chunks of 60 ms, each heard as heard(its
+	// start) says, with while the point while sounding.
+	fires := func(heard func(at int) wakeword.Heard, while wakeword.Point) int {
 		t.Helper()
 		det, err := wakeword.NewDetectorWith(all, []string{heads.HeyJarvis}, wakeword.Options{Threshold: 0.5, Step: wakeword.Shipped.Step,
-			Points: []wakeword.Point{own}, WhileSounding: []wakeword.Point{{Threshold: while, Over: 2}}})
+			Points: []wakeword.Point{own}, WhileSounding: []wakeword.Point{while}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		det.SetSounding(sounding)
-		found, err := feedAll(det, stream)
-		if err != nil {
-			t.Fatal(err)
+		n := 0
+		for i := 0; i < len(stream); i += 960 {
+			det.SetHeard(heard(i))
+			found, err := det.Feed(int64(i), stream[i:min(i+960, len(stream))])
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += len(found)
 		}
-		return len(found)
+		return n
 	}
-	over, under := float64(best)+0.004, float64(best)-0.004
-	if n := fires(false, over); n != 1 {
+	always := func(h wakeword.Heard) func(int) wakeword.Heard { return func(int) wakeword.Heard { return h } }
+	quiet, sounding := wakeword.Heard{}, wakeword.Heard{Sounding: true}
+	ownSound := wakeword.Heard{Sounding: true, OwnSound: true}
+	over := wakeword.Point{Threshold: float64(best) + 0.004, Over: 2}
+	under := wakeword.Point{Threshold: float64(best) - 0.004, Over: 2}
+	if n := fires(always(quiet), over); n != 1 {
 		t.Errorf("quiet speaker: %d detections at the own point, want 1", n)
 	}
-	if n := fires(true, over); n != 0 {
-		t.Errorf("sounding, at %.3f (over the best two in a row, %.3f): %d detections, want none", over, best, n)
+	if n := fires(always(sounding), over); n != 0 {
+		t.Errorf("sounding, at %.3f (over the best two in a row, %.3f): %d detections, want none", over.Threshold, best, n)
 	}
-	if n := fires(true, under); n != 1 {
-		t.Errorf("sounding, at %.3f (under the best two in a row, %.3f): %d detections, want 1", under, best, n)
+	if n := fires(always(sounding), under); n != 1 {
+		t.Errorf("sounding, at %.3f (under the best two in a row, %.3f): %d detections, want 1", under.Threshold, best, n)
+	}
+	// With a voice asked for: none where the canceller took every chunk
+	// for the speaker's own sound, nor where it heard a voice only in the
+	// first second; one where it heard the phrase; and none asked of a
+	// quiet speaker.
+	under.Voice = 500 * time.Millisecond
+	firstSecond := func(at int) wakeword.Heard { return wakeword.Heard{Sounding: true, OwnSound: at >= wakeword.Rate} }
+	if n := fires(always(ownSound), under); n != 0 {
+		t.Errorf("sounding, its own sound alone, a voice asked for: %d detections, want none", n)
+	}
+	if n := fires(firstSecond, under); n != 0 {
+		t.Errorf("sounding, a voice heard only in the first second, one asked for within 0.5 s: %d detections, want none", n)
+	}
+	if n := fires(always(sounding), under); n != 1 {
+		t.Errorf("sounding, a voice heard, one asked for: %d detections, want 1", n)
+	}
+	if n := fires(always(wakeword.Heard{OwnSound: true}), under); n != 1 {
+		t.Errorf("quiet speaker, the chunks taken for its own sound: %d detections at the own point, want 1", n)
 	}
 	t.Logf("the phrase's best two scores in a row: %.3f", best)
 }

@@ -170,6 +170,7 @@ type condition struct {
 	pcm      []int16
 	clips    []placed
 	duration time.Duration
+	near     []span // with the speaker sounding: where its canceller took the sound for near speech
 }
 
 type placed struct {

@@ -36,6 +36,16 @@ var shippedCanceller = capture.EchoOptions{Rate: wakeword.Rate, Tail: 200 * time
 // frame of silence after them (and the last frame made whole), and what
 // comes out a frame late is taken.
 func cancelled(b testing.TB, w echoroom.World, far, near []int16) []int16 {
+	out, _ := cancelledNear(b, w, far, near)
+	return out
+}
+
+// span is a run of samples [from, to) of a stream.
+type span struct{ from, to int }
+
+// cancelledNear is cancelled with the runs of its output the canceller
+// took for near speech (capture.Echo.NearSpeech).
+func cancelledNear(b testing.TB, w echoroom.World, far, near []int16) ([]int16, []span) {
 	const frame = 160
 	sig := w.Render(far, near)
 	e, err := capture.NewEcho(nil, shippedCanceller)
@@ -46,17 +56,28 @@ func cancelled(b testing.TB, w echoroom.World, far, near []int16) []int16 {
 	n := len(sig.Mic)
 	pad := make([]int16, frame+(frame-n%frame)%frame)
 	mic, ref := append(sig.Mic, pad...), append(append([]int16(nil), far...), pad...)
+	var talk []span
 	for i := 0; i+frame <= len(mic); i += frame {
 		e.Cancel(mic[i:i+frame], ref[i:i+frame])
+		if !e.NearSpeech() || i == 0 {
+			continue
+		}
+		at := i - frame // the frame that came out with input frame i
+		if k := len(talk) - 1; k >= 0 && talk[k].to == at {
+			talk[k].to = at + frame
+		} else {
+			talk = append(talk, span{at, at + frame})
+		}
 	}
-	return mic[frame : frame+n]
+	return mic[frame : frame+n], talk
 }
 
 // inRooms puts near (its clips at clips) in the rooms one after another,
 // each for an equal share of it cut between two clips, with far(n, room)
 // playing, cancelled; the canceller starts anew in each room.
-func inRooms(b testing.TB, near []float64, clips []placed, rooms []echoroom.World, far func(n int, w echoroom.World) []int16) []int16 {
+func inRooms(b testing.TB, near []float64, clips []placed, rooms []echoroom.World, far func(n int, w echoroom.World) []int16) ([]int16, []span) {
 	out := make([]int16, 0, len(near))
+	var talk []span
 	from := 0
 	for k, w := range rooms {
 		to := len(near)
@@ -70,10 +91,14 @@ func inRooms(b testing.TB, near []float64, clips []placed, rooms []echoroom.Worl
 			}
 			to = max(to, from)
 		}
-		out = append(out, cancelled(b, w, far(to-from, w), toPCM(near[from:to]))...)
+		pcm, t := cancelledNear(b, w, far(to-from, w), toPCM(near[from:to]))
+		for _, r := range t {
+			talk = append(talk, span{len(out) + r.from, len(out) + r.to})
+		}
+		out = append(out, pcm...)
 		from = to
 	}
-	return out
+	return out, talk
 }
 
 // roomsOf are the world rooms of seed of the kinds given, two of each.
@@ -140,7 +165,7 @@ func echoConditions(b *testing.B, set *wakewordtest.Set, held bool) []*condition
 			acc = append(acc, seg...)
 			c.clips = append(c.clips, placed{name: cl.Name(), voice: cl.VoiceName(), start: at + cl.Onset, phraseAt: at + cl.PhraseEnd})
 		}
-		c.pcm = inRooms(b, acc, c.clips, living, far)
+		c.pcm, c.near = inRooms(b, acc, c.clips, living, far)
 		c.duration = time.Duration(len(c.pcm)) * time.Second / wakeword.Rate
 		return c
 	}
@@ -157,7 +182,7 @@ func echoConditions(b *testing.B, set *wakewordtest.Set, held bool) []*condition
 			far = music(n, w)
 		}
 		c := &condition{name: fmt.Sprintf("its own sound through a room, cancelled %d (%s)", i+1, w), kind: "own sound"}
-		c.pcm = cancelled(b, w, far, nil)
+		c.pcm, c.near = cancelledNear(b, w, far, nil)
 		c.duration = time.Duration(len(c.pcm)) * time.Second / wakeword.Rate
 		conds = append(conds, c)
 	}
@@ -257,7 +282,7 @@ func echoPhrases(b *testing.B, set *wakewordtest.Set, n int) []*condition {
 		near[i] = float64(v)
 	}
 	c := &condition{name: "phrases over the speaker, cancelled", kind: "positive", clips: clean.clips}
-	c.pcm = inRooms(b, near, c.clips, roomsOf(4104, echoroom.Dry, echoroom.Living, echoroom.Hall), far)
+	c.pcm, _ = inRooms(b, near, c.clips, roomsOf(4104, echoroom.Dry, echoroom.Living, echoroom.Hall), far)
 	c.duration = time.Duration(len(c.pcm)) * time.Second / wakeword.Rate
 	return []*condition{c}
 }
@@ -275,14 +300,17 @@ func printWhileSounding(conds []*condition, own [][]wakeword.Score) {
 	sp, _ := heads.PointWhileSounding(heads.HeyJarvis)
 	whileSounding := setting{front: "raw", step: headStep, threshold: float32(sp.Threshold), over: sp.Over}
 	type rule struct {
-		name string
-		at   setting
-		min  float32
+		name  string
+		at    setting
+		min   float32
+		near  int // > 0: a detection taken only with near speech in the samples before it,
+		least int // at least this many samples of it (-1: as the detector does, voiceChunks)
 	}
-	rules := []rule{{"the own point, 0.9 two in a row", point, 0}, {fmt.Sprintf("the point while sounding, %g two in a row (shipped)", sp.Threshold), whileSounding, 0}}
+	rules := []rule{{"the own point, 0.9 two in a row", point, 0, 0, 0},
+		{fmt.Sprintf("the point while sounding, %g two in a row, a voice within %s before (shipped)", sp.Threshold, sp.Voice), whileSounding, 0, int(sp.Voice.Seconds() * wakeword.Rate), -1}}
 	for _, f := range strings.Split(os.Getenv("AGENTHOST_WAKESET_SOUNDING"), ",") {
 		if v, err := strconv.ParseFloat(f, 32); err == nil {
-			rules = append(rules, rule{fmt.Sprintf("the own point, fired score at least %g", v), point, float32(v)})
+			rules = append(rules, rule{fmt.Sprintf("the own point, fired score at least %g", v), point, float32(v), 0, 0})
 		}
 	}
 	// AGENTHOST_WAKESET_SOUNDING_POINTS="0.99x2,0.985x3": other points while
@@ -292,7 +320,19 @@ func printWhileSounding(conds []*condition, own [][]wakeword.Score) {
 		var th float32
 		var over int
 		if n, _ := fmt.Sscanf(f, "%gx%d", &th, &over); n == 2 {
-			rules = append(rules, rule{fmt.Sprintf("%g, %d in a row", th, over), setting{front: "raw", step: headStep, threshold: th, over: over}, 0})
+			rules = append(rules, rule{fmt.Sprintf("%g, %d in a row", th, over), setting{front: "raw", step: headStep, threshold: th, over: over}, 0, 0, 0})
+		}
+	}
+	// AGENTHOST_WAKESET_NEAR="0.9x2@1.5/0.3,0.98x2@1/0.1": a point, a
+	// detection taken only where the canceller heard at least 0.3 s of near
+	// speech in the 1.5 s before it.
+	for _, f := range strings.Split(os.Getenv("AGENTHOST_WAKESET_NEAR"), ",") {
+		var th float32
+		var over int
+		var window, least float64
+		if n, _ := fmt.Sscanf(f, "%gx%d@%g/%g", &th, &over, &window, &least); n == 4 {
+			rules = append(rules, rule{fmt.Sprintf("%g, %d in a row, %g s of near speech in the %g s before", th, over, least, window),
+				setting{front: "raw", step: headStep, threshold: th, over: over}, 0, int(window * wakeword.Rate), int(least * wakeword.Rate)})
 		}
 	}
 	var fired []float64
@@ -314,7 +354,7 @@ func printWhileSounding(conds []*condition, own [][]wakeword.Score) {
 		for i, c := range conds {
 			var ds []wakeword.Score
 			for _, d := range detections(r.at, own[i]) {
-				if d.Value >= r.min {
+				if d.Value >= r.min && (r.near == 0 || voiced(c.near, int(d.End), r.near, r.least)) {
 					ds = append(ds, d)
 				}
 			}
@@ -339,4 +379,29 @@ func printWhileSounding(conds []*condition, own [][]wakeword.Score) {
 		}
 		fmt.Printf("%s %d (%d + %d) |\n", row, wakes, first, wakes-first)
 	}
+}
+
+// voiceChunk is what the host hands the detector at once (audio.frame).
+const voiceChunk = 960
+
+// voiced reports whether near speech precedes a detection ending at end:
+// at least least of its samples within window before it, or (least -1)
+// as the detector has it, a chunk of voiceChunk with near speech in it
+// (Heard.OwnSound false) ending within window before end.
+func voiced(runs []span, end, window, least int) bool {
+	if least >= 0 {
+		return nearSpeech(runs, end-window, end) >= max(least, 1)
+	}
+	first := max(0, (end-window+voiceChunk-1)/voiceChunk-1) // the first chunk that ends at end-window or later
+	last := (end - 1) / voiceChunk                          // the chunk the detection is in
+	return nearSpeech(runs, first*voiceChunk, (last+1)*voiceChunk) > 0
+}
+
+// nearSpeech is how many samples of [from, to) runs of near speech cover.
+func nearSpeech(runs []span, from, to int) int {
+	n := 0
+	for k := sort.Search(len(runs), func(i int) bool { return runs[i].to > from }); k < len(runs) && runs[k].from < to; k++ {
+		n += min(runs[k].to, to) - max(runs[k].from, from)
+	}
+	return n
 }
