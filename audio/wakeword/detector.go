@@ -59,6 +59,15 @@ type Point struct {
 	Voice time.Duration
 }
 
+// String is p as logs show it: "0.9×2", "0.98×2, a voice within 500ms".
+func (p Point) String() string {
+	s := fmt.Sprintf("%g×%d", p.Threshold, max(p.Over, 1))
+	if p.Voice > 0 {
+		s += fmt.Sprintf(", a voice within %s", p.Voice)
+	}
+	return s
+}
+
 // Options are a detector's settings.
 type Options struct {
 	// Threshold is the score (0..1) at or over which a model fires.

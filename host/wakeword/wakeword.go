@@ -26,6 +26,7 @@ import (
 
 	"github.com/agenthost/agenthost/audio/gate"
 	"github.com/agenthost/agenthost/audio/wakeword"
+	"github.com/agenthost/agenthost/audio/wakeword/heads"
 	"github.com/agenthost/agenthost/host/services"
 	"github.com/agenthost/agenthost/host/supervise"
 	"github.com/agenthost/agenthost/internal/backoff"
@@ -219,7 +220,7 @@ func (d *Detector) load() {
 		if err != nil {
 			return nil, err
 		}
-		d.log.Info("wake word on", "models", c.ready.Models, "onnxruntime", c.ready.ONNXRuntime, "library", c.ready.Library, "threshold", s.Threshold, "over", max(s.Over, 1), "per_model", s.PerModel, "verified", c.ready.Verified)
+		d.log.Info("wake word on", "models", c.ready.Models, "onnxruntime", c.ready.ONNXRuntime, "library", c.ready.Library, "threshold", s.Threshold, "over", max(s.Over, 1), "per_model", s.PerModel, "while_sounding", whileSounding(s.Models), "verified", c.ready.Verified)
 		if c.ready.VerifierError != "" {
 			d.log.Warn("owner's verifier not used", "error", c.ready.VerifierError)
 		}
@@ -259,6 +260,18 @@ func folderPrint(dir string) string {
 		}
 	}
 	return b.String()
+}
+
+// whileSounding are the points of models that have their own while the
+// speaker sounds (heads.PointWhileSounding), by name, for the log.
+func whileSounding(models []string) map[string]wakeword.Point {
+	out := map[string]wakeword.Point{}
+	for _, m := range models {
+		if p, ok := heads.PointWhileSounding(m); ok {
+			out[m] = p
+		}
+	}
+	return out
 }
 
 // Settled is closed once the first start has succeeded or failed.

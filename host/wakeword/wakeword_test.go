@@ -224,11 +224,14 @@ func TestWhileTheSpeakerSoundsTheOwnHeadIsHeldToItsStricterPoint(t *testing.T) {
 // and marked as its own sound alone (the capture chain's canceller heard
 // no voice in it), wakes nothing through the real detector process; the
 // same phrase next, not so marked, wakes it, and the first detection is
-// that one.
+// that one. The log says the point while sounding.
 func TestWhileTheSpeakerSoundsAWakeNeedsAVoiceTheCancellerHeard(t *testing.T) {
 	s := settings(t)
 	s.Models, s.Gate = []string{heads.HeyJarvis}, false
 	r := newRig(t, s)
+	if want := `while_sounding="map[hey_jarvis_agenthost:0.98×2, a voice within 500ms]"`; !strings.Contains(r.log.String(), want) {
+		t.Errorf("the log does not say the point while sounding (%s):\n%s", want, r.log)
+	}
 	words := audiotest.Say(t, audiotest.SpeechOptions{Voice: "en-us", WPM: 140}, "hey jarvis")
 	pcm := append(append(make([]int16, 2*wakeword.Rate), words...), make([]int16, 2*wakeword.Rate)...)
 	r.sounding.Store(true)
