@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agenthost/agenthost/host/control"
+	"github.com/agenthost/agenthost/internal/longtest"
 )
 
 // serve runs a control server with the endpoints add adds on a socket in
@@ -94,8 +95,11 @@ func TestBodyOverTheLimitIs413(t *testing.T) {
 // TestAClientWaitsAsLongAsTheCall: the client has no deadline of its own
 // (the daemon ends a call at the service's deadline): a call that takes
 // longer than a minute is answered, and the daemon's handler is not
-// cancelled. It takes a minute, in parallel with the package's other tests.
+// cancelled. It takes a minute: a long test (AGENTHOST_LONG_TESTS=1).
 func TestAClientWaitsAsLongAsTheCall(t *testing.T) {
+	if !longtest.Enabled() {
+		t.Skip("a call of 65 s: runs with AGENTHOST_LONG_TESTS=1 (scripts/test.sh)")
+	}
 	t.Parallel()
 	const takes = 65 * time.Second
 	cancelled := make(chan error, 1)
