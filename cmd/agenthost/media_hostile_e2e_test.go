@@ -63,7 +63,7 @@ func TestHostileMediaCannotHurtTheSpeaker(t *testing.T) {
 	if last := waitMediaEnded(t, sim, "a normal sound"); !strings.Contains(last, "played to the end") {
 		t.Fatalf("a normal sound ended with %q", last)
 	}
-	peaks := decoderPeaks(d)
+	peaks := decodersEnded(t, d, "a normal sound", 0)
 	if len(peaks) != 1 {
 		t.Fatalf("the plugin logged %d decoders' peaks, want 1", len(peaks))
 	}
@@ -98,15 +98,7 @@ func TestHostileMediaCannotHurtTheSpeaker(t *testing.T) {
 			t.Errorf("%s: %q, want it to say %q", c.name, msg, c.want)
 		}
 		// Each decoder ended and logged its peak.
-		var peaks []int64
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-			if peaks = decoderPeaks(d); len(peaks) > before {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: the plugin logged no decoder's end", c.name)
-			}
-		}
+		peaks := decodersEnded(t, d, c.name, before)
 		for _, p := range peaks[before:] {
 			if p > decoderBound+base {
 				t.Errorf("%s: the decoder reached %d MiB, over its bound (%d MiB) and a normal decoder's %d MiB",
@@ -134,6 +126,21 @@ func TestHostileMediaCannotHurtTheSpeaker(t *testing.T) {
 	}
 	waitFor(t, sim, "the reply", func() bool { return replyEnded(sim, 1, task[1]) })
 	d.waitPlayed("voice", 0.9)
+}
+
+// decodersEnded waits until the plugin logged more than before decoders'
+// ends (the log reaches the test through a pipe, after the status the
+// simulator read) and returns their peaks.
+func decodersEnded(t *testing.T, d *hostProc, what string, before int) []int64 {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if peaks := decoderPeaks(d); len(peaks) > before {
+			return peaks
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: the plugin logged no decoder's end", what)
+		}
+	}
 }
 
 // decoderPeaks are the media plugin's decoders' peak resident memory
