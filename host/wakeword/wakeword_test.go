@@ -208,15 +208,7 @@ func TestWhileTheSpeakerSoundsTheOwnHeadIsHeldToItsStricterPoint(t *testing.T) {
 	r.sounding.Store(false)
 	second := pos
 	feed(r.d, pos, pcm)
-	select {
-	case d := <-r.wakes:
-		if d.End < second {
-			t.Fatalf("a detection at %d (score %.3f), in the phrase said while the speaker sounded (before %d)", d.End, d.Score, second)
-		}
-		t.Logf("the phrase said while the speaker was quiet woke it (score %.3f); the same while it sounded did not", d.Score)
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the phrase said while the speaker was quiet woke nothing; log:\n%s", r.log)
-	}
+	r.firstWakeFrom(t, second, "said while the speaker sounded", "said while the speaker was quiet")
 }
 
 // TestWhileTheSpeakerSoundsAWakeNeedsAVoiceTheCancellerHeard: a phrase the
@@ -237,14 +229,22 @@ func TestWhileTheSpeakerSoundsAWakeNeedsAVoiceTheCancellerHeard(t *testing.T) {
 	r.sounding.Store(true)
 	second := feedHeard(r.d, 0, pcm, true)
 	feedHeard(r.d, second, pcm, false)
+	r.firstWakeFrom(t, second, "taken for the speaker's own sound", "with a voice heard, the speaker sounding,")
+}
+
+// firstWakeFrom waits for the first detection and fails unless it is in
+// the phrase fed from second on (the one described by woke), not in the
+// one fed before it (held).
+func (r *rig) firstWakeFrom(t *testing.T, second int64, held, woke string) {
+	t.Helper()
 	select {
 	case d := <-r.wakes:
 		if d.End < second {
-			t.Fatalf("a detection at %d (score %.3f), in the phrase taken for the speaker's own sound (before %d)", d.End, d.Score, second)
+			t.Fatalf("a detection at %d (score %.3f), in the phrase %s (before %d)", d.End, d.Score, held, second)
 		}
-		t.Logf("the phrase with a voice heard woke it (score %.3f); the same taken for the speaker's own sound did not", d.Score)
+		t.Logf("the phrase %s woke it (score %.3f); the one %s did not", woke, d.Score, held)
 	case <-time.After(60 * time.Second):
-		t.Fatalf("the phrase with a voice heard, the speaker sounding, woke nothing; log:\n%s", r.log)
+		t.Fatalf("the phrase %s woke nothing; log:\n%s", woke, r.log)
 	}
 }
 
